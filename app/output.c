@@ -1,0 +1,463 @@
+/* Frame writers (VTP, PLY, CSV) with atomic replace, and the stats.jsonl log. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+struct pbfapp_output {
+    char *dir;
+    pbfapp_format format;
+    FILE *stats;
+    char *stats_path;
+    uint32_t *order;
+    size_t order_cap;
+    char last[4096];
+};
+
+static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->status = status;
+    }
+    return status;
+}
+
+/* ---- little-endian byte sink -------------------------------------------------------------- */
+
+typedef struct sink {
+    FILE *f;
+    size_t used;
+    int failed;
+    unsigned char buf[1 << 16];
+} sink;
+
+static void sink_flush(sink *s) {
+    if (s->used && !s->failed && fwrite(s->buf, 1, s->used, s->f) != s->used) s->failed = 1;
+    s->used = 0;
+}
+
+static void sink_u32(sink *s, uint32_t v) {
+    if (s->used + 4 > sizeof s->buf) sink_flush(s);
+    unsigned char *b = s->buf + s->used;
+    b[0] = (unsigned char)(v & 0xffu);
+    b[1] = (unsigned char)((v >> 8) & 0xffu);
+    b[2] = (unsigned char)((v >> 16) & 0xffu);
+    b[3] = (unsigned char)((v >> 24) & 0xffu);
+    s->used += 4;
+}
+
+static void sink_u64(sink *s, uint64_t v) {
+    sink_u32(s, (uint32_t)(v & 0xffffffffu));
+    sink_u32(s, (uint32_t)(v >> 32));
+}
+
+static void sink_f32(sink *s, float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    sink_u32(s, u);
+}
+
+/* ---- atomic files ------------------------------------------------------------------------- */
+
+typedef struct atomic_file {
+    FILE *f;
+    char tmp[4200];
+    const char *path;
+} atomic_file;
+
+static pbf_status atomic_open(atomic_file *a, const char *path, pbf_error *err) {
+    a->path = path;
+    a->f = NULL;
+    int n = snprintf(a->tmp, sizeof a->tmp, "%s.tmp", path);
+    if (n < 0 || (size_t)n >= sizeof a->tmp)
+        return fail(err, PBF_ERR_IO, "%s: path too long", path);
+    a->f = fopen(a->tmp, "wb");
+    if (!a->f) return fail(err, PBF_ERR_IO, "%s: cannot create: %s", a->tmp, strerror(errno));
+    return PBF_OK;
+}
+
+static void atomic_abort(atomic_file *a) {
+    if (a->f) fclose(a->f);
+    a->f = NULL;
+    unlink(a->tmp);
+}
+
+/* Flush, fsync, close and rename over the final name. */
+static pbf_status atomic_commit(atomic_file *a, pbf_error *err) {
+    int e = 0;
+    if (ferror(a->f) || fflush(a->f) != 0) e = errno ? errno : EIO;
+    if (!e && fsync(fileno(a->f)) != 0 && errno != EINVAL && errno != EROFS) e = errno;
+    if (fclose(a->f) != 0 && !e) e = errno ? errno : EIO;
+    a->f = NULL;
+    if (e) {
+        unlink(a->tmp);
+        return fail(err, PBF_ERR_IO, "%s: write failed: %s", a->tmp, strerror(e));
+    }
+    if (rename(a->tmp, a->path) != 0) {
+        e = errno;
+        unlink(a->tmp);
+        return fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", a->path, a->tmp,
+                    strerror(e));
+    }
+    return PBF_OK;
+}
+
+/* ---- particle order ----------------------------------------------------------------------- */
+
+typedef struct id_index {
+    uint32_t id, index;
+} id_index;
+
+static int cmp_id_index(const void *a, const void *b) {
+    const id_index *x = a, *y = b;
+    if (x->id != y->id) return x->id < y->id ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+pbf_status pbfapp_id_order(const pbf_particles *p, uint32_t *order, pbf_error *err) {
+    size_t n = p->count > 0 ? (size_t)p->count : 0;
+    int direct = 1;
+    for (size_t k = 0; k < n; ++k) order[k] = UINT32_MAX;
+    for (size_t i = 0; i < n && direct; ++i) {
+        uint32_t id = p->id[i];
+        if (id >= n || order[id] != UINT32_MAX)
+            direct = 0;
+        else
+            order[id] = (uint32_t)i;
+    }
+    if (direct) return PBF_OK;
+    id_index *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    if (!tmp) return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory sorting %zu particles", n);
+    for (size_t i = 0; i < n; ++i) {
+        tmp[i].id = p->id[i];
+        tmp[i].index = (uint32_t)i;
+    }
+    qsort(tmp, n, sizeof *tmp, cmp_id_index);
+    for (size_t k = 0; k < n; ++k) order[k] = tmp[k].index;
+    free(tmp);
+    return PBF_OK;
+}
+
+/* ---- writers ------------------------------------------------------------------------------ */
+
+static sink *sink_new(FILE *f) {
+    sink *s = malloc(sizeof *s);
+    if (s) {
+        s->f = f;
+        s->used = 0;
+        s->failed = 0;
+    }
+    return s;
+}
+
+pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint32_t *order,
+                            double time, pbf_error *err) {
+    atomic_file a;
+    pbf_status st = atomic_open(&a, path, err);
+    if (st != PBF_OK) return st;
+    uint64_t n = p->count > 0 ? (uint64_t)p->count : 0;
+    /* Appended blocks: each is a UInt64 byte count followed by the bytes. */
+    uint64_t sz_vec = 12 * n, sz_scalar = 4 * n;
+    uint64_t off_velocity = 0;
+    uint64_t off_density = off_velocity + 8 + sz_vec;
+    uint64_t off_id = off_density + 8 + sz_scalar;
+    uint64_t off_points = off_id + 8 + sz_scalar;
+    uint64_t off_conn = off_points + 8 + sz_vec;
+    uint64_t off_offsets = off_conn + 8 + sz_scalar;
+    FILE *f = a.f;
+    fprintf(f,
+            "<?xml version=\"1.0\"?>\n"
+            "<VTKFile type=\"PolyData\" version=\"1.0\" byte_order=\"LittleEndian\" "
+            "header_type=\"UInt64\">\n"
+            "  <PolyData>\n"
+            "    <FieldData>\n"
+            "      <DataArray type=\"Float64\" Name=\"TimeValue\" NumberOfTuples=\"1\" "
+            "format=\"ascii\">%.17g</DataArray>\n"
+            "    </FieldData>\n"
+            "    <Piece NumberOfPoints=\"%llu\" NumberOfVerts=\"%llu\" NumberOfLines=\"0\" "
+            "NumberOfStrips=\"0\" NumberOfPolys=\"0\">\n"
+            "      <PointData Scalars=\"density\" Vectors=\"velocity\">\n"
+            "        <DataArray type=\"Float32\" Name=\"velocity\" NumberOfComponents=\"3\" "
+            "format=\"appended\" offset=\"%llu\"/>\n"
+            "        <DataArray type=\"Float32\" Name=\"density\" format=\"appended\" "
+            "offset=\"%llu\"/>\n"
+            "        <DataArray type=\"UInt32\" Name=\"id\" format=\"appended\" offset=\"%llu\"/>\n"
+            "      </PointData>\n"
+            "      <Points>\n"
+            "        <DataArray type=\"Float32\" Name=\"Points\" NumberOfComponents=\"3\" "
+            "format=\"appended\" offset=\"%llu\"/>\n"
+            "      </Points>\n"
+            "      <Verts>\n"
+            "        <DataArray type=\"Int32\" Name=\"connectivity\" format=\"appended\" "
+            "offset=\"%llu\"/>\n"
+            "        <DataArray type=\"Int32\" Name=\"offsets\" format=\"appended\" "
+            "offset=\"%llu\"/>\n"
+            "      </Verts>\n"
+            "    </Piece>\n"
+            "  </PolyData>\n"
+            "  <AppendedData encoding=\"raw\">\n"
+            "   _",
+            time, (unsigned long long)n, (unsigned long long)n, (unsigned long long)off_velocity,
+            (unsigned long long)off_density, (unsigned long long)off_id,
+            (unsigned long long)off_points, (unsigned long long)off_conn,
+            (unsigned long long)off_offsets);
+    sink *s = sink_new(f);
+    if (!s) {
+        atomic_abort(&a);
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    sink_u64(s, sz_vec);
+    for (uint64_t k = 0; k < n; ++k) {
+        uint32_t i = order[k];
+        sink_f32(s, p->vx[i]);
+        sink_f32(s, p->vy[i]);
+        sink_f32(s, p->vz[i]);
+    }
+    sink_u64(s, sz_scalar);
+    for (uint64_t k = 0; k < n; ++k) sink_f32(s, p->density[order[k]]);
+    sink_u64(s, sz_scalar);
+    for (uint64_t k = 0; k < n; ++k) sink_u32(s, p->id[order[k]]);
+    sink_u64(s, sz_vec);
+    for (uint64_t k = 0; k < n; ++k) {
+        uint32_t i = order[k];
+        sink_f32(s, p->x[i]);
+        sink_f32(s, p->y[i]);
+        sink_f32(s, p->z[i]);
+    }
+    sink_u64(s, sz_scalar);
+    for (uint64_t k = 0; k < n; ++k) sink_u32(s, (uint32_t)k);
+    sink_u64(s, sz_scalar);
+    for (uint64_t k = 0; k < n; ++k) sink_u32(s, (uint32_t)(k + 1));
+    sink_flush(s);
+    int failed = s->failed;
+    free(s);
+    fputs("\n  </AppendedData>\n</VTKFile>\n", f);
+    if (failed) {
+        int e = errno;
+        atomic_abort(&a);
+        return fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s", path, strerror(e ? e : EIO));
+    }
+    return atomic_commit(&a, err);
+}
+
+pbf_status pbfapp_write_ply(const char *path, const pbf_particles *p, const uint32_t *order,
+                            double time, pbf_error *err) {
+    atomic_file a;
+    pbf_status st = atomic_open(&a, path, err);
+    if (st != PBF_OK) return st;
+    size_t n = p->count > 0 ? (size_t)p->count : 0;
+    fprintf(a.f,
+            "ply\n"
+            "format binary_little_endian 1.0\n"
+            "comment pbf %s time %.17g\n"
+            "element vertex %zu\n"
+            "property float x\nproperty float y\nproperty float z\n"
+            "property float vx\nproperty float vy\nproperty float vz\n"
+            "property float density\n"
+            "property uint id\n"
+            "end_header\n",
+            PBF_VERSION_STRING, time, n);
+    sink *s = sink_new(a.f);
+    if (!s) {
+        atomic_abort(&a);
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    for (size_t k = 0; k < n; ++k) {
+        uint32_t i = order[k];
+        sink_f32(s, p->x[i]);
+        sink_f32(s, p->y[i]);
+        sink_f32(s, p->z[i]);
+        sink_f32(s, p->vx[i]);
+        sink_f32(s, p->vy[i]);
+        sink_f32(s, p->vz[i]);
+        sink_f32(s, p->density[i]);
+        sink_u32(s, p->id[i]);
+    }
+    sink_flush(s);
+    int failed = s->failed;
+    free(s);
+    if (failed) {
+        int e = errno;
+        atomic_abort(&a);
+        return fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s", path, strerror(e ? e : EIO));
+    }
+    return atomic_commit(&a, err);
+}
+
+pbf_status pbfapp_write_csv(const char *path, const pbf_particles *p, const uint32_t *order,
+                            pbf_error *err) {
+    atomic_file a;
+    pbf_status st = atomic_open(&a, path, err);
+    if (st != PBF_OK) return st;
+    size_t n = p->count > 0 ? (size_t)p->count : 0;
+    fputs("x,y,z,vx,vy,vz,density\n", a.f);
+    for (size_t k = 0; k < n; ++k) {
+        uint32_t i = order[k];
+        fprintf(a.f, "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", (double)p->x[i], (double)p->y[i],
+                (double)p->z[i], (double)p->vx[i], (double)p->vy[i], (double)p->vz[i],
+                (double)p->density[i]);
+    }
+    return atomic_commit(&a, err);
+}
+
+/* ---- the output directory ----------------------------------------------------------------- */
+
+/* mkdir -p. */
+static pbf_status make_dirs(const char *dir, pbf_error *err) {
+    size_t len = strlen(dir);
+    char *buf = malloc(len + 1);
+    if (!buf) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
+    memcpy(buf, dir, len + 1);
+    for (size_t i = 1; i <= len; ++i) {
+        if (buf[i] != '/' && buf[i] != '\0') continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        struct stat sb;
+        if (stat(buf, &sb) == 0) {
+            if (!S_ISDIR(sb.st_mode)) {
+                pbf_status st =
+                    saved == '\0'
+                        ? fail(err, PBF_ERR_IO,
+                               "%s: cannot use it as the output directory: it exists and is "
+                               "not a directory",
+                               dir)
+                        : fail(err, PBF_ERR_IO,
+                               "%s: cannot create the output directory: %s exists and is not "
+                               "a directory",
+                               dir, buf);
+                free(buf);
+                return st;
+            }
+        } else if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+            int e = errno;
+            pbf_status st = fail(err, PBF_ERR_IO, "%s: cannot create the output directory%s%s: %s",
+                                 dir, saved ? " at " : "", saved ? buf : "", strerror(e));
+            free(buf);
+            return st;
+        }
+        buf[i] = saved;
+    }
+    free(buf);
+    return PBF_OK;
+}
+
+pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_output **out,
+                              pbf_error *err) {
+    *out = NULL;
+    if (!dir || !*dir) return fail(err, PBF_ERR_IO, "the output directory name is empty");
+    if (strlen(dir) > 4000) return fail(err, PBF_ERR_IO, "%.60s...: path too long", dir);
+    pbf_status st = make_dirs(dir, err);
+    if (st != PBF_OK) return st;
+    if (access(dir, W_OK | X_OK) != 0)
+        return fail(err, PBF_ERR_IO, "%s: the output directory is not writable: %s", dir,
+                    strerror(errno));
+    pbfapp_output *o = calloc(1, sizeof *o);
+    if (!o) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
+    o->format = format;
+    size_t len = strlen(dir);
+    o->dir = malloc(len + 1);
+    o->stats_path = malloc(len + 16);
+    if (!o->dir || !o->stats_path) {
+        pbfapp_output_close(o, NULL);
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
+    }
+    memcpy(o->dir, dir, len + 1);
+    while (len > 1 && o->dir[len - 1] == '/') o->dir[--len] = '\0';
+    snprintf(o->stats_path, len + 16, "%s/stats.jsonl", o->dir);
+    o->stats = fopen(o->stats_path, "w");
+    if (!o->stats) {
+        int e = errno;
+        st = fail(err, PBF_ERR_IO, "%s: cannot create: %s", o->stats_path, strerror(e));
+        pbfapp_output_close(o, NULL);
+        return st;
+    }
+    *out = o;
+    return PBF_OK;
+}
+
+pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const pbf_particles *p,
+                               pbf_error *err) {
+    size_t n = p->count > 0 ? (size_t)p->count : 0;
+    if (n > o->order_cap) {
+        uint32_t *grown = realloc(o->order, n * sizeof *grown);
+        if (!grown)
+            return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory ordering %zu particles", n);
+        o->order = grown;
+        o->order_cap = n;
+    }
+    pbf_status st = pbfapp_id_order(p, o->order, err);
+    if (st != PBF_OK) return st;
+    snprintf(o->last, sizeof o->last, "%s/frame_%05d.%s", o->dir, frame,
+             pbfapp_format_extension(o->format));
+    switch (o->format) {
+    case PBFAPP_FORMAT_VTP: return pbfapp_write_vtp(o->last, p, o->order, time, err);
+    case PBFAPP_FORMAT_PLY: return pbfapp_write_ply(o->last, p, o->order, time, err);
+    case PBFAPP_FORMAT_CSV: return pbfapp_write_csv(o->last, p, o->order, err);
+    }
+    return fail(err, PBF_ERR_INVALID_ARGUMENT, "unknown output format %d", (int)o->format);
+}
+
+/* A JSON number, or null when not finite. */
+static void json_number(char *buf, size_t size, double v, const char *fmt) {
+    if (isfinite(v))
+        snprintf(buf, size, fmt, v);
+    else
+        snprintf(buf, size, "null");
+}
+
+pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, double ms,
+                               pbf_error *err) {
+    char t[40], avg[40], mx[40], speed[40], wall[40];
+    json_number(t, sizeof t, s->time, "%.9g");
+    json_number(avg, sizeof avg, s->density_error_avg, "%.6g");
+    json_number(mx, sizeof mx, s->density_error_max, "%.6g");
+    json_number(speed, sizeof speed, s->max_speed, "%.6g");
+    json_number(wall, sizeof wall, ms, "%.3f");
+    fprintf(o->stats,
+            "{\"frame\":%d,\"time\":%s,\"particles\":%d,\"density_error_avg\":%s,"
+            "\"density_error_max\":%s,\"max_speed\":%s,\"nonfinite\":%d,\"escaped\":%d,"
+            "\"ms\":%s}\n",
+            frame, t, s->particles, avg, mx, speed, s->nonfinite, s->escaped, wall);
+    if (fflush(o->stats) != 0 || ferror(o->stats))
+        return fail(err, PBF_ERR_IO, "%s: write failed: %s", o->stats_path, strerror(errno));
+    return PBF_OK;
+}
+
+const char *pbfapp_output_last_path(const pbfapp_output *o) {
+    return o ? o->last : "";
+}
+
+pbf_status pbfapp_output_close(pbfapp_output *o, pbf_error *err) {
+    if (!o) return PBF_OK;
+    pbf_status st = PBF_OK;
+    if (o->stats) {
+        int bad = ferror(o->stats);
+        if (fclose(o->stats) != 0 || bad)
+            st = fail(err, PBF_ERR_IO, "%s: write failed: %s", o->stats_path,
+                      strerror(errno ? errno : EIO));
+    }
+    free(o->dir);
+    free(o->stats_path);
+    free(o->order);
+    free(o);
+    return st;
+}

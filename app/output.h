@@ -1,0 +1,68 @@
+/*
+ * Frame writers and the per-frame statistics log.
+ *
+ * Every frame file is written as NAME.tmp, flushed, fsync'ed and renamed to NAME, so a reader
+ * (or a crash) never sees a half-written frame. Particles are written in `id` order, so row k of
+ * every frame is the same particle.
+ *
+ *   frame_00000.vtp  VTK XML PolyData, raw appended binary: Points (Float32 x3), Verts, and
+ *                    PointData velocity (Float32 x3), density (Float32), id (UInt32);
+ *                    FieldData TimeValue (simulated time, read by ParaView)
+ *   frame_00000.ply  binary little-endian PLY: float x y z vx vy vz density, uint id
+ *   frame_00000.csv  text: header x,y,z,vx,vy,vz,density, one particle per line
+ *   stats.jsonl      one JSON object per frame: frame, time, particles, density_error_avg,
+ *                    density_error_max, max_speed, nonfinite, escaped, ms
+ */
+#ifndef PBFAPP_OUTPUT_H
+#define PBFAPP_OUTPUT_H
+
+#include <stdint.h>
+
+#include "pbf/pbf.h"
+#include "scene.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pbfapp_output pbfapp_output;
+
+/* Creates `dir` (and missing parents) if needed, checks that files can be created in it and
+ * opens (truncates) stats.jsonl. Fails with PBF_ERR_IO naming the path when the directory
+ * cannot be created, is a file, or is not writable. */
+pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_output **out,
+                              pbf_error *err);
+
+/* Writes frame `frame` (file frame_%05d.EXT) of the particles at simulated time `time`. */
+pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const pbf_particles *p,
+                               pbf_error *err);
+
+/* Appends one line to stats.jsonl and flushes it. `ms` is the wall-clock time of the frame. */
+pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, double ms,
+                               pbf_error *err);
+
+/* Path of the last frame file written ("" before the first). */
+const char *pbfapp_output_last_path(const pbfapp_output *o);
+
+/* Closes stats.jsonl (reporting a failed close) and frees the writer. NULL is allowed. */
+pbf_status pbfapp_output_close(pbfapp_output *o, pbf_error *err);
+
+/* Stand-alone writers (used by the above and by the tests). `order` is the memory index of the
+ * particle with id 0, 1, ...: make it with pbfapp_id_order. Each writes PATH.tmp and renames it
+ * to PATH. */
+pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint32_t *order,
+                            double time, pbf_error *err);
+pbf_status pbfapp_write_ply(const char *path, const pbf_particles *p, const uint32_t *order,
+                            double time, pbf_error *err);
+pbf_status pbfapp_write_csv(const char *path, const pbf_particles *p, const uint32_t *order,
+                            pbf_error *err);
+
+/* Fills order[k] (p->count entries) with the memory index of the k-th particle in id order.
+ * Uses the inverse permutation when ids are 0..count-1, else sorts by id. */
+pbf_status pbfapp_id_order(const pbf_particles *p, uint32_t *order, pbf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PBFAPP_OUTPUT_H */

@@ -1,0 +1,95 @@
+/*
+ * Scene files: JSON documents that define a world (flat keys of the world parameter table, see
+ * pbf/params.h), the run (frames, fps, substeps, output format: the run table below) and the
+ * geometry (fluid blocks, static obstacles, moving walls). The loader checks everything before a
+ * world is built, and every message names the file, the key path and the value at fault.
+ */
+#ifndef PBFAPP_SCENE_H
+#define PBFAPP_SCENE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pbf/params.h"
+#include "pbf/pbf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest scene file accepted, bytes. */
+#define PBFAPP_SCENE_MAX_BYTES (16u * 1024u * 1024u)
+
+typedef enum pbfapp_format {
+    PBFAPP_FORMAT_VTP = 0,
+    PBFAPP_FORMAT_PLY = 1,
+    PBFAPP_FORMAT_CSV = 2
+} pbfapp_format;
+
+/* File extension of a format, without the dot ("vtp"). */
+const char *pbfapp_format_extension(pbfapp_format format);
+
+/* Run parameters: the second parameter table (keys frames, fps, substeps, format). */
+typedef struct pbfapp_run {
+    int frames;           /* frames written after frame 0 (the initial state) */
+    float fps;            /* frames per simulated second */
+    int substeps;         /* pbf_world_step calls per frame, each of dt = 1 / (fps * substeps) */
+    pbfapp_format format; /* frame file format */
+} pbfapp_run;
+
+const pbf_param_info *pbfapp_run_params(size_t *count);
+pbfapp_run pbfapp_default_run(void);
+
+/* One `--set KEY=VALUE` (or an option such as `--frames N` that maps to a parameter). `label` is
+ * how messages name its origin, e.g. "--set particle_radius" or "--frames". */
+typedef struct pbfapp_override {
+    const char *key;
+    const char *value;
+    const char *label;
+} pbfapp_override;
+
+typedef struct pbfapp_scene {
+    char *path;        /* the file as given */
+    char *name;        /* "name" of the file, or the file name without directory and extension */
+    char *description; /* "" when absent */
+    pbf_world_def def;
+    pbfapp_run run;
+    pbf_fluid_block *blocks;
+    int block_count;
+    pbf_box *boxes; /* obstacles first, then moving walls */
+    int box_count;
+    int obstacle_count; /* boxes[0 .. obstacle_count-1] came from "obstacles" */
+    int64_t particles;  /* sum of pbf_fluid_block_count over the blocks */
+} pbfapp_scene;
+
+/* Reads and checks a scene file, then applies the overrides (each checked like a scene key) and
+ * checks the geometry and the world definition. On failure `scene` is left empty (safe to free)
+ * and err names the file or override, the key and the value. Status: PBF_ERR_IO for a file that
+ * cannot be read, PBF_ERR_INVALID_ARGUMENT for content, PBF_ERR_LIMIT for sizes. */
+pbf_status pbfapp_scene_load(const char *path, const pbfapp_override *overrides,
+                             size_t override_count, pbfapp_scene *scene, pbf_error *err);
+
+/* Same, from text in memory; `path` only names the source in messages. */
+pbf_status pbfapp_scene_parse(const char *path, const char *text, size_t length,
+                              const pbfapp_override *overrides, size_t override_count,
+                              pbfapp_scene *scene, pbf_error *err);
+
+void pbfapp_scene_free(pbfapp_scene *scene);
+
+/* Builds the world: creates it from scene->def and adds every block and box. */
+pbf_status pbfapp_scene_create_world(const pbfapp_scene *scene, pbf_world **out_world,
+                                     pbf_error *err);
+
+/* Applies one KEY=VALUE to a world definition or run (either table). VEC3 values are "x,y,z",
+ * ENUM values a name. Messages are prefixed with `label`. */
+pbf_status pbfapp_apply_override(pbf_world_def *def, pbfapp_run *run, const char *key,
+                                 const char *value, const char *label, pbf_error *err);
+
+/* The known key closest to `key` among `names` (edit distance), or NULL if none is close. */
+const char *pbfapp_closest_name(const char *key, const char *const *names, size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PBFAPP_SCENE_H */

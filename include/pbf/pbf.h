@@ -1,0 +1,197 @@
+/*
+ * pbf — Position Based Fluids (Macklin & Müller, SIGGRAPH 2013) in C11.
+ *
+ * The public API. A newcomer reads it top to bottom in a few minutes:
+ *
+ *     pbf_world_def def = pbf_default_world_def();
+ *     def.particle_radius = 0.01f;                      // change only what you care about
+ *     pbf_world *w = NULL;
+ *     pbf_error err;
+ *     if (pbf_world_create(&def, &w, &err) != PBF_OK) { puts(err.message); return 1; }
+ *     pbf_fluid_block blk = { .min = {0, 0, 0}, .max = {0.4f, 0.6f, 0.4f} };
+ *     pbf_world_add_fluid_block(w, &blk, &err);
+ *     for (int s = 0; s < 240; ++s) pbf_world_step(w, 1.0f / 240.0f, &err);
+ *     pbf_particles p = pbf_world_particles(w);          // read-only SoA view
+ *     pbf_world_destroy(w);
+ *
+ * Design (the reasoning is in ARCHITECTURE.md, the formulas in src/solver.c):
+ *  - All state lives in a pbf_world; there is no global mutable state. Every object made by a
+ *    *_create is released by the matching *_destroy.
+ *  - Every fallible call returns a pbf_status and, when `err` is not NULL, fills err->message with a
+ *    sentence that names the field and the value at fault. The library never exits or aborts.
+ *  - Particle data is structure-of-arrays of float, reordered by grid cell every step, so the
+ *    order of particles changes; pbf_particles.id gives each particle's stable identity.
+ *  - Results are bit-identical for any thread count (OpenMP, `threads` below).
+ *
+ * Units are SI: metres, seconds, kilograms. The container is the axis-aligned box
+ * [domain_min, domain_max]; no particle ever leaves it.
+ */
+#ifndef PBF_PBF_H
+#define PBF_PBF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PBF_VERSION_MAJOR 0
+#define PBF_VERSION_MINOR 1
+#define PBF_VERSION_PATCH 0
+#define PBF_VERSION_STRING "0.1.0"
+
+typedef enum pbf_status {
+    PBF_OK = 0,
+    PBF_ERR_INVALID_ARGUMENT = 1, /* a value out of range, NaN, NULL where a pointer is needed */
+    PBF_ERR_OUT_OF_MEMORY = 2,    /* an allocation failed */
+    PBF_ERR_LIMIT = 3,            /* a size limit: too many particles, too many grid cells */
+    PBF_ERR_IO = 4                /* used by tools built on the library (writers, scene files) */
+} pbf_status;
+
+/* Human-readable status name, e.g. "invalid argument". Never NULL. */
+const char *pbf_status_string(pbf_status status);
+
+typedef struct pbf_error {
+    pbf_status status;
+    char message[512];
+} pbf_error;
+
+typedef struct pbf_vec3 {
+    float x, y, z;
+} pbf_vec3;
+
+/* The density constraint C_i = rho_i / rho_0 - 1 (paper eq. 1). "unilateral" solves only
+ * C_i > 0 (compression, as in seed 003 and FleX), so free-surface particles are never pulled
+ * together; "bilateral" solves C_i = 0 as written in the paper and relies on s_corr. */
+typedef enum pbf_constraint_mode {
+    PBF_CONSTRAINT_UNILATERAL = 0,
+    PBF_CONSTRAINT_BILATERAL = 1
+} pbf_constraint_mode;
+
+/* Everything that defines a world. Make it with pbf_default_world_def() and change fields.
+ * Ranges, units and descriptions are in the parameter table (pbf/params.h), which also names
+ * the scene-file keys. */
+typedef struct pbf_world_def {
+    pbf_vec3 domain_min;        /* container box, m */
+    pbf_vec3 domain_max;        /* m */
+    pbf_vec3 gravity;           /* m/s^2 */
+    float particle_radius;      /* m; particle spacing at rest is 2 * radius */
+    float rest_density;         /* kg/m^3 */
+    float kernel_ratio;         /* kernel radius h = kernel_ratio * spacing */
+    int solver_iterations;      /* Jacobi iterations per step */
+    float relaxation;           /* epsilon of eq. 11, relative to sum |grad C|^2 of a rest lattice */
+    pbf_constraint_mode constraint;
+    float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13) */
+    int scorr_n;
+    float scorr_dq;             /* |dq| as a fraction of h */
+    float xsph_viscosity;       /* XSPH c (eq. 17) */
+    float vorticity;            /* vorticity confinement epsilon (eq. 16), m/s */
+    float cfl;                  /* speed limit: |v| <= cfl * h / dt (seed 000, FleX) */
+    float friction_static;      /* wall friction coefficients (seed 003, PBD friction) */
+    float friction_dynamic;
+    int max_particles;          /* capacity reserved by pbf_world_create; 0 = grow as needed */
+    int threads;                /* OpenMP threads; 0 = the OpenMP default */
+} pbf_world_def;
+
+pbf_world_def pbf_default_world_def(void);
+
+/* Checks every field of a definition; returns PBF_OK or fills err naming the field and value. */
+pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err);
+
+typedef struct pbf_world pbf_world;
+
+pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf_error *err);
+void pbf_world_destroy(pbf_world *world); /* NULL is allowed */
+
+/* A box of fluid filled with a cubic lattice at the rest spacing (2 * particle_radius), the first
+ * layer half a spacing inside `min`. The block must lie inside the container. */
+typedef struct pbf_fluid_block {
+    pbf_vec3 min, max;  /* m */
+    pbf_vec3 velocity;  /* initial velocity, m/s */
+} pbf_fluid_block;
+
+/* Number of particles a block would add (0 if it is too thin to hold one layer). */
+int64_t pbf_fluid_block_count(const pbf_world_def *def, const pbf_fluid_block *block);
+
+pbf_status pbf_world_add_fluid_block(pbf_world *world, const pbf_fluid_block *block, pbf_error *err);
+
+/* Prescribed motion of a moving wall: its offset from the rest position at time t. */
+typedef enum pbf_motion_type {
+    PBF_MOTION_NONE = 0,      /* static obstacle */
+    PBF_MOTION_OSCILLATE = 1, /* offset = direction * amplitude * sin(2 pi (t - start) / period + phase) */
+    PBF_MOTION_LINEAR = 2     /* offset = direction * speed * (clamp(t, start, stop) - start) */
+} pbf_motion_type;
+
+typedef struct pbf_motion {
+    pbf_motion_type type;
+    pbf_vec3 direction;  /* normalised by the library */
+    float amplitude;     /* m (oscillate) */
+    float period;        /* s (oscillate) */
+    float phase;         /* rad (oscillate) */
+    float speed;         /* m/s (linear) */
+    float start, stop;   /* s: the wall moves only for start <= t <= stop; stop < 0 = forever */
+} pbf_motion;
+
+/* A solid box: a static obstacle (motion.type = PBF_MOTION_NONE) or a moving wall. Fluid feels
+ * it through its density contribution (no under-density, no clumping) and collisions with
+ * friction. Boxes may not overlap one another. */
+typedef struct pbf_box {
+    pbf_vec3 min, max;   /* rest position, m */
+    pbf_motion motion;
+} pbf_box;
+
+pbf_status pbf_world_add_box(pbf_world *world, const pbf_box *box, pbf_error *err);
+int pbf_world_box_count(const pbf_world *world);
+/* The box's current extent (after its motion at the world's current time). */
+pbf_status pbf_world_box_bounds(const pbf_world *world, int index, pbf_vec3 *min, pbf_vec3 *max);
+
+/* Advance by dt seconds: one step of Algorithm 1. Fails only on invalid dt. */
+pbf_status pbf_world_step(pbf_world *world, float dt, pbf_error *err);
+
+/* Read-only view of the particles, in the current (cell-sorted) memory order. Valid until the
+ * next call that changes the world. */
+typedef struct pbf_particles {
+    int count;
+    const float *x, *y, *z;     /* positions, m */
+    const float *vx, *vy, *vz;  /* velocities, m/s */
+    const float *density;       /* kg/m^3, at the positions above (end of the last step) */
+    const uint32_t *id;         /* stable particle identity: order of creation */
+} pbf_particles;
+
+pbf_particles pbf_world_particles(const pbf_world *world);
+
+/* Statistics of the current state (after the last step, or of the initial state). */
+typedef struct pbf_stats {
+    double time;               /* simulated time, s */
+    int64_t steps;             /* steps taken */
+    int particles;
+    double density_error_avg;  /* mean over particles of max(rho/rho0 - 1, 0), percent */
+    double density_error_max;  /* maximum of the same, percent */
+    double max_speed;          /* m/s */
+    int nonfinite;             /* particles with a non-finite position or velocity */
+    int escaped;               /* particles outside the container */
+} pbf_stats;
+
+pbf_stats pbf_world_stats(const pbf_world *world);
+
+/* Derived quantities of a definition, for tools and tests. */
+typedef struct pbf_derived {
+    float spacing;        /* 2 * particle_radius, m */
+    float h;              /* kernel radius, m */
+    float mass;           /* particle mass making a rest lattice sit at rest density, kg */
+    float lattice_grad2;  /* sum_k |grad_k C_i|^2 of a rest-lattice particle, 1/m^2 */
+    float max_speed;      /* the CFL limit for a step of dt is cfl * h / dt; this is cfl * h, m */
+} pbf_derived;
+
+pbf_derived pbf_world_derived(const pbf_world *world);
+
+/* Bytes of memory the world holds per particle of capacity (excluding the grid, which is
+ * per cell). */
+size_t pbf_bytes_per_particle(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PBF_PBF_H */

@@ -1,0 +1,253 @@
+/* The world parameter table and the generic parameter helpers (see pbf/params.h). */
+#include "pbf/params.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const constraint_names[] = {"unilateral", "bilateral", NULL};
+
+#define F(field) offsetof(pbf_world_def, field)
+
+/* clang-format off */
+static const pbf_param_info world_params[] = {
+    {"domain_min", PBF_PARAM_VEC3, "m", 0, {0, 0, 0}, -1e4, 1e4, 0, NULL, F(domain_min),
+     "lower corner of the container box"},
+    {"domain_max", PBF_PARAM_VEC3, "m", 0, {1, 1, 1}, -1e4, 1e4, 0, NULL, F(domain_max),
+     "upper corner of the container box"},
+    {"gravity", PBF_PARAM_VEC3, "m/s^2", 0, {0, -9.81, 0}, -1e3, 1e3, 0, NULL, F(gravity),
+     "gravitational acceleration (y is up in the shipped scenes)"},
+    {"particle_radius", PBF_PARAM_FLOAT, "m", 0.01, {0}, 0, 10, 1, NULL, F(particle_radius),
+     "particle radius r; particles sit 2r apart at rest density"},
+    {"rest_density", PBF_PARAM_FLOAT, "kg/m^3", 1000, {0}, 0, 1e5, 1, NULL, F(rest_density),
+     "rest density rho_0 of the fluid"},
+    {"kernel_ratio", PBF_PARAM_FLOAT, "1", 2.0, {0}, 1.2, 4.0, 0, NULL, F(kernel_ratio),
+     "kernel radius h as a multiple of the particle spacing 2r"},
+    {"solver_iterations", PBF_PARAM_INT, "1", 4, {0}, 1, 1000, 0, NULL, F(solver_iterations),
+     "Jacobi iterations of the density constraint per step"},
+    {"relaxation", PBF_PARAM_FLOAT, "1", 0.01, {0}, 0, 100, 0, NULL, F(relaxation),
+     "constraint force mixing epsilon (eq. 11), relative to sum|grad C|^2 of a rest particle"},
+    {"constraint", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, constraint_names, F(constraint),
+     "unilateral: only compression is corrected; bilateral: C_i = 0 as in the paper"},
+    {"scorr_k", PBF_PARAM_FLOAT, "1", 0.1, {0}, 0, 10, 0, NULL, F(scorr_k),
+     "tensile correction strength k (eq. 13), relative to a rest particle's lambda scale"},
+    {"scorr_n", PBF_PARAM_INT, "1", 4, {0}, 1, 16, 0, NULL, F(scorr_n),
+     "tensile correction exponent n (eq. 13)"},
+    {"scorr_dq", PBF_PARAM_FLOAT, "1", 0.2, {0}, 0, 0.99, 0, NULL, F(scorr_dq),
+     "tensile correction distance |dq| as a fraction of h (eq. 13)"},
+    {"xsph_viscosity", PBF_PARAM_FLOAT, "1", 0.01, {0}, 0, 1, 0, NULL, F(xsph_viscosity),
+     "XSPH viscosity c (eq. 17)"},
+    {"vorticity", PBF_PARAM_FLOAT, "m/s", 0.01, {0}, 0, 100, 0, NULL, F(vorticity),
+     "vorticity confinement epsilon (eq. 16); 0 disables it"},
+    {"cfl", PBF_PARAM_FLOAT, "1", 0.5, {0}, 0, 10, 1, NULL, F(cfl),
+     "speed limit: a particle moves at most cfl * h per step (FleX maxSpeed)"},
+    {"friction_static", PBF_PARAM_FLOAT, "1", 0.0, {0}, 0, 10, 0, NULL, F(friction_static),
+     "static friction coefficient at walls and obstacles"},
+    {"friction_dynamic", PBF_PARAM_FLOAT, "1", 0.0, {0}, 0, 10, 0, NULL, F(friction_dynamic),
+     "dynamic friction coefficient at walls and obstacles"},
+    {"max_particles", PBF_PARAM_INT, "1", 0, {0}, 0, 2147483647.0, 0, NULL, F(max_particles),
+     "particle capacity reserved at creation; 0 grows as blocks are added"},
+    {"threads", PBF_PARAM_INT, "1", 0, {0}, 0, 1024, 0, NULL, F(threads),
+     "worker threads; 0 uses the OpenMP default (results do not depend on it)"},
+};
+/* clang-format on */
+
+#undef F
+
+const pbf_param_info *pbf_world_params(size_t *count) {
+    if (count) *count = sizeof world_params / sizeof world_params[0];
+    return world_params;
+}
+
+const pbf_param_info *pbf_param_find(const pbf_param_info *table, size_t count, const char *name) {
+    if (!table || !name) return NULL;
+    for (size_t i = 0; i < count; ++i)
+        if (strcmp(table[i].name, name) == 0) return &table[i];
+    return NULL;
+}
+
+static void format_range(const pbf_param_info *p, char *buf, size_t size) {
+    if (p->type == PBF_PARAM_ENUM) {
+        size_t used = 0;
+        buf[0] = '\0';
+        for (const char *const *c = p->choices; c && *c; ++c) {
+            int k = snprintf(buf + used, size - used, "%s%s", used ? "|" : "", *c);
+            if (k < 0 || (size_t)k >= size - used) break;
+            used += (size_t)k;
+        }
+        return;
+    }
+    snprintf(buf, size, "%c%.9g, %.9g]", p->min_exclusive ? '(' : '[', p->min, p->max);
+}
+
+pbf_status pbf_param_check_number(const pbf_param_info *p, double value, const char *where,
+                                  pbf_error *err) {
+    char range[128];
+    if (!where) where = p ? p->name : "parameter";
+    if (!p) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: no such parameter", where);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (p->type == PBF_PARAM_ENUM) {
+        format_range(p, range, sizeof range);
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: expected one of %s, got a number (%.9g)",
+                      where, range, value);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (!isfinite(value)) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: value %g is not a finite number", where,
+                      value);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (p->type == PBF_PARAM_INT && value != floor(value)) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: value %.9g is not a whole number", where,
+                      value);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (value < p->min || value > p->max || (p->min_exclusive && value <= p->min)) {
+        format_range(p, range, sizeof range);
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: value %.9g is out of range %s (%s)", where,
+                      value, range, p->unit);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    return PBF_OK;
+}
+
+pbf_status pbf_param_set_number(const pbf_param_info *p, void *base, int component, double value,
+                                const char *where, pbf_error *err) {
+    pbf_status s = pbf_param_check_number(p, value, where, err);
+    if (s != PBF_OK) return s;
+    char *field = (char *)base + p->offset;
+    switch (p->type) {
+    case PBF_PARAM_FLOAT: *(float *)field = (float)value; break;
+    case PBF_PARAM_INT: *(int *)field = (int)value; break;
+    case PBF_PARAM_VEC3:
+        if (component < 0 || component > 2) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: component %d is not 0, 1 or 2",
+                          where ? where : p->name, component);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+        ((float *)field)[component] = (float)value;
+        break;
+    case PBF_PARAM_ENUM: break; /* rejected by the check */
+    }
+    return PBF_OK;
+}
+
+pbf_status pbf_param_set_choice(const pbf_param_info *p, void *base, const char *choice,
+                                const char *where, pbf_error *err) {
+    char range[128];
+    if (!where) where = p ? p->name : "parameter";
+    if (!p || p->type != PBF_PARAM_ENUM) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: expected a number, got \"%.64s\"", where,
+                      choice ? choice : "(null)");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    for (int i = 0; choice && p->choices[i]; ++i) {
+        if (strcmp(p->choices[i], choice) == 0) {
+            *(int *)((char *)base + p->offset) = i;
+            return PBF_OK;
+        }
+    }
+    format_range(p, range, sizeof range);
+    pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: \"%.64s\" is not one of %s", where,
+                  choice ? choice : "(null)", range);
+    return PBF_ERR_INVALID_ARGUMENT;
+}
+
+double pbf_param_get_number(const pbf_param_info *p, const void *base, int component) {
+    const char *field = (const char *)base + p->offset;
+    switch (p->type) {
+    case PBF_PARAM_FLOAT: return *(const float *)field;
+    case PBF_PARAM_INT:
+    case PBF_PARAM_ENUM: return *(const int *)field;
+    case PBF_PARAM_VEC3:
+        return (component >= 0 && component < 3) ? ((const float *)field)[component] : NAN;
+    }
+    return NAN;
+}
+
+void pbf_param_set_default(const pbf_param_info *p, void *base) {
+    char *field = (char *)base + p->offset;
+    switch (p->type) {
+    case PBF_PARAM_FLOAT: *(float *)field = (float)p->def; break;
+    case PBF_PARAM_INT:
+    case PBF_PARAM_ENUM: *(int *)field = (int)p->def; break;
+    case PBF_PARAM_VEC3:
+        for (int c = 0; c < 3; ++c) ((float *)field)[c] = (float)p->def3[c];
+        break;
+    }
+}
+
+void pbf_param_format_help(const pbf_param_info *p, char *buf, size_t size) {
+    char def[96], range[128];
+    switch (p->type) {
+    case PBF_PARAM_VEC3:
+        snprintf(def, sizeof def, "%g,%g,%g", p->def3[0], p->def3[1], p->def3[2]);
+        break;
+    case PBF_PARAM_ENUM: snprintf(def, sizeof def, "%s", p->choices[(int)p->def]); break;
+    default: snprintf(def, sizeof def, "%.9g", p->def); break;
+    }
+    format_range(p, range, sizeof range);
+    snprintf(buf, size, "%-18s %-7s default %-12s range %-24s %s", p->name, p->unit, def, range,
+             p->description);
+}
+
+pbf_world_def pbf_default_world_def(void) {
+    pbf_world_def def;
+    memset(&def, 0, sizeof def);
+    size_t n;
+    const pbf_param_info *t = pbf_world_params(&n);
+    for (size_t i = 0; i < n; ++i) pbf_param_set_default(&t[i], &def);
+    return def;
+}
+
+pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
+    char where[96];
+    if (!def) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "world_def: NULL pointer");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    size_t n;
+    const pbf_param_info *t = pbf_world_params(&n);
+    for (size_t i = 0; i < n; ++i) {
+        const pbf_param_info *p = &t[i];
+        if (p->type == PBF_PARAM_ENUM) {
+            int v = (int)pbf_param_get_number(p, def, 0), count = 0;
+            while (p->choices[count]) ++count;
+            if (v < 0 || v >= count) {
+                pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                              "world_def.%s: value %d is not a valid choice (0..%d)", p->name, v,
+                              count - 1);
+                return PBF_ERR_INVALID_ARGUMENT;
+            }
+            continue;
+        }
+        int comps = p->type == PBF_PARAM_VEC3 ? 3 : 1;
+        for (int c = 0; c < comps; ++c) {
+            if (comps == 3)
+                snprintf(where, sizeof where, "world_def.%s[%d]", p->name, c);
+            else
+                snprintf(where, sizeof where, "world_def.%s", p->name);
+            pbf_status s = pbf_param_check_number(p, pbf_param_get_number(p, def, c), where, err);
+            if (s != PBF_OK) return s;
+        }
+    }
+    float lo[3], hi[3];
+    pbf_v3(def->domain_min, lo);
+    pbf_v3(def->domain_max, hi);
+    const char *axis = "xyz";
+    float h = 2.0f * def->particle_radius * def->kernel_ratio;
+    for (int a = 0; a < 3; ++a) {
+        if (!(hi[a] - lo[a] >= 2.0f * h)) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "world_def.domain_max.%c = %g: the container must be at least two kernel "
+                          "radii (2h = %g m) larger than domain_min.%c = %g",
+                          axis[a], hi[a], 2.0f * h, axis[a], lo[a]);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+    }
+    return PBF_OK;
+}

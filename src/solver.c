@@ -1,0 +1,369 @@
+/*
+ * One step of Position Based Fluids (Macklin & Müller 2013, Algorithm 1).
+ *
+ *   1. predict      v += dt g, |v| <= v_max (CFL, seed 000), x* = x + dt v
+ *   2. grid         counting sort by the cell of x*, reorder every particle array (grid.c)
+ *   3. solve        `solver_iterations` Jacobi iterations of
+ *                     lambda pass: rho_i (eq. 2) incl. wall density, C_i (eq. 1), lambda_i (eq. 11)
+ *                     delta-p pass: delta p_i with s_corr (eq. 14) + wall term
+ *                     apply pass: x* += delta p, collision response and friction (boundary.c)
+ *   4. velocity     v = (x* - x) / dt, |v| <= v_max
+ *   5. curl pass    omega_i (eq. 15) and the density at the final positions
+ *   6. post pass    vorticity confinement (eq. 16) and XSPH viscosity (eq. 17); x = x*
+ *
+ * Every pass is a gather over neighbours computed per particle in a fixed order (the cell order),
+ * with no atomics and no reductions across threads, so results are bit-identical for any number
+ * of threads. Sums of statistics use fixed chunks (see pbf_solver_compute_stats).
+ *
+ * Symbols follow the paper: h kernel radius, rho_0 rest density, m particle mass, V = m / rho_0,
+ * W poly6 kernel, grad W spiky gradient.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define FOR_EACH_NEIGHBOUR_RANGE(w, i, j)                                                          \
+    uint32_t nb_begin_[9], nb_end_[9];                                                             \
+    int nb_count_ = pbf_grid_neighbour_ranges(&(w)->grid, (w)->cell[i], nb_begin_, nb_end_);      \
+    for (int nb_r_ = 0; nb_r_ < nb_count_; ++nb_r_)                                                \
+        for (uint32_t j = nb_begin_[nb_r_]; j < nb_end_[nb_r_]; ++j)
+
+static inline void limit_speed(float *vx, float *vy, float *vz, float vmax) {
+    float s2 = *vx * *vx + *vy * *vy + *vz * *vz;
+    if (s2 > vmax * vmax) {
+        float k = vmax / sqrtf(s2);
+        *vx *= k;
+        *vy *= k;
+        *vz *= k;
+    }
+}
+
+static void swapf(float **a, float **b) {
+    float *t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* Gathers arr[perm[k]] into the scratch buffer and swaps it in. */
+static void permute(pbf_world *w, void **arr) {
+    const uint32_t *perm = w->perm;
+    const uint32_t *src = *arr;
+    uint32_t *dst = w->scratch; /* 4-byte elements: floats are moved as their bit patterns */
+    const int n = w->count;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int k = 0; k < n; ++k) dst[k] = src[perm[k]];
+    w->scratch = (uint32_t *)*arr;
+    *arr = dst;
+}
+
+void pbf_stage_predict(pbf_world *w, float dt, float vmax) {
+    const int n = w->count;
+    const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
+        limit_speed(&vx, &vy, &vz, vmax);
+        w->vx[i] = vx;
+        w->vy[i] = vy;
+        w->vz[i] = vz;
+        w->qx[i] = w->px[i] + dt * vx;
+        w->qy[i] = w->py[i] + dt * vy;
+        w->qz[i] = w->pz[i] + dt * vz;
+    }
+}
+
+void pbf_stage_grid(pbf_world *w) {
+    pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, w->perm);
+    void **arrays[] = {(void **)&w->px, (void **)&w->py, (void **)&w->pz, (void **)&w->qx,
+                       (void **)&w->qy, (void **)&w->qz, (void **)&w->vx, (void **)&w->vy,
+                       (void **)&w->vz, (void **)&w->id, (void **)&w->cell};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; ++a) permute(w, arrays[a]);
+}
+
+/* Density (eq. 2) at the predicted positions, including the wall. */
+static inline float density_at(const pbf_world *w, int i, float wall) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i];
+    float sum = 0.0f;
+    FOR_EACH_NEIGHBOUR_RANGE(w, i, j) {
+        float dx = xi - QX[j], dy = yi - QY[j], dz = zi - QZ[j];
+        float r2 = dx * dx + dy * dy + dz * dz;
+        if (r2 < w->h2) sum += pbf_poly6(w, r2);
+    }
+    return w->mass * sum + w->def.rest_density * wall;
+}
+
+void pbf_stage_lambda(pbf_world *w) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+
+    const int n = w->count;
+    const float inv_rho0 = 1.0f / w->def.rest_density;
+    const int unilateral = w->def.constraint == PBF_CONSTRAINT_UNILATERAL;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i];
+        float p[3] = {xi, yi, zi}, gw[3];
+        float wall = pbf_wall_density(w, p, gw);
+        float rho = 0.0f, gix = gw[0], giy = gw[1], giz = gw[2], sum2 = 0.0f;
+        FOR_EACH_NEIGHBOUR_RANGE(w, i, j) {
+            float dx = xi - QX[j], dy = yi - QY[j], dz = zi - QZ[j];
+            float r2 = dx * dx + dy * dy + dz * dz;
+            if (r2 >= w->h2) continue;
+            rho += pbf_poly6(w, r2);
+            /* grad_{p_j} C_i = -V grad W(p_i - p_j) (eq. 8, k = j); zero vector for j = i */
+            float f = w->volume * pbf_spiky_factor(w, r2);
+            float gx = f * dx, gy = f * dy, gz = f * dz;
+            gix += gx;
+            giy += gy;
+            giz += gz;
+            sum2 += gx * gx + gy * gy + gz * gz;
+        }
+        rho = w->mass * rho + w->def.rest_density * wall;
+        w->density[i] = rho;
+        float c = rho * inv_rho0 - 1.0f; /* eq. 1 */
+        if (unilateral && c < 0.0f) c = 0.0f;
+        sum2 += gix * gix + giy * giy + giz * giz;
+        w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
+    }
+}
+
+void pbf_stage_delta_p(pbf_world *w) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+
+    const int n = w->count;
+    const float k = w->def.scorr_k / w->lattice_grad2; /* s_corr on the scale of lambda */
+    const int sn = w->def.scorr_n;
+    const float *restrict LAMBDA = w->lambda;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i], li = w->lambda[i];
+        float p[3] = {xi, yi, zi}, gw[3];
+        pbf_wall_density(w, p, gw);
+        float ax = li * gw[0], ay = li * gw[1], az = li * gw[2];
+        FOR_EACH_NEIGHBOUR_RANGE(w, i, j) {
+            float dx = xi - QX[j], dy = yi - QY[j], dz = zi - QZ[j];
+            float r2 = dx * dx + dy * dy + dz * dz;
+            if (r2 >= w->h2) continue;
+            float ratio = pbf_poly6(w, r2) * w->scorr_inv_wdq, s = ratio;
+            for (int e = 1; e < sn; ++e) s *= ratio;
+            float scorr = -k * s; /* eq. 13 */
+            float f = (li + LAMBDA[j] + scorr) * w->volume * pbf_spiky_factor(w, r2);
+            ax += f * dx;
+            ay += f * dy;
+            az += f * dz;
+        }
+        w->sx[i] = ax; /* eq. 14 */
+        w->sy[i] = ay;
+        w->sz[i] = az;
+    }
+}
+
+void pbf_stage_apply(pbf_world *w) {
+    const int n = w->count;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        float x = w->qx[i] + w->sx[i], y = w->qy[i] + w->sy[i], z = w->qz[i] + w->sz[i];
+        pbf_collide(w, &x, &y, &z, w->px[i], w->py[i], w->pz[i]);
+        w->qx[i] = x;
+        w->qy[i] = y;
+        w->qz[i] = z;
+    }
+}
+
+void pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax) {
+    const int n = w->count;
+    const float inv_dt = 1.0f / dt;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        float vx = (w->qx[i] - w->px[i]) * inv_dt, vy = (w->qy[i] - w->py[i]) * inv_dt,
+              vz = (w->qz[i] - w->pz[i]) * inv_dt;
+        limit_speed(&vx, &vy, &vz, vmax);
+        w->vx[i] = vx;
+        w->vy[i] = vy;
+        w->vz[i] = vz;
+    }
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i];
+        const float vxi = w->vx[i], vyi = w->vy[i], vzi = w->vz[i];
+        float p[3] = {xi, yi, zi}, gw[3];
+        float wall = pbf_wall_density(w, p, gw);
+        float rho = 0.0f, ox = 0.0f, oy = 0.0f, oz = 0.0f;
+        FOR_EACH_NEIGHBOUR_RANGE(w, i, j) {
+            float dx = xi - QX[j], dy = yi - QY[j], dz = zi - QZ[j];
+            float r2 = dx * dx + dy * dy + dz * dz;
+            if (r2 >= w->h2) continue;
+            rho += pbf_poly6(w, r2);
+            /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
+            float f = w->volume * pbf_spiky_factor(w, r2);
+            float gx = f * dx, gy = f * dy, gz = f * dz;
+            float ux = VX[j] - vxi, uy = VY[j] - vyi, uz = VZ[j] - vzi;
+            ox += gy * uz - gz * uy;
+            oy += gz * ux - gx * uz;
+            oz += gx * uy - gy * ux;
+        }
+        w->density[i] = w->mass * rho + w->def.rest_density * wall;
+        w->sx[i] = ox;
+        w->sy[i] = oy;
+        w->sz[i] = oz;
+    }
+}
+
+/* Vorticity confinement and XSPH; writes the new velocity into the (now free) x arrays. */
+void pbf_stage_post(pbf_world *w, float dt, float vmax) {
+    const int n = w->count;
+    const float eps = w->def.vorticity, c = w->def.xsph_viscosity;
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const float *restrict OX = w->sx, *restrict OY = w->sy, *restrict OZ = w->sz;
+    const float *restrict RHO = w->density;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i];
+        const float vxi = w->vx[i], vyi = w->vy[i], vzi = w->vz[i];
+        const float oxi = w->sx[i], oyi = w->sy[i], ozi = w->sz[i];
+        const float wi = sqrtf(oxi * oxi + oyi * oyi + ozi * ozi);
+        float ex = 0.0f, ey = 0.0f, ez = 0.0f, sx = 0.0f, sy = 0.0f, sz = 0.0f;
+        FOR_EACH_NEIGHBOUR_RANGE(w, i, j) {
+            float dx = xi - QX[j], dy = yi - QY[j], dz = zi - QZ[j];
+            float r2 = dx * dx + dy * dy + dz * dz;
+            if (r2 >= w->h2) continue;
+            float vj = w->mass / RHO[j];
+            /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
+            float wk = vj * pbf_poly6(w, r2);
+            sx += wk * (VX[j] - vxi);
+            sy += wk * (VY[j] - vyi);
+            sz += wk * (VZ[j] - vzi);
+            /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
+            float oj = sqrtf(OX[j] * OX[j] + OY[j] * OY[j] + OZ[j] * OZ[j]);
+            float f = vj * (oj - wi) * pbf_spiky_factor(w, r2);
+            ex += f * dx;
+            ey += f * dy;
+            ez += f * dz;
+        }
+        float vx = vxi + c * sx, vy = vyi + c * sy, vz = vzi + c * sz;
+        float el = sqrtf(ex * ex + ey * ey + ez * ez);
+        if (eps > 0.0f && el > 1e-20f) {
+            float nx = ex / el, ny = ey / el, nz = ez / el;
+            /* f = eps (N x omega), applied as an acceleration over dt */
+            vx += dt * eps * (ny * ozi - nz * oyi);
+            vy += dt * eps * (nz * oxi - nx * ozi);
+            vz += dt * eps * (nx * oyi - ny * oxi);
+        }
+        limit_speed(&vx, &vy, &vz, vmax);
+        w->px[i] = vx;
+        w->py[i] = vy;
+        w->pz[i] = vz;
+    }
+    /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
+    swapf(&w->px, &w->qx);
+    swapf(&w->py, &w->qy);
+    swapf(&w->pz, &w->qz);
+    /* now q* holds the new velocity and p holds x*; move the velocity into v */
+    swapf(&w->qx, &w->vx);
+    swapf(&w->qy, &w->vy);
+    swapf(&w->qz, &w->vz);
+}
+
+void pbf_solver_step(pbf_world *w, float dt) {
+    const float vmax = w->def.cfl * w->h / dt;
+    pbf_boxes_update(w, w->time + dt);
+    if (w->count > 0) {
+        pbf_stage_predict(w, dt, vmax);
+        pbf_stage_grid(w);
+        for (int it = 0; it < w->def.solver_iterations; ++it) {
+            pbf_stage_lambda(w);
+            pbf_stage_delta_p(w);
+            pbf_stage_apply(w);
+        }
+        pbf_stage_velocity_curl(w, dt, vmax);
+        pbf_stage_post(w, dt, vmax);
+    }
+    w->time += dt;
+    w->steps += 1;
+    pbf_solver_compute_stats(w);
+}
+
+void pbf_solver_refresh(pbf_world *w) {
+    if (w->count == 0) return;
+    memcpy(w->qx, w->px, (size_t)w->count * sizeof(float));
+    memcpy(w->qy, w->py, (size_t)w->count * sizeof(float));
+    memcpy(w->qz, w->pz, (size_t)w->count * sizeof(float));
+    pbf_stage_grid(w);
+    const int n = w->count;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        float p[3] = {w->qx[i], w->qy[i], w->qz[i]}, gw[3];
+        w->density[i] = density_at(w, i, pbf_wall_density(w, p, gw));
+    }
+}
+
+#define STATS_CHUNK 4096
+
+void pbf_solver_compute_stats(pbf_world *w) {
+    const int n = w->count;
+    const int chunks = (n + STATS_CHUNK - 1) / STATS_CHUNK;
+    pbf_stats s;
+    memset(&s, 0, sizeof s);
+    s.time = w->time;
+    s.steps = w->steps;
+    s.particles = n;
+    if (n == 0) {
+        w->stats = s;
+        return;
+    }
+    /* per chunk: sum err, max err, max speed^2, nonfinite, escaped */
+    double *part = malloc((size_t)chunks * 5 * sizeof *part);
+    if (!part) { /* statistics are best effort; the simulation itself is unaffected */
+        w->stats = s;
+        return;
+    }
+    const float inv_rho0 = 1.0f / w->def.rest_density;
+    const float *lo = w->lo, *hi = w->hi;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int c = 0; c < chunks; ++c) {
+        int i0 = c * STATS_CHUNK, i1 = i0 + STATS_CHUNK < n ? i0 + STATS_CHUNK : n;
+        double sum = 0.0, emax = 0.0, v2max = 0.0, bad = 0.0, out = 0.0;
+        for (int i = i0; i < i1; ++i) {
+            float e = w->density[i] * inv_rho0 - 1.0f;
+            if (e > 0.0f) {
+                sum += e;
+                if (e > emax) emax = e;
+            }
+            float v2 = w->vx[i] * w->vx[i] + w->vy[i] * w->vy[i] + w->vz[i] * w->vz[i];
+            int finite = isfinite(w->px[i]) && isfinite(w->py[i]) && isfinite(w->pz[i]) &&
+                         isfinite(v2);
+            if (!finite) bad += 1.0;
+            else if (v2 > v2max) v2max = v2;
+            if (!(w->px[i] >= lo[0] && w->px[i] <= hi[0] && w->py[i] >= lo[1] &&
+                  w->py[i] <= hi[1] && w->pz[i] >= lo[2] && w->pz[i] <= hi[2]))
+                out += 1.0;
+        }
+        double *pc = part + (size_t)c * 5;
+        pc[0] = sum;
+        pc[1] = emax;
+        pc[2] = v2max;
+        pc[3] = bad;
+        pc[4] = out;
+    }
+    double sum = 0.0, emax = 0.0, v2max = 0.0, bad = 0.0, out = 0.0;
+    for (int c = 0; c < chunks; ++c) {
+        const double *pc = part + (size_t)c * 5;
+        sum += pc[0];
+        if (pc[1] > emax) emax = pc[1];
+        if (pc[2] > v2max) v2max = pc[2];
+        bad += pc[3];
+        out += pc[4];
+    }
+    free(part);
+    s.density_error_avg = 100.0 * sum / n;
+    s.density_error_max = 100.0 * emax;
+    s.max_speed = sqrt(v2max);
+    s.nonfinite = (int)bad;
+    s.escaped = (int)out;
+    w->stats = s;
+}

@@ -1,0 +1,407 @@
+/* World lifetime, particles and boxes, statistics: the public API of pbf/pbf.h. */
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define PI_F 3.14159265358979323846f
+#define WALL_TABLE_NODES 33
+
+void pbf_set_error(pbf_error *err, pbf_status status, const char *fmt, ...) {
+    if (!err) return;
+    err->status = status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+}
+
+const char *pbf_status_string(pbf_status status) {
+    switch (status) {
+    case PBF_OK: return "ok";
+    case PBF_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case PBF_ERR_OUT_OF_MEMORY: return "out of memory";
+    case PBF_ERR_LIMIT: return "limit exceeded";
+    case PBF_ERR_IO: return "input/output error";
+    }
+    return "unknown status";
+}
+
+/* The float and uint32 arrays a particle owns; see internal.h for the layout. */
+#define FLOAT_ARRAYS(w)                                                                            \
+    &(w)->px, &(w)->py, &(w)->pz, &(w)->qx, &(w)->qy, &(w)->qz, &(w)->vx, &(w)->vy, &(w)->vz,      \
+        &(w)->sx, &(w)->sy, &(w)->sz, &(w)->density, &(w)->lambda
+#define UINT_ARRAYS(w) &(w)->id, &(w)->cell, &(w)->perm, &(w)->scratch
+
+size_t pbf_bytes_per_particle(void) { return 14 * sizeof(float) + 4 * sizeof(uint32_t); }
+
+static void free_particles(pbf_world *w) {
+    float **f[] = {FLOAT_ARRAYS(w)};
+    uint32_t **u[] = {UINT_ARRAYS(w)};
+    for (size_t a = 0; a < sizeof f / sizeof f[0]; ++a) {
+        free(*f[a]);
+        *f[a] = NULL;
+    }
+    for (size_t a = 0; a < sizeof u / sizeof u[0]; ++a) {
+        free(*u[a]);
+        *u[a] = NULL;
+    }
+}
+
+/* Grows every particle array to `capacity`; on failure the world is unchanged. */
+static pbf_status reserve(pbf_world *w, int capacity, pbf_error *err) {
+    if (capacity <= w->capacity) return PBF_OK;
+    float **f[] = {FLOAT_ARRAYS(w)};
+    uint32_t **u[] = {UINT_ARRAYS(w)};
+    enum { NF = sizeof f / sizeof f[0], NU = sizeof u / sizeof u[0] };
+    void *fresh[NF + NU];
+    int ok = 1;
+    for (int a = 0; a < NF + NU; ++a) {
+        fresh[a] = calloc((size_t)capacity, 4);
+        if (!fresh[a]) ok = 0;
+    }
+    if (!ok) {
+        for (int a = 0; a < NF + NU; ++a) free(fresh[a]);
+        pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY,
+                      "cannot allocate %d particles (%zu bytes each, %.1f MiB)", capacity,
+                      pbf_bytes_per_particle(),
+                      (double)capacity * (double)pbf_bytes_per_particle() / 1048576.0);
+        return PBF_ERR_OUT_OF_MEMORY;
+    }
+    for (int a = 0; a < NF; ++a) {
+        if (w->count) memcpy(fresh[a], *f[a], (size_t)w->count * 4);
+        free(*f[a]);
+        *f[a] = fresh[a];
+    }
+    for (int a = 0; a < NU; ++a) {
+        if (w->count) memcpy(fresh[NF + a], *u[a], (size_t)w->count * 4);
+        free(*u[a]);
+        *u[a] = fresh[NF + a];
+    }
+    w->capacity = capacity;
+    return PBF_OK;
+}
+
+static float poly6_value(float h, float r2) {
+    float d = h * h - r2;
+    return 315.0f / (64.0f * PI_F * powf(h, 9.0f)) * d * d * d;
+}
+
+/* Mass so that a cubic lattice at the rest spacing has exactly the rest density, and
+ * sum_k |grad_k C_i|^2 of such a lattice particle (the scale of lambda). */
+static void lattice_constants(pbf_world *w) {
+    const float d = w->spacing, h = w->h;
+    const int K = (int)ceilf(h / d);
+    double wsum = 0.0, g2 = 0.0;
+    for (int i = -K; i <= K; ++i)
+        for (int j = -K; j <= K; ++j)
+            for (int k = -K; k <= K; ++k) {
+                float r2 = (float)(i * i + j * j + k * k) * d * d;
+                if (r2 >= h * h) continue;
+                wsum += poly6_value(h, r2);
+                if (r2 > 0.0f) {
+                    float r = sqrtf(r2);
+                    double gm = w->spiky_grad * (h - r) * (h - r);
+                    g2 += gm * gm;
+                }
+            }
+    w->mass = (float)(w->def.rest_density / wsum);
+    w->volume = w->mass / w->def.rest_density;
+    w->lattice_grad2 = (float)(g2 * (double)w->volume * (double)w->volume);
+}
+
+pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf_error *err) {
+    if (!out_world) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_world_create: out_world is NULL");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    *out_world = NULL;
+    pbf_status s = pbf_world_def_validate(def, err);
+    if (s != PBF_OK) return s;
+    pbf_world *w = calloc(1, sizeof *w);
+    if (!w) {
+        pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "pbf_world_create: out of memory");
+        return PBF_ERR_OUT_OF_MEMORY;
+    }
+    w->def = *def;
+    pbf_v3(def->domain_min, w->lo);
+    pbf_v3(def->domain_max, w->hi);
+    w->nthreads = def->threads > 0 ? def->threads : omp_get_max_threads();
+    if (w->nthreads < 1) w->nthreads = 1;
+    w->spacing = 2.0f * def->particle_radius;
+    w->h = def->kernel_ratio * w->spacing;
+    w->h2 = w->h * w->h;
+    w->r_min = 1e-6f * w->h;
+    w->poly6 = 315.0f / (64.0f * PI_F * powf(w->h, 9.0f));
+    w->spiky_grad = 45.0f / (PI_F * powf(w->h, 6.0f));
+    lattice_constants(w);
+    w->eps_abs = def->relaxation * w->lattice_grad2;
+    w->scorr_inv_wdq = 1.0f / poly6_value(w->h, def->scorr_dq * def->scorr_dq * w->h2);
+    if (!isfinite(w->poly6) || !isfinite(w->mass) || !isfinite(w->lattice_grad2) ||
+        !(w->lattice_grad2 > 0.0f) || !isfinite(w->scorr_inv_wdq)) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                      "world_def.particle_radius = %g: the kernel constants overflow single "
+                      "precision at this scale (h = %g m); use a radius between 1e-4 and 1 m",
+                      def->particle_radius, w->h);
+        free(w);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    s = pbf_grid_init(&w->grid, def, w->h * 1.0001f, err);
+    if (s == PBF_OK) s = pbf_wall_tables_init(&w->walls, w->h, WALL_TABLE_NODES, err);
+    if (s == PBF_OK && def->max_particles > 0) s = reserve(w, def->max_particles, err);
+    if (s != PBF_OK) {
+        pbf_world_destroy(w);
+        return s;
+    }
+    pbf_solver_compute_stats(w);
+    *out_world = w;
+    return PBF_OK;
+}
+
+void pbf_world_destroy(pbf_world *w) {
+    if (!w) return;
+    free_particles(w);
+    pbf_grid_free(&w->grid);
+    pbf_wall_tables_free(&w->walls);
+    free(w);
+}
+
+static int vec3_finite(pbf_vec3 v) { return isfinite(v.x) && isfinite(v.y) && isfinite(v.z); }
+
+/* Lattice sites along one axis of [lo, hi] at spacing d, the first half a spacing inside. */
+static int64_t axis_count(float lo, float hi, float d) {
+    double n = floor(((double)hi - (double)lo) / (double)d + 1e-4);
+    return n > 0 ? (int64_t)n : 0;
+}
+
+int64_t pbf_fluid_block_count(const pbf_world_def *def, const pbf_fluid_block *b) {
+    if (!def || !b || !vec3_finite(b->min) || !vec3_finite(b->max)) return 0;
+    if (!(def->particle_radius > 0.0f)) return 0;
+    float d = 2.0f * def->particle_radius;
+    int64_t nx = axis_count(b->min.x, b->max.x, d), ny = axis_count(b->min.y, b->max.y, d),
+            nz = axis_count(b->min.z, b->max.z, d);
+    double total = (double)nx * (double)ny * (double)nz;
+    return total > 9.0e18 ? INT64_MAX : nx * ny * nz;
+}
+
+static const char *const AXIS = "xyz";
+
+pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf_error *err) {
+    if (!w || !b) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_world_add_fluid_block: NULL argument");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    float mn[3], mx[3], v[3];
+    pbf_v3(b->min, mn);
+    pbf_v3(b->max, mx);
+    pbf_v3(b->velocity, v);
+    const float *lo = w->lo, *hi = w->hi;
+    for (int a = 0; a < 3; ++a) {
+        if (!isfinite(mn[a]) || !isfinite(mx[a]) || !isfinite(v[a])) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "fluid block: min.%c = %g, max.%c = %g, velocity.%c = %g: not finite",
+                          AXIS[a], mn[a], AXIS[a], mx[a], AXIS[a], v[a]);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+        if (!(mn[a] < mx[a])) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "fluid block: min.%c = %g must be less than max.%c = %g", AXIS[a], mn[a],
+                          AXIS[a], mx[a]);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+        if (mn[a] < lo[a] || mx[a] > hi[a]) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "fluid block: [%g, %g] along %c lies outside the container [%g, %g]",
+                          mn[a], mx[a], AXIS[a], lo[a], hi[a]);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+    }
+    int64_t n = pbf_fluid_block_count(&w->def, b);
+    if (n <= 0) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                      "fluid block: %g x %g x %g m holds no particle at spacing %g m",
+                      mx[0] - mn[0], mx[1] - mn[1], mx[2] - mn[2], w->spacing);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (n > (int64_t)INT32_MAX - w->count) {
+        pbf_set_error(err, PBF_ERR_LIMIT,
+                      "fluid block: %lld particles would exceed the limit of %d particles",
+                      (long long)n, INT32_MAX);
+        return PBF_ERR_LIMIT;
+    }
+    int total = w->count + (int)n;
+    if (w->def.max_particles > 0 && total > w->def.max_particles) {
+        pbf_set_error(err, PBF_ERR_LIMIT,
+                      "fluid block: %d particles in all exceed world_def.max_particles = %d", total,
+                      w->def.max_particles);
+        return PBF_ERR_LIMIT;
+    }
+    if (total > w->capacity) {
+        int64_t grow = (int64_t)w->capacity + w->capacity / 2;
+        int cap = total > grow ? total : (int)(grow > INT32_MAX ? INT32_MAX : grow);
+        pbf_status s = reserve(w, cap, err);
+        if (s != PBF_OK) return s;
+    }
+    const float d = w->spacing;
+    const int64_t nx = axis_count(mn[0], mx[0], d), ny = axis_count(mn[1], mx[1], d);
+    int k = w->count;
+    for (int64_t iz = 0; iz < n / (nx * ny); ++iz)
+        for (int64_t iy = 0; iy < ny; ++iy)
+            for (int64_t ix = 0; ix < nx; ++ix, ++k) {
+                w->px[k] = mn[0] + ((float)ix + 0.5f) * d;
+                w->py[k] = mn[1] + ((float)iy + 0.5f) * d;
+                w->pz[k] = mn[2] + ((float)iz + 0.5f) * d;
+                w->vx[k] = v[0];
+                w->vy[k] = v[1];
+                w->vz[k] = v[2];
+                w->density[k] = w->def.rest_density;
+                w->id[k] = (uint32_t)k;
+            }
+    w->count = total;
+    pbf_solver_refresh(w);
+    pbf_solver_compute_stats(w);
+    return PBF_OK;
+}
+
+static int boxes_overlap(pbf_vec3 amin, pbf_vec3 amax, pbf_vec3 bmin, pbf_vec3 bmax) {
+    return amin.x < bmax.x && bmin.x < amax.x && amin.y < bmax.y && bmin.y < amax.y &&
+           amin.z < bmax.z && bmin.z < amax.z;
+}
+
+pbf_status pbf_world_add_box(pbf_world *w, const pbf_box *box, pbf_error *err) {
+    if (!w || !box) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_world_add_box: NULL argument");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (w->nboxes >= PBF_MAX_BOXES) {
+        pbf_set_error(err, PBF_ERR_LIMIT, "box %d: at most %d boxes per world", w->nboxes,
+                      PBF_MAX_BOXES);
+        return PBF_ERR_LIMIT;
+    }
+    const int index = w->nboxes;
+    float mn[3], mx[3];
+    pbf_v3(box->min, mn);
+    pbf_v3(box->max, mx);
+    for (int a = 0; a < 3; ++a) {
+        if (!isfinite(mn[a]) || !isfinite(mx[a]) || !(mn[a] < mx[a])) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "box %d: min.%c = %g must be finite and less than max.%c = %g", index,
+                          AXIS[a], mn[a], AXIS[a], mx[a]);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+    }
+    const pbf_motion *m = &box->motion;
+    pbf_vec3 dir = m->direction;
+    float len = sqrtf(dir.x * dir.x + dir.y * dir.y + dir.z * dir.z);
+    if (m->type != PBF_MOTION_NONE) {
+        if (m->type != PBF_MOTION_OSCILLATE && m->type != PBF_MOTION_LINEAR) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "box %d: motion.type = %d is unknown",
+                          index, (int)m->type);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+        if (!vec3_finite(dir) || !(len > 0.0f) || !isfinite(len)) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "box %d: motion.direction = (%g, %g, %g) must be a finite non-zero "
+                          "vector",
+                          index, dir.x, dir.y, dir.z);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+        const float vals[] = {m->amplitude, m->period, m->phase, m->speed, m->start, m->stop};
+        const char *names[] = {"amplitude", "period", "phase", "speed", "start", "stop"};
+        for (int k = 0; k < 6; ++k) {
+            if (!isfinite(vals[k])) {
+                pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "box %d: motion.%s = %g is not finite",
+                              index, names[k], vals[k]);
+                return PBF_ERR_INVALID_ARGUMENT;
+            }
+        }
+        if (m->type == PBF_MOTION_OSCILLATE && !(m->period > 0.0f)) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "box %d: motion.period = %g must be greater than 0", index, m->period);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+        if (m->start < 0.0f || (m->stop >= 0.0f && m->stop < m->start)) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "box %d: motion.start = %g, motion.stop = %g: need 0 <= start and "
+                          "stop >= start (or stop < 0 for forever)",
+                          index, m->start, m->stop);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+        dir = (pbf_vec3){dir.x / len, dir.y / len, dir.z / len};
+    }
+    for (int b = 0; b < w->nboxes; ++b) {
+        if (boxes_overlap(box->min, box->max, w->boxes[b].def.min, w->boxes[b].def.max)) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "box %d overlaps box %d", index, b);
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+    }
+    pbf_box_state *bs = &w->boxes[w->nboxes++];
+    memset(bs, 0, sizeof *bs);
+    bs->def = *box;
+    bs->dir = dir;
+    pbf_boxes_update(w, w->time);
+    for (int a = 0; a < 3; ++a) bs->prev_lo[a] = bs->lo[a];
+    return PBF_OK;
+}
+
+int pbf_world_box_count(const pbf_world *w) { return w ? w->nboxes : 0; }
+
+pbf_status pbf_world_box_bounds(const pbf_world *w, int index, pbf_vec3 *min, pbf_vec3 *max) {
+    if (!w || index < 0 || index >= w->nboxes) return PBF_ERR_INVALID_ARGUMENT;
+    const pbf_box_state *bs = &w->boxes[index];
+    if (min) *min = (pbf_vec3){bs->lo[0], bs->lo[1], bs->lo[2]};
+    if (max) *max = (pbf_vec3){bs->hi[0], bs->hi[1], bs->hi[2]};
+    return PBF_OK;
+}
+
+pbf_status pbf_world_step(pbf_world *w, float dt, pbf_error *err) {
+    if (!w) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_world_step: world is NULL");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (!isfinite(dt) || !(dt > 0.0f) || dt > 1.0f) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                      "pbf_world_step: dt = %g s must be finite and in (0, 1]", dt);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    pbf_solver_step(w, dt);
+    return PBF_OK;
+}
+
+pbf_particles pbf_world_particles(const pbf_world *w) {
+    pbf_particles p;
+    memset(&p, 0, sizeof p);
+    if (!w) return p;
+    p.count = w->count;
+    p.x = w->px;
+    p.y = w->py;
+    p.z = w->pz;
+    p.vx = w->vx;
+    p.vy = w->vy;
+    p.vz = w->vz;
+    p.density = w->density;
+    p.id = w->id;
+    return p;
+}
+
+pbf_stats pbf_world_stats(const pbf_world *w) {
+    pbf_stats s;
+    memset(&s, 0, sizeof s);
+    return w ? w->stats : s;
+}
+
+pbf_derived pbf_world_derived(const pbf_world *w) {
+    pbf_derived d;
+    memset(&d, 0, sizeof d);
+    if (!w) return d;
+    d.spacing = w->spacing;
+    d.h = w->h;
+    d.mass = w->mass;
+    d.lattice_grad2 = w->lattice_grad2;
+    d.max_speed = w->def.cfl * w->h;
+    return d;
+}

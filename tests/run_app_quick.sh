@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# End-to-end checks of the `pbf` command on scenes/quick.json: every format writes frames
+# 0..N in id order with the right particle count, stats.jsonl has one line per frame with the
+# documented keys, no NAME.tmp is left behind; --help lists every parameter; --version works.
+#
+#   bash tests/run_app_quick.sh PATH/TO/pbf
+set -euo pipefail
+
+if [[ $# -ne 1 ]]; then
+    echo "usage: run_app_quick.sh PATH/TO/pbf" >&2
+    exit 2
+fi
+pbf="$1"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+scene="${here}/../scenes/quick.json"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/pbf_app_quick.XXXXXX")"
+trap 'rm -rf "${tmp}"' EXIT
+failed=0
+passed=0
+
+check() { # check NAME CONDITION-EXIT-CODE
+    if [[ "$2" -eq 0 ]]; then
+        passed=$((passed + 1))
+        echo "ok   $1"
+    else
+        failed=$((failed + 1))
+        echo "FAIL $1"
+    fi
+}
+
+frames=3
+for fmt in vtp ply csv; do
+    out="${tmp}/${fmt}"
+    rc=0
+    "${pbf}" run "${scene}" --out "${out}" --frames "${frames}" --format "${fmt}" \
+        > "${tmp}/${fmt}.stdout" 2> "${tmp}/${fmt}.stderr" || rc=$?
+    check "${fmt}: exit 0 (got ${rc}: $(tail -n 2 "${tmp}/${fmt}.stderr"))" "${rc}"
+    n_frames=$(find "${out}" -name "frame_*.${fmt}" | wc -l)
+    [[ ${n_frames} -eq $((frames + 1)) ]]
+    check "${fmt}: ${n_frames} frame files, expected $((frames + 1))" $?
+    [[ -f "${out}/frame_00000.${fmt}" && -f "${out}/frame_0000${frames}.${fmt}" ]]
+    check "${fmt}: frame_00000 and frame_0000${frames} exist" $?
+    [[ -z "$(find "${out}" -name '*.tmp')" ]]
+    check "${fmt}: no .tmp file left" $?
+    lines=$(wc -l < "${out}/stats.jsonl")
+    [[ ${lines} -eq $((frames + 1)) ]]
+    check "${fmt}: stats.jsonl has ${lines} lines, expected $((frames + 1))" $?
+    keys_ok=0
+    while read -r line; do
+        keys=$(sed -E 's/"([a-z_]+)":[^,}]*[,}]/\1 /g' <<< "${line}" | tr -d '{}')
+        if [[ "${keys}" != "frame time particles density_error_avg density_error_max max_speed nonfinite escaped ms " ]]; then
+            echo "     bad stats line: ${line}"
+            keys_ok=1
+        fi
+    done < "${out}/stats.jsonl"
+    check "${fmt}: stats.jsonl keys" ${keys_ok}
+    particles=$(sed -E 's/.*"particles":([0-9]+).*/\1/' <<< "$(head -n 1 "${out}/stats.jsonl")")
+    last="${out}/frame_0000${frames}.${fmt}"
+    case "${fmt}" in
+    csv)
+        [[ "$(head -n 1 "${last}")" == "x,y,z,vx,vy,vz,density" && $(wc -l < "${last}") -eq $((particles + 1)) ]]
+        check "csv: header and ${particles} rows" $?
+        ;;
+    ply)
+        grep -aq "^element vertex ${particles}\$" "${last}"
+        check "ply: element vertex ${particles}" $?
+        ;;
+    vtp)
+        grep -aq "NumberOfPoints=\"${particles}\"" "${last}"
+        check "vtp: NumberOfPoints=\"${particles}\"" $?
+        ;;
+    esac
+done
+
+# --quiet prints nothing on success.
+rc=0
+"${pbf}" run "${scene}" --out "${tmp}/quiet" --frames 1 --quiet > "${tmp}/q.out" 2>&1 || rc=$?
+[[ ${rc} -eq 0 && ! -s "${tmp}/q.out" ]]
+check "--quiet: exit 0 and no output" $?
+
+# --help names every parameter of both tables; --version prints the version.
+"${pbf}" --help > "${tmp}/help.txt"
+"${pbf}" run --help > "${tmp}/run_help.txt"
+help_ok=0
+for key in domain_min domain_max gravity particle_radius rest_density kernel_ratio \
+    solver_iterations relaxation constraint scorr_k scorr_n scorr_dq xsph_viscosity vorticity cfl \
+    friction_static friction_dynamic max_particles threads frames fps substeps format \
+    --out --frames --threads --format --set --quiet; do
+    for f in help.txt run_help.txt; do
+        if ! grep -q -- "${key}" "${tmp}/${f}"; then
+            echo "     ${f} lacks ${key}"
+            help_ok=1
+        fi
+    done
+done
+check "--help lists every option and parameter" ${help_ok}
+[[ "$("${pbf}" --version)" == "pbf "[0-9]* ]]
+check "--version" $?
+
+echo "app_quick: ${passed} passed, ${failed} failed"
+[[ ${failed} -eq 0 ]]

@@ -1,0 +1,324 @@
+/*
+ * The frame writers and stats.jsonl of the `pbf` command (app/output.c), without the solver:
+ * particles in a scrambled memory order are written as PLY, CSV and VTP, read back, and must come
+ * out in id order with every value exact; the output directory checks; the atomic replace.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "test.h"
+
+#include <stdint.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "output.h"
+
+enum { N = 37 };
+
+/* Particles stored in a scrambled order: memory slot i holds the particle with id perm[i]. */
+typedef struct fake {
+    float x[N], y[N], z[N], vx[N], vy[N], vz[N], density[N];
+    uint32_t id[N];
+    pbf_particles p;
+} fake;
+
+static float value_of(uint32_t id, int field) {
+    return (float)id * 0.125f + (float)field * 10.0f + 1.0f / 3.0f;
+}
+
+static void make_fake(fake *f) {
+    for (int i = 0; i < N; ++i) {
+        uint32_t id = (uint32_t)((i * 11 + 5) % N); /* 11 is coprime with 37: a permutation */
+        f->id[i] = id;
+        f->x[i] = value_of(id, 0);
+        f->y[i] = value_of(id, 1);
+        f->z[i] = value_of(id, 2);
+        f->vx[i] = value_of(id, 3);
+        f->vy[i] = -value_of(id, 4);
+        f->vz[i] = value_of(id, 5);
+        f->density[i] = 1000.0f + value_of(id, 6);
+    }
+    f->p.count = N;
+    f->p.x = f->x;
+    f->p.y = f->y;
+    f->p.z = f->z;
+    f->p.vx = f->vx;
+    f->p.vy = f->vy;
+    f->p.vz = f->vz;
+    f->p.density = f->density;
+    f->p.id = f->id;
+}
+
+static void make_tmpdir(char *buf, size_t size) {
+    const char *base = getenv("TMPDIR");
+    snprintf(buf, size, "%s/pbf_test_output.XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(buf)) buf[0] = '\0';
+}
+
+static void remove_tree(const char *dir) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static unsigned char *read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+static uint32_t le32(const unsigned char *b) {
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static float lef(const unsigned char *b) {
+    uint32_t u = le32(b);
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+static int exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static void test_id_order_permutation(void) {
+    fake f;
+    make_fake(&f);
+    uint32_t order[N];
+    ENSURE(pbfapp_id_order(&f.p, order, NULL) == PBF_OK);
+    for (uint32_t k = 0; k < N; ++k) ENSURE_EQ_INT(f.id[order[k]], k);
+}
+
+static void test_id_order_sparse_ids(void) {
+    fake f;
+    make_fake(&f);
+    for (int i = 0; i < N; ++i) f.id[i] = f.id[i] * 7 + 100; /* not 0..N-1: sorted instead */
+    uint32_t order[N];
+    ENSURE(pbfapp_id_order(&f.p, order, NULL) == PBF_OK);
+    for (uint32_t k = 0; k < N; ++k) ENSURE_EQ_INT(f.id[order[k]], k * 7 + 100);
+}
+
+static void test_ply_round_trip(void) {
+    char dir[256], path[300];
+    make_tmpdir(dir, sizeof dir);
+    ENSURE(dir[0]);
+    fake f;
+    make_fake(&f);
+    uint32_t order[N];
+    ENSURE(pbfapp_id_order(&f.p, order, NULL) == PBF_OK);
+    snprintf(path, sizeof path, "%s/frame_00003.ply", dir);
+    pbf_error err;
+    ENSURE(pbfapp_write_ply(path, &f.p, order, 0.05, &err) == PBF_OK);
+    size_t size = 0;
+    unsigned char *buf = read_file(path, &size);
+    ENSURE(buf);
+    const char *end = strstr((const char *)buf, "end_header\n");
+    int ok = end != NULL &&
+             strncmp((const char *)buf, "ply\nformat binary_little_endian 1.0\n", 36) == 0 &&
+             strstr((const char *)buf, "element vertex 37\n") != NULL &&
+             strstr((const char *)buf,
+                    "property float x\nproperty float y\nproperty float z\nproperty float vx\n"
+                    "property float vy\nproperty float vz\nproperty float density\n"
+                    "property uint id\nend_header\n") != NULL;
+    size_t header = end ? (size_t)(end - (const char *)buf) + 11 : 0;
+    int sized = size == header + (size_t)N * 32;
+    int values = ok && sized;
+    for (uint32_t k = 0; values && k < N; ++k) {
+        const unsigned char *r = buf + header + (size_t)k * 32;
+        values = lef(r) == value_of(k, 0) && lef(r + 4) == value_of(k, 1) &&
+                 lef(r + 8) == value_of(k, 2) && lef(r + 12) == value_of(k, 3) &&
+                 lef(r + 16) == -value_of(k, 4) && lef(r + 20) == value_of(k, 5) &&
+                 lef(r + 24) == 1000.0f + value_of(k, 6) && le32(r + 28) == k;
+    }
+    free(buf);
+    snprintf(path, sizeof path, "%s/frame_00003.ply.tmp", dir);
+    int tmp_left = exists(path);
+    remove_tree(dir);
+    ENSURE(ok);
+    ENSURE(sized);
+    ENSURE(values);
+    ENSURE(!tmp_left);
+}
+
+static void test_csv_round_trip(void) {
+    char dir[256], path[300];
+    make_tmpdir(dir, sizeof dir);
+    ENSURE(dir[0]);
+    fake f;
+    make_fake(&f);
+    uint32_t order[N];
+    ENSURE(pbfapp_id_order(&f.p, order, NULL) == PBF_OK);
+    snprintf(path, sizeof path, "%s/frame_00000.csv", dir);
+    ENSURE(pbfapp_write_csv(path, &f.p, order, NULL) == PBF_OK);
+    FILE *in = fopen(path, "r");
+    ENSURE(in);
+    char line[512];
+    int header_ok = fgets(line, sizeof line, in) && strcmp(line, "x,y,z,vx,vy,vz,density\n") == 0;
+    int rows = 0, values = 1;
+    while (fgets(line, sizeof line, in)) {
+        float v[7];
+        if (sscanf(line, "%g,%g,%g,%g,%g,%g,%g", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]) !=
+            7) {
+            values = 0;
+            break;
+        }
+        uint32_t k = (uint32_t)rows;
+        values = values && v[0] == value_of(k, 0) && v[1] == value_of(k, 1) &&
+                 v[2] == value_of(k, 2) && v[3] == value_of(k, 3) && v[4] == -value_of(k, 4) &&
+                 v[5] == value_of(k, 5) && v[6] == 1000.0f + value_of(k, 6);
+        ++rows;
+    }
+    fclose(in);
+    remove_tree(dir);
+    ENSURE(header_ok);
+    ENSURE(values);
+    ENSURE_EQ_INT(rows, N);
+}
+
+/* Finds `offset="..."` of the DataArray named `name` in a VTP header. */
+static long vtp_offset(const char *text, const char *name) {
+    char key[64];
+    snprintf(key, sizeof key, "Name=\"%s\"", name);
+    const char *at = strstr(text, key);
+    if (!at) return -1;
+    const char *off = strstr(at, "offset=\"");
+    if (!off) return -1;
+    return strtol(off + 8, NULL, 10);
+}
+
+static void test_vtp_layout(void) {
+    char dir[256], path[300];
+    make_tmpdir(dir, sizeof dir);
+    ENSURE(dir[0]);
+    fake f;
+    make_fake(&f);
+    uint32_t order[N];
+    ENSURE(pbfapp_id_order(&f.p, order, NULL) == PBF_OK);
+    snprintf(path, sizeof path, "%s/frame_00000.vtp", dir);
+    ENSURE(pbfapp_write_vtp(path, &f.p, order, 0.25, NULL) == PBF_OK);
+    size_t size = 0;
+    unsigned char *buf = read_file(path, &size);
+    remove_tree(dir);
+    ENSURE(buf);
+    const char *text = (const char *)buf;
+    const char *mark = strstr(text, "<AppendedData encoding=\"raw\">");
+    const char *underscore = mark ? strchr(mark, '_') : NULL;
+    long o_vel = vtp_offset(text, "velocity"), o_den = vtp_offset(text, "density");
+    long o_id = vtp_offset(text, "id"), o_pts = vtp_offset(text, "Points");
+    long o_con = vtp_offset(text, "connectivity"), o_off = vtp_offset(text, "offsets");
+    int header_ok = strstr(text, "NumberOfPoints=\"37\"") && strstr(text, "NumberOfVerts=\"37\"") &&
+                    strstr(text, "header_type=\"UInt64\"") && strstr(text, "TimeValue") &&
+                    underscore != NULL;
+    int layout_ok = 0, values_ok = 0;
+    if (header_ok) {
+        const unsigned char *data = (const unsigned char *)underscore + 1;
+        size_t data_len = size - (size_t)(data - buf);
+        layout_ok = o_vel == 0 && o_den == 8 + 12 * N && o_id == o_den + 8 + 4 * N &&
+                    o_pts == o_id + 8 + 4 * N && o_con == o_pts + 8 + 12 * N &&
+                    o_off == o_con + 8 + 4 * N && data_len > (size_t)o_off + 8 + 4 * N &&
+                    le32(data + o_pts) == 12 * N && le32(data + o_pts + 4) == 0;
+        values_ok = layout_ok;
+        for (uint32_t k = 0; values_ok && k < N; ++k) {
+            const unsigned char *pt = data + o_pts + 8 + 12 * k;
+            const unsigned char *v = data + o_vel + 8 + 12 * k;
+            values_ok = lef(pt) == value_of(k, 0) && lef(pt + 4) == value_of(k, 1) &&
+                        lef(pt + 8) == value_of(k, 2) && lef(v + 4) == -value_of(k, 4) &&
+                        lef(data + o_den + 8 + 4 * k) == 1000.0f + value_of(k, 6) &&
+                        le32(data + o_id + 8 + 4 * k) == k && le32(data + o_con + 8 + 4 * k) == k &&
+                        le32(data + o_off + 8 + 4 * k) == k + 1;
+        }
+    }
+    free(buf);
+    ENSURE(header_ok);
+    ENSURE(layout_ok);
+    ENSURE(values_ok);
+}
+
+static void test_output_dir_and_stats(void) {
+    char dir[256], sub[320], path[400];
+    make_tmpdir(dir, sizeof dir);
+    ENSURE(dir[0]);
+    snprintf(sub, sizeof sub, "%s/a/b/", dir);
+    pbfapp_output *o = NULL;
+    pbf_error err;
+    int opened = pbfapp_output_open(sub, PBFAPP_FORMAT_PLY, &o, &err) == PBF_OK;
+    int written = 0, stats_ok = 0;
+    if (opened) {
+        fake f;
+        make_fake(&f);
+        pbf_stats s;
+        memset(&s, 0, sizeof s);
+        s.time = 0.5;
+        s.particles = N;
+        s.density_error_avg = 0.25;
+        s.density_error_max = 1.5;
+        s.max_speed = 2.0;
+        written = pbfapp_output_frame(o, 7, s.time, &f.p, &err) == PBF_OK &&
+                  pbfapp_output_stats(o, 7, &s, 12.5, &err) == PBF_OK;
+        written = pbfapp_output_close(o, &err) == PBF_OK && written;
+        snprintf(path, sizeof path, "%s/a/b/frame_00007.ply", dir);
+        written = written && exists(path);
+        snprintf(path, sizeof path, "%s/a/b/stats.jsonl", dir);
+        size_t size = 0;
+        char *text = (char *)read_file(path, &size);
+        stats_ok = text && strcmp(text, "{\"frame\":7,\"time\":0.5,\"particles\":37,"
+                                        "\"density_error_avg\":0.25,\"density_error_max\":1.5,"
+                                        "\"max_speed\":2,\"nonfinite\":0,\"escaped\":0,"
+                                        "\"ms\":12.500}\n") == 0;
+        if (!stats_ok && text) printf("stats.jsonl: %s", text);
+        free(text);
+    }
+    /* A regular file where the directory should be, and below it. */
+    snprintf(path, sizeof path, "%s/file", dir);
+    FILE *blocker = fopen(path, "w");
+    if (blocker) fclose(blocker);
+    pbfapp_output *bad = NULL;
+    pbf_error e1, e2;
+    int refused_file = pbfapp_output_open(path, PBFAPP_FORMAT_VTP, &bad, &e1) == PBF_ERR_IO &&
+                       bad == NULL && strstr(e1.message, path) != NULL;
+    snprintf(sub, sizeof sub, "%s/file/below", dir);
+    int refused_below = pbfapp_output_open(sub, PBFAPP_FORMAT_VTP, &bad, &e2) == PBF_ERR_IO &&
+                        bad == NULL && strstr(e2.message, sub) != NULL;
+    remove_tree(dir);
+    ENSURE(opened);
+    ENSURE(written);
+    ENSURE(stats_ok);
+    ENSURE(refused_file);
+    ENSURE(refused_below);
+}
+
+static void test_write_into_missing_dir_fails(void) {
+    fake f;
+    make_fake(&f);
+    uint32_t order[N];
+    ENSURE(pbfapp_id_order(&f.p, order, NULL) == PBF_OK);
+    pbf_error err;
+    const char *path = "/nonexistent-pbf-dir/frame_00000.vtp";
+    ENSURE(pbfapp_write_vtp(path, &f.p, order, 0.0, &err) == PBF_ERR_IO);
+    ENSURE(strstr(err.message, "/nonexistent-pbf-dir/frame_00000.vtp") != NULL);
+}
+
+int main(int argc, char **argv) {
+    test_begin(argc, argv);
+    RUN_SUBTEST(test_id_order_permutation);
+    RUN_SUBTEST(test_id_order_sparse_ids);
+    RUN_SUBTEST(test_ply_round_trip);
+    RUN_SUBTEST(test_csv_round_trip);
+    RUN_SUBTEST(test_vtp_layout);
+    RUN_SUBTEST(test_output_dir_and_stats);
+    RUN_SUBTEST(test_write_into_missing_dir_fails);
+    return test_end();
+}

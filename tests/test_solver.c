@@ -1,0 +1,299 @@
+/* Physics of the solver: conservation, the resting column, walls, limits, determinism. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pbf/pbf.h"
+#include "test.h"
+
+static pbf_world *make(pbf_world_def *def) {
+    pbf_world *w = NULL;
+    pbf_error err;
+    if (pbf_world_create(def, &w, &err) != PBF_OK) {
+        printf("pbf_world_create: %s\n", err.message);
+        return NULL;
+    }
+    return w;
+}
+
+static int add_block(pbf_world *w, pbf_vec3 mn, pbf_vec3 mx, pbf_vec3 v) {
+    pbf_fluid_block b = {mn, mx, v};
+    pbf_error err;
+    if (pbf_world_add_fluid_block(w, &b, &err) != PBF_OK) {
+        printf("add block: %s\n", err.message);
+        return 0;
+    }
+    return 1;
+}
+
+/* delta p (eq. 14) of an isolated, compressed blob: the pair terms are antisymmetric, so the
+ * mass-weighted sum of the corrections (linear momentum change) vanishes. */
+static void test_delta_p_conserves_momentum(void) {
+    pbf_world_def def = pbf_default_world_def();
+    def.domain_max = (pbf_vec3){1, 1, 1};
+    def.constraint = PBF_CONSTRAINT_BILATERAL; /* every particle gets a lambda */
+    pbf_world *w = make(&def);
+    ENSURE(w);
+    ENSURE(add_block(w, (pbf_vec3){0.4f, 0.4f, 0.4f}, (pbf_vec3){0.6f, 0.6f, 0.6f},
+                     (pbf_vec3){0, 0, 0}));
+    /* compress by 10 % towards the centre and jitter, far from every wall */
+    uint32_t s = 7u;
+    for (int i = 0; i < w->count; ++i) {
+        s = s * 1664525u + 1013904223u;
+        float j = ((float)(s >> 8) / 16777216.0f - 0.5f) * 0.002f;
+        w->px[i] = 0.5f + 0.9f * (w->px[i] - 0.5f) + j;
+        w->py[i] = 0.5f + 0.9f * (w->py[i] - 0.5f) - j;
+        w->pz[i] = 0.5f + 0.9f * (w->pz[i] - 0.5f) + 0.5f * j;
+    }
+    memcpy(w->qx, w->px, (size_t)w->count * 4);
+    memcpy(w->qy, w->py, (size_t)w->count * 4);
+    memcpy(w->qz, w->pz, (size_t)w->count * 4);
+    pbf_stage_grid(w);
+    pbf_stage_lambda(w);
+    pbf_stage_delta_p(w);
+    double sum[3] = {0, 0, 0}, mag = 0.0;
+    for (int i = 0; i < w->count; ++i) {
+        sum[0] += w->sx[i];
+        sum[1] += w->sy[i];
+        sum[2] += w->sz[i];
+        mag += sqrt((double)w->sx[i] * w->sx[i] + (double)w->sy[i] * w->sy[i] +
+                    (double)w->sz[i] * w->sz[i]);
+    }
+    ENSURE(mag > 1e-3); /* the blob really is pushed apart */
+    for (int a = 0; a < 3; ++a) ENSURE(fabs(sum[a]) < 1e-5 * mag);
+    pbf_world_destroy(w);
+}
+
+/* A water column settles: density error under 1 % on average and 5 % at most, nobody leaves,
+ * and the fluid at the floor and side walls is at rest density (no under-density). */
+static void test_resting_column(void) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = 0.0125f;
+    def.domain_max = (pbf_vec3){0.3f, 0.8f, 0.3f};
+    pbf_world *w = make(&def);
+    ENSURE(w);
+    ENSURE(add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.3f, 0.5f, 0.3f}, (pbf_vec3){0, 0, 0}));
+    const float dt = 1.0f / 240.0f;
+    for (int s = 0; s < 360; ++s) ENSURE(pbf_world_step(w, dt, NULL) == PBF_OK);
+    pbf_stats st = pbf_world_stats(w);
+    printf("  column: %d particles, density error avg %.3f %% max %.3f %%, max speed %.4f m/s\n",
+           st.particles, st.density_error_avg, st.density_error_max, st.max_speed);
+    ENSURE(st.density_error_avg < 1.0);
+    ENSURE(st.density_error_max < 5.0);
+    ENSURE_EQ_INT(st.escaped, 0);
+    ENSURE_EQ_INT(st.nonfinite, 0);
+    pbf_particles p = pbf_world_particles(w);
+    double mean_speed = 0.0;
+    for (int i = 0; i < p.count; ++i)
+        mean_speed += sqrt((double)p.vx[i] * p.vx[i] + (double)p.vy[i] * p.vy[i] +
+                           (double)p.vz[i] * p.vz[i]);
+    mean_speed /= p.count;
+    printf("  mean speed %.4f m/s (sqrt(g H) = %.3f m/s)\n", mean_speed, sqrt(9.81 * 0.5));
+    ENSURE(mean_speed < 0.01 * sqrt(9.81 * 0.5));
+    /* particles in the first layer at the floor, away from the free surface: at rest density */
+    double floor_sum = 0, side_sum = 0;
+    int floor_n = 0, side_n = 0;
+    const float d = 2.0f * def.particle_radius;
+    for (int i = 0; i < p.count; ++i) {
+        if (p.y[i] < d) { floor_sum += p.density[i]; floor_n++; }
+        if (p.x[i] < d && p.y[i] > 0.1f && p.y[i] < 0.3f) { side_sum += p.density[i]; side_n++; }
+    }
+    ENSURE(floor_n > 0 && side_n > 0);
+    printf("  wall layers: floor %.1f kg/m^3 (%d), side %.1f kg/m^3 (%d)\n", floor_sum / floor_n,
+           floor_n, side_sum / side_n, side_n);
+    ENSURE_NEAR(floor_sum / floor_n, 1000.0, 20.0);
+    ENSURE_NEAR(side_sum / side_n, 1000.0, 20.0);
+    pbf_world_destroy(w);
+}
+
+/* A fast dam break stays in its container, finite and within the CFL speed limit. */
+static void test_dam_break_contained(void) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = 0.015f;
+    def.domain_max = (pbf_vec3){0.8f, 0.5f, 0.2f};
+    def.vorticity = 0.05f;
+    pbf_world *w = make(&def);
+    ENSURE(w);
+    ENSURE(add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.25f, 0.45f, 0.2f},
+                     (pbf_vec3){3.0f, -2.0f, 0.5f}));
+    const float dt = 1.0f / 120.0f; /* 2 substeps at 60 fps: harsher than the scenes */
+    const double limit = def.cfl * pbf_world_derived(w).h / dt;
+    for (int s = 0; s < 120; ++s) {
+        ENSURE(pbf_world_step(w, dt, NULL) == PBF_OK);
+        pbf_stats st = pbf_world_stats(w);
+        ENSURE_EQ_INT(st.escaped, 0);
+        ENSURE_EQ_INT(st.nonfinite, 0);
+        ENSURE(st.max_speed <= limit * 1.0001);
+        ENSURE(st.density_error_max < 50.0);
+    }
+    pbf_world_destroy(w);
+}
+
+/* A wall moving into the fluid pushes it: no particle is left inside the box. */
+static void test_moving_wall(void) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = 0.015f;
+    def.domain_max = (pbf_vec3){0.8f, 0.4f, 0.2f};
+    pbf_world *w = make(&def);
+    ENSURE(w);
+    ENSURE(add_block(w, (pbf_vec3){0.2f, 0, 0}, (pbf_vec3){0.6f, 0.2f, 0.2f}, (pbf_vec3){0, 0, 0}));
+    pbf_box wall = {.min = {0.0f, 0.0f, 0.0f}, .max = {0.1f, 0.4f, 0.2f}};
+    wall.motion = (pbf_motion){.type = PBF_MOTION_LINEAR, .direction = {1, 0, 0}, .speed = 0.5f,
+                               .start = 0.0f, .stop = 0.5f};
+    pbf_error err;
+    ENSURE(pbf_world_add_box(w, &wall, &err) == PBF_OK);
+    for (int s = 0; s < 150; ++s) ENSURE(pbf_world_step(w, 1.0f / 240.0f, NULL) == PBF_OK);
+    pbf_vec3 mn, mx;
+    ENSURE(pbf_world_box_bounds(w, 0, &mn, &mx) == PBF_OK);
+    ENSURE_NEAR(mn.x, 0.25f, 1e-4); /* moved 0.5 m/s for 0.5 s, then stopped */
+    pbf_particles p = pbf_world_particles(w);
+    int inside = 0;
+    for (int i = 0; i < p.count; ++i)
+        if (p.x[i] < mx.x) inside++;
+    ENSURE_EQ_INT(inside, 0);
+    pbf_stats st = pbf_world_stats(w);
+    ENSURE_EQ_INT(st.escaped, 0);
+    ENSURE_EQ_INT(st.nonfinite, 0);
+    pbf_world_destroy(w);
+}
+
+/* Friction at the floor slows a sliding sheet of fluid; without it the sheet keeps going. */
+static double slide(float mu_s, float mu_k) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = 0.015f;
+    def.domain_max = (pbf_vec3){2.0f, 0.3f, 0.15f};
+    def.friction_static = mu_s;
+    def.friction_dynamic = mu_k;
+    def.xsph_viscosity = 0.0f;
+    def.vorticity = 0.0f;
+    pbf_world *w = make(&def);
+    if (!w) return NAN;
+    if (!add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.3f, 0.06f, 0.15f}, (pbf_vec3){1.0f, 0, 0}))
+        return NAN;
+    for (int s = 0; s < 60; ++s) pbf_world_step(w, 1.0f / 240.0f, NULL);
+    pbf_particles p = pbf_world_particles(w);
+    double vx = 0;
+    for (int i = 0; i < p.count; ++i) vx += p.vx[i];
+    vx /= p.count;
+    pbf_world_destroy(w);
+    return vx;
+}
+
+static void test_friction(void) {
+    double free_slip = slide(0.0f, 0.0f), rough = slide(0.5f, 0.3f);
+    printf("  mean vx after 0.25 s: free slip %.4f m/s, with friction %.4f m/s\n", free_slip, rough);
+    ENSURE(free_slip > 0.8);
+    ENSURE(rough < 0.9 * free_slip);
+}
+
+/* FNV-1a over the particle state in id order. */
+static uint64_t state_hash(const pbf_world *w) {
+    pbf_particles p = pbf_world_particles(w);
+    uint64_t h = 1469598103934665603ull;
+    const float *arrays[] = {p.x, p.y, p.z, p.vx, p.vy, p.vz, p.density};
+    for (size_t a = 0; a < 7; ++a) {
+        const unsigned char *b = (const unsigned char *)arrays[a];
+        for (size_t k = 0; k < (size_t)p.count * 4; ++k) h = (h ^ b[k]) * 1099511628211ull;
+    }
+    const unsigned char *b = (const unsigned char *)p.id;
+    for (size_t k = 0; k < (size_t)p.count * 4; ++k) h = (h ^ b[k]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t run_threads(int threads) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = 0.015f;
+    def.domain_max = (pbf_vec3){0.6f, 0.5f, 0.2f};
+    def.threads = threads;
+    def.vorticity = 0.05f;
+    def.friction_static = 0.1f;
+    def.friction_dynamic = 0.05f;
+    pbf_world *w = make(&def);
+    if (!w) return 0;
+    add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.2f, 0.4f, 0.2f}, (pbf_vec3){0, 0, 0});
+    pbf_box b = {.min = {0.4f, 0.0f, 0.05f}, .max = {0.45f, 0.1f, 0.15f}};
+    b.motion = (pbf_motion){.type = PBF_MOTION_OSCILLATE, .direction = {1, 0, 0},
+                            .amplitude = 0.05f, .period = 0.5f, .stop = -1};
+    pbf_world_add_box(w, &b, NULL);
+    for (int s = 0; s < 60; ++s) pbf_world_step(w, 1.0f / 240.0f, NULL);
+    uint64_t h = state_hash(w);
+    pbf_world_destroy(w);
+    return h;
+}
+
+static void test_determinism_threads(void) {
+    uint64_t h1 = run_threads(1);
+    ENSURE(h1 != 0);
+    for (int t = 2; t <= 5; ++t) {
+        uint64_t ht = run_threads(t);
+        if (ht != h1) printf("  threads %d: hash %016llx != %016llx\n", t,
+                             (unsigned long long)ht, (unsigned long long)h1);
+        ENSURE(ht == h1);
+    }
+}
+
+/* Bad arguments are returned as errors naming the field and the value. */
+static void test_errors(void) {
+    pbf_world_def def = pbf_default_world_def();
+    pbf_world *w = NULL;
+    pbf_error err;
+    def.particle_radius = -1.0f;
+    ENSURE(pbf_world_create(&def, &w, &err) == PBF_ERR_INVALID_ARGUMENT);
+    ENSURE(w == NULL);
+    ENSURE(strstr(err.message, "particle_radius") && strstr(err.message, "-1"));
+    def = pbf_default_world_def();
+    def.gravity.y = NAN;
+    ENSURE(pbf_world_create(&def, &w, &err) == PBF_ERR_INVALID_ARGUMENT);
+    ENSURE(strstr(err.message, "gravity[1]") && strstr(err.message, "nan"));
+    def = pbf_default_world_def();
+    def.solver_iterations = 0;
+    ENSURE(pbf_world_create(&def, &w, &err) == PBF_ERR_INVALID_ARGUMENT);
+    ENSURE(strstr(err.message, "solver_iterations"));
+    def = pbf_default_world_def();
+    def.domain_max.x = def.domain_min.x;
+    ENSURE(pbf_world_create(&def, &w, &err) == PBF_ERR_INVALID_ARGUMENT);
+    ENSURE(strstr(err.message, "domain_max.x"));
+    def = pbf_default_world_def();
+    def.max_particles = 100;
+    ENSURE(pbf_world_create(&def, &w, &err) == PBF_OK);
+    pbf_fluid_block b = {{0, 0, 0}, {0.5f, 0.5f, 0.5f}, {0, 0, 0}};
+    ENSURE(pbf_world_add_fluid_block(w, &b, &err) == PBF_ERR_LIMIT);
+    ENSURE(strstr(err.message, "max_particles"));
+    b.max.x = 2.0f;
+    ENSURE(pbf_world_add_fluid_block(w, &b, &err) == PBF_ERR_INVALID_ARGUMENT);
+    ENSURE(strstr(err.message, "outside the container"));
+    b.max.x = NAN;
+    ENSURE(pbf_world_add_fluid_block(w, &b, &err) == PBF_ERR_INVALID_ARGUMENT);
+    b.max = (pbf_vec3){0.001f, 0.5f, 0.5f};
+    ENSURE(pbf_world_add_fluid_block(w, &b, &err) == PBF_ERR_INVALID_ARGUMENT);
+    ENSURE(strstr(err.message, "no particle"));
+    ENSURE(pbf_world_step(w, -1.0f, &err) == PBF_ERR_INVALID_ARGUMENT);
+    ENSURE(strstr(err.message, "dt"));
+    ENSURE(pbf_world_step(w, NAN, &err) == PBF_ERR_INVALID_ARGUMENT);
+    pbf_box box = {.min = {0.1f, 0.1f, 0.1f}, .max = {0.2f, 0.2f, 0.2f}};
+    ENSURE(pbf_world_add_box(w, &box, &err) == PBF_OK);
+    ENSURE(pbf_world_add_box(w, &box, &err) == PBF_ERR_INVALID_ARGUMENT);
+    ENSURE(strstr(err.message, "overlaps"));
+    pbf_box moving = {.min = {0.5f, 0.1f, 0.1f}, .max = {0.6f, 0.2f, 0.2f}};
+    moving.motion.type = PBF_MOTION_OSCILLATE;
+    moving.motion.direction = (pbf_vec3){0, 0, 0};
+    moving.motion.period = 1.0f;
+    ENSURE(pbf_world_add_box(w, &moving, &err) == PBF_ERR_INVALID_ARGUMENT);
+    ENSURE(strstr(err.message, "direction"));
+    pbf_world_destroy(w);
+    pbf_world_destroy(NULL);
+    ENSURE(pbf_world_create(NULL, &w, &err) == PBF_ERR_INVALID_ARGUMENT);
+}
+
+int main(int argc, char **argv) {
+    test_begin(argc, argv);
+    RUN_SUBTEST(test_delta_p_conserves_momentum);
+    RUN_SUBTEST(test_resting_column);
+    RUN_SUBTEST(test_dam_break_contained);
+    RUN_SUBTEST(test_moving_wall);
+    RUN_SUBTEST(test_friction);
+    RUN_SUBTEST(test_determinism_threads);
+    RUN_SUBTEST(test_errors);
+    return test_end();
+}
