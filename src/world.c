@@ -405,3 +405,67 @@ pbf_derived pbf_world_derived(const pbf_world *w) {
     d.max_speed = w->def.cfl * w->h;
     return d;
 }
+
+pbf_snapshot pbf_world_snapshot(const pbf_world *w) {
+    pbf_snapshot s;
+    memset(&s, 0, sizeof s);
+    if (!w) return s;
+    s.time = w->time;
+    s.steps = w->steps;
+    s.count = w->count;
+    s.x = w->px;
+    s.y = w->py;
+    s.z = w->pz;
+    s.vx = w->vx;
+    s.vy = w->vy;
+    s.vz = w->vz;
+    s.density = w->density;
+    s.id = w->id;
+    return s;
+}
+
+pbf_status pbf_world_restore(pbf_world *w, const pbf_snapshot *s, pbf_error *err) {
+    if (!w || !s) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_world_restore: NULL argument");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (s->count < 0 || !isfinite(s->time) || s->time < 0.0 || s->steps < 0) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                      "snapshot: count = %d, time = %g, steps = %lld: need count >= 0, a finite "
+                      "time >= 0 and steps >= 0",
+                      s->count, s->time, (long long)s->steps);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (s->count > 0 && (!s->x || !s->y || !s->z || !s->vx || !s->vy || !s->vz || !s->density ||
+                         !s->id)) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "snapshot: a particle array is NULL");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (w->def.max_particles > 0 && s->count > w->def.max_particles) {
+        pbf_set_error(err, PBF_ERR_LIMIT,
+                      "snapshot: %d particles exceed world_def.max_particles = %d", s->count,
+                      w->def.max_particles);
+        return PBF_ERR_LIMIT;
+    }
+    pbf_status st = reserve(w, s->count, err);
+    if (st != PBF_OK) return st;
+    const size_t bytes = (size_t)s->count * 4;
+    if (bytes) {
+        memcpy(w->px, s->x, bytes);
+        memcpy(w->py, s->y, bytes);
+        memcpy(w->pz, s->z, bytes);
+        memcpy(w->vx, s->vx, bytes);
+        memcpy(w->vy, s->vy, bytes);
+        memcpy(w->vz, s->vz, bytes);
+        memcpy(w->density, s->density, bytes);
+        memcpy(w->id, s->id, bytes);
+    }
+    w->count = s->count;
+    w->time = s->time;
+    w->steps = s->steps;
+    pbf_boxes_update(w, w->time);
+    for (int b = 0; b < w->nboxes; ++b)
+        for (int a = 0; a < 3; ++a) w->boxes[b].prev_lo[a] = w->boxes[b].lo[a];
+    pbf_solver_compute_stats(w);
+    return PBF_OK;
+}

@@ -175,6 +175,23 @@ typedef struct pbf_stats {
 
 pbf_stats pbf_world_stats(const pbf_world *world);
 
+/* The complete dynamic state of a world, for checkpoints. Take it with pbf_world_snapshot (the
+ * pointers alias the world's arrays, valid until the next change) and give it back to a world
+ * created from the same definition and boxes with pbf_world_restore: the run then continues
+ * bit-identically, because the memory order of the particles is part of the state. */
+typedef struct pbf_snapshot {
+    double time;
+    int64_t steps;
+    int count;
+    const float *x, *y, *z, *vx, *vy, *vz, *density;
+    const uint32_t *id;
+} pbf_snapshot;
+
+pbf_snapshot pbf_world_snapshot(const pbf_world *world);
+/* Replaces every particle of the world by the snapshot's (copied; count may differ from the
+ * world's). Fails on NULL arrays, negative counts or non-finite time. */
+pbf_status pbf_world_restore(pbf_world *world, const pbf_snapshot *snapshot, pbf_error *err);
+
 /* Derived quantities of a definition, for tools and tests. */
 typedef struct pbf_derived {
     float spacing;        /* 2 * particle_radius, m */
