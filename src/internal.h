@@ -79,6 +79,11 @@ struct pbf_world {
     double time;
     int64_t steps;
     pbf_stats stats;
+    /* the particle behind stats.bad_stage: memory index after the step, id, start-of-step
+     * position */
+    int bad_index;
+    uint32_t bad_id;
+    pbf_vec3 bad_position;
 };
 
 /* grid.c */
@@ -133,14 +138,16 @@ void pbf_solver_step(pbf_world *w, float dt);
 void pbf_solver_compute_stats(pbf_world *w);
 /* Sorts the particles and computes their density at the current positions (no motion). */
 void pbf_solver_refresh(pbf_world *w);
-/* The stages of pbf_solver_step, in order (exposed for tests). */
-void pbf_stage_predict(pbf_world *w, float dt, float vmax);
+/* The stages of pbf_solver_step, in order (exposed for tests). Each returns the lowest index of
+ * a particle for which it produced a non-finite value, or INT_MAX (a min-reduction, so
+ * deterministic). */
+int pbf_stage_predict(pbf_world *w, float dt, float vmax);
 void pbf_stage_grid(pbf_world *w);
-void pbf_stage_lambda(pbf_world *w);
-void pbf_stage_delta_p(pbf_world *w);
-void pbf_stage_apply(pbf_world *w);
-void pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax);
-void pbf_stage_post(pbf_world *w, float dt, float vmax);
+int pbf_stage_lambda(pbf_world *w);
+int pbf_stage_delta_p(pbf_world *w);
+int pbf_stage_apply(pbf_world *w);
+int pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax);
+int pbf_stage_post(pbf_world *w, float dt, float vmax);
 
 /* world.c */
 void pbf_set_error(pbf_error *err, pbf_status status, const char *fmt, ...)

@@ -18,6 +18,7 @@
  * Symbols follow the paper: h kernel radius, rho_0 rest density, m particle mass, V = m / rho_0,
  * W poly6 kernel, grad W spiky gradient.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,10 +59,11 @@ static void permute(pbf_world *w, void **arr) {
     *arr = dst;
 }
 
-void pbf_stage_predict(pbf_world *w, float dt, float vmax) {
+int pbf_stage_predict(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
         limit_speed(&vx, &vy, &vz, vmax);
@@ -71,7 +73,9 @@ void pbf_stage_predict(pbf_world *w, float dt, float vmax) {
         w->qx[i] = w->px[i] + dt * vx;
         w->qy[i] = w->py[i] + dt * vy;
         w->qz[i] = w->pz[i] + dt * vz;
+        if (!isfinite(w->qx[i] + w->qy[i] + w->qz[i]) && i < bad) bad = i;
     }
+    return bad;
 }
 
 void pbf_stage_grid(pbf_world *w) {
@@ -95,13 +99,14 @@ static inline float density_at(const pbf_world *w, int i, float wall) {
     return w->mass * sum + w->def.rest_density * wall;
 }
 
-void pbf_stage_lambda(pbf_world *w) {
+int pbf_stage_lambda(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
 
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->def.rest_density;
     const int unilateral = w->def.constraint == PBF_CONSTRAINT_UNILATERAL;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i];
         float p[3] = {xi, yi, zi}, gw[3];
@@ -126,17 +131,20 @@ void pbf_stage_lambda(pbf_world *w) {
         if (unilateral && c < 0.0f) c = 0.0f;
         sum2 += gix * gix + giy * giy + giz * giz;
         w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
+        if (!isfinite(w->lambda[i]) && i < bad) bad = i;
     }
+    return bad;
 }
 
-void pbf_stage_delta_p(pbf_world *w) {
+int pbf_stage_delta_p(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
 
     const int n = w->count;
     const float k = w->def.scorr_k / w->lattice_grad2; /* s_corr on the scale of lambda */
     const int sn = w->def.scorr_n;
     const float *restrict LAMBDA = w->lambda;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i], li = w->lambda[i];
         float p[3] = {xi, yi, zi}, gw[3];
@@ -157,25 +165,31 @@ void pbf_stage_delta_p(pbf_world *w) {
         w->sx[i] = ax; /* eq. 14 */
         w->sy[i] = ay;
         w->sz[i] = az;
+        if (!isfinite(ax + ay + az) && i < bad) bad = i;
     }
+    return bad;
 }
 
-void pbf_stage_apply(pbf_world *w) {
+int pbf_stage_apply(pbf_world *w) {
     const int n = w->count;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float x = w->qx[i] + w->sx[i], y = w->qy[i] + w->sy[i], z = w->qz[i] + w->sz[i];
+        if (!isfinite(x + y + z) && i < bad) bad = i; /* before the collision clamp hides it */
         pbf_collide(w, &x, &y, &z, w->px[i], w->py[i], w->pz[i]);
         w->qx[i] = x;
         w->qy[i] = y;
         w->qz[i] = z;
     }
+    return bad;
 }
 
-void pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax) {
+int pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float inv_dt = 1.0f / dt;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float vx = (w->qx[i] - w->px[i]) * inv_dt, vy = (w->qy[i] - w->py[i]) * inv_dt,
               vz = (w->qz[i] - w->pz[i]) * inv_dt;
@@ -211,17 +225,19 @@ void pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax) {
         w->sy[i] = oy;
         w->sz[i] = oz;
     }
+    return bad;
 }
 
 /* Vorticity confinement and XSPH; writes the new velocity into the (now free) x arrays. */
-void pbf_stage_post(pbf_world *w, float dt, float vmax) {
+int pbf_stage_post(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float eps = w->def.vorticity, c = w->def.xsph_viscosity;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const float *restrict OX = w->sx, *restrict OY = w->sy, *restrict OZ = w->sz;
     const float *restrict RHO = w->density;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i];
         const float vxi = w->vx[i], vyi = w->vy[i], vzi = w->vz[i];
@@ -258,6 +274,7 @@ void pbf_stage_post(pbf_world *w, float dt, float vmax) {
         w->px[i] = vx;
         w->py[i] = vy;
         w->pz[i] = vz;
+        if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
     swapf(&w->px, &w->qx);
@@ -267,25 +284,52 @@ void pbf_stage_post(pbf_world *w, float dt, float vmax) {
     swapf(&w->qx, &w->vx);
     swapf(&w->qy, &w->vy);
     swapf(&w->qz, &w->vz);
+    return bad;
 }
 
 void pbf_solver_step(pbf_world *w, float dt) {
     const float vmax = w->def.cfl * w->h / dt;
+    const char *bad = NULL;
+    int bad_index = -1;
+    uint32_t bad_id = 0;
+    pbf_vec3 bad_pos = {0, 0, 0};
+    /* records the first stage that produced a non-finite value, and its lowest-index particle */
+#define STAGE(name, call)                                                                          \
+    do {                                                                                           \
+        int first_ = (call);                                                                       \
+        if (first_ != INT_MAX && !bad) {                                                           \
+            bad = name;                                                                            \
+            bad_index = first_;                                                                    \
+            bad_id = w->id[first_];                                                                \
+            bad_pos = (pbf_vec3){w->px[first_], w->py[first_], w->pz[first_]};                     \
+        }                                                                                          \
+    } while (0)
     pbf_boxes_update(w, w->time + dt);
     if (w->count > 0) {
-        pbf_stage_predict(w, dt, vmax);
-        pbf_stage_grid(w);
-        for (int it = 0; it < w->def.solver_iterations; ++it) {
-            pbf_stage_lambda(w);
-            pbf_stage_delta_p(w);
-            pbf_stage_apply(w);
+        STAGE("predict", pbf_stage_predict(w, dt, vmax));
+        if (bad) { /* the grid sort moves particles: follow the bad one by its id */
+            pbf_stage_grid(w);
+            for (int i = 0; i < w->count; ++i)
+                if (w->id[i] == bad_id) bad_index = i;
+        } else {
+            pbf_stage_grid(w);
         }
-        pbf_stage_velocity_curl(w, dt, vmax);
-        pbf_stage_post(w, dt, vmax);
+        for (int it = 0; it < w->def.solver_iterations; ++it) {
+            STAGE("lambda", pbf_stage_lambda(w));
+            STAGE("delta_p", pbf_stage_delta_p(w));
+            STAGE("collide", pbf_stage_apply(w));
+        }
+        STAGE("velocity", pbf_stage_velocity_curl(w, dt, vmax));
+        STAGE("vorticity_xsph", pbf_stage_post(w, dt, vmax));
     }
+#undef STAGE
     w->time += dt;
     w->steps += 1;
     pbf_solver_compute_stats(w);
+    w->stats.bad_stage = bad;
+    w->bad_index = bad_index;
+    w->bad_id = bad_id;
+    w->bad_position = bad_pos;
 }
 
 void pbf_solver_refresh(pbf_world *w) {

@@ -469,3 +469,69 @@ pbf_status pbf_world_restore(pbf_world *w, const pbf_snapshot *s, pbf_error *err
     pbf_solver_compute_stats(w);
     return PBF_OK;
 }
+
+pbf_diagnosis pbf_world_diagnose(const pbf_world *w, double density_limit) {
+    pbf_diagnosis d;
+    memset(&d, 0, sizeof d);
+    d.index = -1;
+    d.ok = 1;
+    if (!w) return d;
+    const int n = w->count;
+    /* sequential scan: called once per step by guards, O(n) and far cheaper than a step */
+    int worst = -1;
+    double value = 0.0;
+    for (int i = 0; i < n; ++i) {
+        if (!(isfinite(w->px[i]) && isfinite(w->py[i]) && isfinite(w->pz[i]) &&
+              isfinite(w->vx[i]) && isfinite(w->vy[i]) && isfinite(w->vz[i]))) {
+            worst = i;
+            break;
+        }
+    }
+    if (worst >= 0) {
+        d.check = "non-finite";
+        d.stage = w->stats.bad_stage;
+    } else if (w->stats.bad_stage) {
+        /* a non-finite value appeared during the last step and was clamped away by the
+         * collision stage: still a failure; report the particle where it first appeared */
+        d.ok = 0;
+        d.check = "non-finite";
+        d.stage = w->stats.bad_stage;
+        d.index = w->bad_index;
+        d.id = w->bad_id;
+        d.position = w->bad_position;
+        d.value = NAN;
+        return d;
+    } else {
+        for (int i = 0; i < n; ++i) {
+            const float p[3] = {w->px[i], w->py[i], w->pz[i]};
+            double out = 0.0;
+            for (int a = 0; a < 3; ++a) {
+                if (p[a] < w->lo[a]) out = fmax(out, (double)w->lo[a] - p[a]);
+                if (p[a] > w->hi[a]) out = fmax(out, (double)p[a] - w->hi[a]);
+            }
+            if (out > value) {
+                value = out;
+                worst = i;
+            }
+        }
+        if (worst >= 0) d.check = "escaped";
+    }
+    if (worst < 0 && density_limit > 0.0) {
+        for (int i = 0; i < n; ++i) {
+            double e = 100.0 * ((double)w->density[i] / w->def.rest_density - 1.0);
+            if (e > density_limit && e > value) {
+                value = e;
+                worst = i;
+            }
+        }
+        if (worst >= 0) d.check = "density";
+    }
+    if (worst >= 0) {
+        d.ok = 0;
+        d.index = worst;
+        d.id = w->id[worst];
+        d.position = (pbf_vec3){w->px[worst], w->py[worst], w->pz[worst]};
+        d.value = value;
+    }
+    return d;
+}

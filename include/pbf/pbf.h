@@ -171,9 +171,29 @@ typedef struct pbf_stats {
     double max_speed;          /* m/s */
     int nonfinite;             /* particles with a non-finite position or velocity */
     int escaped;               /* particles outside the container */
+    const char *bad_stage;     /* first stage of the last step that produced a non-finite value
+                                  ("predict", "lambda", "delta_p", "collide", "velocity",
+                                  "vorticity_xsph"), or NULL */
 } pbf_stats;
 
 pbf_stats pbf_world_stats(const pbf_world *world);
+
+/* Health check of the current state, for instability guards. `density_limit` is the maximum
+ * density error in percent above which the state counts as unstable (<= 0: not checked).
+ * Checks, in order: non-finite position or velocity, particle outside the container, density
+ * error. On failure `check` names it and `index`/`id`/`position`/`value` describe the worst
+ * particle (the first non-finite one; the one farthest outside; the densest). */
+typedef struct pbf_diagnosis {
+    int ok;               /* 1 if every check passed */
+    const char *check;    /* "non-finite", "escaped", "density", or NULL */
+    const char *stage;    /* pbf_stats.bad_stage for non-finite values, else NULL */
+    int index;            /* memory index of the worst particle, -1 if none */
+    uint32_t id;          /* its stable id */
+    pbf_vec3 position;
+    double value;         /* distance outside (m) or density error (%) */
+} pbf_diagnosis;
+
+pbf_diagnosis pbf_world_diagnose(const pbf_world *world, double density_limit);
 
 /* The complete dynamic state of a world, for checkpoints. Take it with pbf_world_snapshot (the
  * pointers alias the world's arrays, valid until the next change) and give it back to a world
