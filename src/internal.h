@@ -23,6 +23,7 @@
 #include "pbf/pbf.h"
 
 #define PBF_MAX_BOXES 64
+#define PBF_ARRAY_PADDING 8 /* elements after the last particle of every array (PBF_LANES) */
 #define PBF_MAX_CELLS (1u << 27)  /* 512 MiB of cell starts at most */
 
 typedef struct pbf_grid {

@@ -24,12 +24,42 @@
 #include <string.h>
 
 #include "internal.h"
+#include "simd.h"
 
-#define FOR_EACH_NEIGHBOUR_RANGE(w, i, j)                                                          \
+/* Visits the particles of the 9 neighbour ranges of particle i in chunks of PBF_LANES: j is the
+ * first index of the chunk and `valid` masks the lanes inside the range. The arrays are padded by
+ * PBF_LANES elements, so a chunk never reads past the allocation; masked lanes may hold any
+ * value and must only reach sums through vf_and. */
+#define FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid)                                                   \
     uint32_t nb_begin_[9], nb_end_[9];                                                             \
     int nb_count_ = pbf_grid_neighbour_ranges(&(w)->grid, (w)->cell[i], nb_begin_, nb_end_);      \
     for (int nb_r_ = 0; nb_r_ < nb_count_; ++nb_r_)                                                \
-        for (uint32_t j = nb_begin_[nb_r_]; j < nb_end_[nb_r_]; ++j)
+        for (uint32_t j = nb_begin_[nb_r_]; j < nb_end_[nb_r_]; j += PBF_LANES)                    \
+            for (pbf_vi valid = vi_first((int32_t)(nb_end_[nb_r_] - j)), *once_ = &valid; once_;   \
+                 once_ = NULL)
+
+/* Kernel pieces on 8 lanes; `in` = valid & (r2 < h2). */
+typedef struct kernel_consts {
+    pbf_vf h, h2, poly6, spiky, rmin;
+} kernel_consts;
+
+static inline PBF_SIMD_INLINE kernel_consts kernel_consts_of(const pbf_world *w) {
+    kernel_consts k = {vf_set1(w->h), vf_set1(w->h2), vf_set1(w->poly6),
+                       vf_set1(-w->spiky_grad), vf_set1(w->r_min)};
+    return k;
+}
+
+static inline PBF_SIMD_INLINE pbf_vf v_poly6(const kernel_consts *k, pbf_vf r2, pbf_vi in) {
+    pbf_vf d = k->h2 - r2;
+    return vf_and(k->poly6 * d * d * d, in);
+}
+
+/* grad W_spiky(r) = factor * r, as pbf_spiky_factor */
+static inline PBF_SIMD_INLINE pbf_vf v_spiky(const kernel_consts *k, pbf_vf r2, pbf_vi in) {
+    pbf_vf r = vf_max(vf_sqrt(r2), k->rmin);
+    pbf_vf d = k->h - r;
+    return vf_and(k->spiky * d * d / r, in);
+}
 
 static inline void limit_speed(float *vx, float *vy, float *vz, float vmax) {
     float s2 = *vx * *vx + *vy * *vy + *vz * *vz;
@@ -89,47 +119,50 @@ void pbf_stage_grid(pbf_world *w) {
 /* Density (eq. 2) at the predicted positions, including the wall. */
 static inline float density_at(const pbf_world *w, int i, float wall) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
-    const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i];
-    float sum = 0.0f;
-    FOR_EACH_NEIGHBOUR_RANGE(w, i, j) {
-        float dx = xi - QX[j], dy = yi - QY[j], dz = zi - QZ[j];
-        float r2 = dx * dx + dy * dy + dz * dz;
-        if (r2 < w->h2) sum += pbf_poly6(w, r2);
+    const kernel_consts k = kernel_consts_of(w);
+    const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    pbf_vf rho = vf_set1(0.0f);
+    FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid) {
+        pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j), dz = zi - vf_load(QZ + j);
+        pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+        rho += v_poly6(&k, r2, valid & (r2 < k.h2));
     }
-    return w->mass * sum + w->def.rest_density * wall;
+    return w->mass * vf_hsum(rho) + w->def.rest_density * wall;
 }
 
 int pbf_stage_lambda(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
-
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->def.rest_density;
     const int unilateral = w->def.constraint == PBF_CONSTRAINT_UNILATERAL;
+    const kernel_consts k = kernel_consts_of(w);
+    const pbf_vf vol = vf_set1(w->volume);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
-        const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i];
-        float p[3] = {xi, yi, zi}, gw[3];
+        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         float wall = pbf_wall_density(w, p, gw);
-        float rho = 0.0f, gix = gw[0], giy = gw[1], giz = gw[2], sum2 = 0.0f;
-        FOR_EACH_NEIGHBOUR_RANGE(w, i, j) {
-            float dx = xi - QX[j], dy = yi - QY[j], dz = zi - QZ[j];
-            float r2 = dx * dx + dy * dy + dz * dz;
-            if (r2 >= w->h2) continue;
-            rho += pbf_poly6(w, r2);
+        pbf_vf rho = vf_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
+        FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid) {
+            pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j), dz = zi - vf_load(QZ + j);
+            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+            pbf_vi in = valid & (r2 < k.h2);
+            rho += v_poly6(&k, r2, in);
             /* grad_{p_j} C_i = -V grad W(p_i - p_j) (eq. 8, k = j); zero vector for j = i */
-            float f = w->volume * pbf_spiky_factor(w, r2);
-            float gx = f * dx, gy = f * dy, gz = f * dz;
-            gix += gx;
-            giy += gy;
-            giz += gz;
-            sum2 += gx * gx + gy * gy + gz * gz;
+            pbf_vf f = vol * v_spiky(&k, r2, in);
+            pbf_vf ax = f * dx, ay = f * dy, az = f * dz;
+            gx += ax;
+            gy += ay;
+            gz += az;
+            s2 += ax * ax + ay * ay + az * az;
         }
-        rho = w->mass * rho + w->def.rest_density * wall;
-        w->density[i] = rho;
-        float c = rho * inv_rho0 - 1.0f; /* eq. 1 */
+        float gix = gw[0] + vf_hsum(gx), giy = gw[1] + vf_hsum(gy), giz = gw[2] + vf_hsum(gz);
+        float r = w->mass * vf_hsum(rho) + w->def.rest_density * wall;
+        w->density[i] = r;
+        float c = r * inv_rho0 - 1.0f; /* eq. 1 */
         if (unilateral && c < 0.0f) c = 0.0f;
-        sum2 += gix * gix + giy * giy + giz * giz;
+        float sum2 = vf_hsum(s2) + gix * gix + giy * giy + giz * giz;
         w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
         if (!isfinite(w->lambda[i]) && i < bad) bad = i;
     }
@@ -138,34 +171,41 @@ int pbf_stage_lambda(pbf_world *w) {
 
 int pbf_stage_delta_p(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
-
-    const int n = w->count;
-    const float k = w->def.scorr_k / w->lattice_grad2; /* s_corr on the scale of lambda */
-    const int sn = w->def.scorr_n;
     const float *restrict LAMBDA = w->lambda;
+    const int n = w->count;
+    const pbf_vf ks = vf_set1(-w->def.scorr_k / w->lattice_grad2); /* s_corr on lambda's scale */
+    const pbf_vf inv_wdq = vf_set1(w->scorr_inv_wdq);
+    const int sn = w->def.scorr_n;
+    const kernel_consts k = kernel_consts_of(w);
+    const pbf_vf vol = vf_set1(w->volume);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
-        const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i], li = w->lambda[i];
-        float p[3] = {xi, yi, zi}, gw[3];
+        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+        const float li = LAMBDA[i];
+        const pbf_vf vli = vf_set1(li);
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         pbf_wall_density(w, p, gw);
-        float ax = li * gw[0], ay = li * gw[1], az = li * gw[2];
-        FOR_EACH_NEIGHBOUR_RANGE(w, i, j) {
-            float dx = xi - QX[j], dy = yi - QY[j], dz = zi - QZ[j];
-            float r2 = dx * dx + dy * dy + dz * dz;
-            if (r2 >= w->h2) continue;
-            float ratio = pbf_poly6(w, r2) * w->scorr_inv_wdq, s = ratio;
+        pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
+        FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid) {
+            pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j), dz = zi - vf_load(QZ + j);
+            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+            pbf_vi in = valid & (r2 < k.h2);
+            pbf_vf ratio = v_poly6(&k, r2, in) * inv_wdq, s = ratio;
             for (int e = 1; e < sn; ++e) s *= ratio;
-            float scorr = -k * s; /* eq. 13 */
-            float f = (li + LAMBDA[j] + scorr) * w->volume * pbf_spiky_factor(w, r2);
+            pbf_vf scorr = ks * s; /* eq. 13 */
+            pbf_vf f = (vli + vf_load(LAMBDA + j) + scorr) * vol * v_spiky(&k, r2, in);
+            f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
             ax += f * dx;
             ay += f * dy;
             az += f * dz;
         }
-        w->sx[i] = ax; /* eq. 14 */
-        w->sy[i] = ay;
-        w->sz[i] = az;
-        if (!isfinite(ax + ay + az) && i < bad) bad = i;
+        float dpx = li * gw[0] + vf_hsum(ax), dpy = li * gw[1] + vf_hsum(ay),
+              dpz = li * gw[2] + vf_hsum(az);
+        w->sx[i] = dpx; /* eq. 14 */
+        w->sy[i] = dpy;
+        w->sz[i] = dpz;
+        if (!isfinite(dpx + dpy + dpz) && i < bad) bad = i;
     }
     return bad;
 }
@@ -200,30 +240,35 @@ int pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax) {
     }
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    const kernel_consts k = kernel_consts_of(w);
+    const pbf_vf vol = vf_set1(w->volume);
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads)
     for (int i = 0; i < n; ++i) {
-        const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i];
-        const float vxi = w->vx[i], vyi = w->vy[i], vzi = w->vz[i];
-        float p[3] = {xi, yi, zi}, gw[3];
+        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+        const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         float wall = pbf_wall_density(w, p, gw);
-        float rho = 0.0f, ox = 0.0f, oy = 0.0f, oz = 0.0f;
-        FOR_EACH_NEIGHBOUR_RANGE(w, i, j) {
-            float dx = xi - QX[j], dy = yi - QY[j], dz = zi - QZ[j];
-            float r2 = dx * dx + dy * dy + dz * dz;
-            if (r2 >= w->h2) continue;
-            rho += pbf_poly6(w, r2);
+        pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
+        FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid) {
+            pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j), dz = zi - vf_load(QZ + j);
+            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+            pbf_vi in = valid & (r2 < k.h2);
+            rho += v_poly6(&k, r2, in);
             /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
-            float f = w->volume * pbf_spiky_factor(w, r2);
-            float gx = f * dx, gy = f * dy, gz = f * dz;
-            float ux = VX[j] - vxi, uy = VY[j] - vyi, uz = VZ[j] - vzi;
+            pbf_vf f = vol * v_spiky(&k, r2, in);
+            pbf_vf gx = f * dx, gy = f * dy, gz = f * dz;
+            pbf_vf ux = vf_and(vf_load(VX + j) - vxi, in), uy = vf_and(vf_load(VY + j) - vyi, in),
+                   uz = vf_and(vf_load(VZ + j) - vzi, in);
             ox += gy * uz - gz * uy;
             oy += gz * ux - gx * uz;
             oz += gx * uy - gy * ux;
         }
-        w->density[i] = w->mass * rho + w->def.rest_density * wall;
-        w->sx[i] = ox;
-        w->sy[i] = oy;
-        w->sz[i] = oz;
+        w->density[i] = w->mass * vf_hsum(rho) + w->def.rest_density * wall;
+        float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
+        w->sx[i] = wx;
+        w->sy[i] = wy;
+        w->sz[i] = wz;
+        w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
     }
     return bad;
 }
@@ -234,37 +279,40 @@ int pbf_stage_post(pbf_world *w, float dt, float vmax) {
     const float eps = w->def.vorticity, c = w->def.xsph_viscosity;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
-    const float *restrict OX = w->sx, *restrict OY = w->sy, *restrict OZ = w->sz;
+    const float *restrict OMEGA = w->lambda; /* |omega| from the curl pass */
     const float *restrict RHO = w->density;
+    const kernel_consts k = kernel_consts_of(w);
+    const pbf_vf mass = vf_set1(w->mass);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
-        const float xi = w->qx[i], yi = w->qy[i], zi = w->qz[i];
-        const float vxi = w->vx[i], vyi = w->vy[i], vzi = w->vz[i];
+        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+        const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
+        const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
         const float oxi = w->sx[i], oyi = w->sy[i], ozi = w->sz[i];
-        const float wi = sqrtf(oxi * oxi + oyi * oyi + ozi * ozi);
-        float ex = 0.0f, ey = 0.0f, ez = 0.0f, sx = 0.0f, sy = 0.0f, sz = 0.0f;
-        FOR_EACH_NEIGHBOUR_RANGE(w, i, j) {
-            float dx = xi - QX[j], dy = yi - QY[j], dz = zi - QZ[j];
-            float r2 = dx * dx + dy * dy + dz * dz;
-            if (r2 >= w->h2) continue;
-            float vj = w->mass / RHO[j];
+        const pbf_vf wi = vf_set1(OMEGA[i]);
+        pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
+        FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid) {
+            pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j), dz = zi - vf_load(QZ + j);
+            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+            pbf_vi in = valid & (r2 < k.h2);
+            pbf_vf vj = vf_and(mass / vf_load(RHO + j), in);
             /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
-            float wk = vj * pbf_poly6(w, r2);
-            sx += wk * (VX[j] - vxi);
-            sy += wk * (VY[j] - vyi);
-            sz += wk * (VZ[j] - vzi);
+            pbf_vf wk = vj * v_poly6(&k, r2, in);
+            sx += vf_and(wk * (vf_load(VX + j) - vxi), in);
+            sy += vf_and(wk * (vf_load(VY + j) - vyi), in);
+            sz += vf_and(wk * (vf_load(VZ + j) - vzi), in);
             /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-            float oj = sqrtf(OX[j] * OX[j] + OY[j] * OY[j] + OZ[j] * OZ[j]);
-            float f = vj * (oj - wi) * pbf_spiky_factor(w, r2);
+            pbf_vf f = vf_and(vj * (vf_load(OMEGA + j) - wi), in) * v_spiky(&k, r2, in);
             ex += f * dx;
             ey += f * dy;
             ez += f * dz;
         }
-        float vx = vxi + c * sx, vy = vyi + c * sy, vz = vzi + c * sz;
-        float el = sqrtf(ex * ex + ey * ey + ez * ez);
+        float vx = vxs + c * vf_hsum(sx), vy = vys + c * vf_hsum(sy), vz = vzs + c * vf_hsum(sz);
+        float hx = vf_hsum(ex), hy = vf_hsum(ey), hz = vf_hsum(ez);
+        float el = sqrtf(hx * hx + hy * hy + hz * hz);
         if (eps > 0.0f && el > 1e-20f) {
-            float nx = ex / el, ny = ey / el, nz = ez / el;
+            float nx = hx / el, ny = hy / el, nz = hz / el;
             /* f = eps (N x omega), applied as an acceleration over dt */
             vx += dt * eps * (ny * ozi - nz * oyi);
             vy += dt * eps * (nz * oxi - nx * ozi);

@@ -61,7 +61,8 @@ static pbf_status reserve(pbf_world *w, int capacity, pbf_error *err) {
     void *fresh[NF + NU];
     int ok = 1;
     for (int a = 0; a < NF + NU; ++a) {
-        fresh[a] = calloc((size_t)capacity, 4);
+        /* padded: the neighbour loops read whole 8-lane chunks (src/simd.h) */
+        fresh[a] = calloc((size_t)capacity + PBF_ARRAY_PADDING, 4);
         if (!fresh[a]) ok = 0;
     }
     if (!ok) {

@@ -1,0 +1,78 @@
+/*
+ * Float vectors for the neighbour loops, with GCC/Clang vector extensions: 8 lanes when the
+ * target has AVX (one register), 4 lanes otherwise (one SSE/NEON register, or scalar code on
+ * targets without SIMD: the compiler's lowering is the scalar fallback).
+ *
+ * Lane sums are combined in one fixed tree order, so a build gives bit-identical results for
+ * any thread count. Builds with different lane counts sum in a different order and may differ
+ * in the last bits (with -ffp-contract=off no fused multiply-add is ever introduced).
+ */
+#ifndef PBF_SIMD_H
+#define PBF_SIMD_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__AVX__) || defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+#define PBF_SIMD_INLINE __attribute__((always_inline))
+
+#if defined(__AVX__)
+#define PBF_LANES 8
+typedef float pbf_vf __attribute__((vector_size(32)));
+typedef int32_t pbf_vi __attribute__((vector_size(32)));
+static const pbf_vi pbf_iota = {0, 1, 2, 3, 4, 5, 6, 7};
+#else
+#define PBF_LANES 4
+typedef float pbf_vf __attribute__((vector_size(16)));
+typedef int32_t pbf_vi __attribute__((vector_size(16)));
+static const pbf_vi pbf_iota = {0, 1, 2, 3};
+#endif
+
+/* x - zero broadcasts a scalar to every lane */
+static inline PBF_SIMD_INLINE pbf_vf vf_set1(float x) { return x - (pbf_vf){0}; }
+static inline PBF_SIMD_INLINE pbf_vi vi_set1(int32_t x) { return x - (pbf_vi){0}; }
+
+/* Unaligned load of PBF_LANES floats (the arrays are padded, PBF_ARRAY_PADDING). */
+static inline PBF_SIMD_INLINE pbf_vf vf_load(const float *p) {
+    pbf_vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Lanes whose mask is all ones keep their value, others become +0.0 (also NaN lanes). */
+static inline PBF_SIMD_INLINE pbf_vf vf_and(pbf_vf a, pbf_vi mask) { return (pbf_vf)((pbf_vi)a & mask); }
+
+static inline PBF_SIMD_INLINE pbf_vf vf_max(pbf_vf a, pbf_vf b) {
+    pbf_vi m = a > b;
+    return (pbf_vf)(((pbf_vi)a & m) | ((pbf_vi)b & ~m));
+}
+
+/* Square root per lane: correctly rounded in every branch, so all give identical results. */
+static inline PBF_SIMD_INLINE pbf_vf vf_sqrt(pbf_vf a) {
+#if defined(__AVX__)
+    return (pbf_vf)_mm256_sqrt_ps((__m256)a);
+#elif defined(__SSE2__)
+    return (pbf_vf)_mm_sqrt_ps((__m128)a);
+#else
+    pbf_vf r;
+    for (int l = 0; l < PBF_LANES; ++l) r[l] = sqrtf(a[l]);
+    return r;
+#endif
+}
+
+/* Mask of the lanes l with l < remaining. */
+static inline PBF_SIMD_INLINE pbf_vi vi_first(int32_t remaining) { return pbf_iota < vi_set1(remaining); }
+
+static inline PBF_SIMD_INLINE float vf_hsum(pbf_vf a) {
+#if PBF_LANES == 8
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+#else
+    return (a[0] + a[1]) + (a[2] + a[3]);
+#endif
+}
+
+#endif
