@@ -85,6 +85,7 @@ struct pbf_world {
     int bad_index;
     uint32_t bad_id;
     pbf_vec3 bad_position;
+    pbf_timings timings;
 };
 
 /* grid.c */

@@ -20,6 +20,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -352,28 +353,43 @@ void pbf_solver_step(pbf_world *w, float dt) {
             bad_pos = (pbf_vec3){w->px[first_], w->py[first_], w->pz[first_]};                     \
         }                                                                                          \
     } while (0)
+    pbf_timings *tm = &w->timings;
+    double t0 = omp_get_wtime(), t1, start = t0;
+#define LAP(field)                                                                                 \
+    do {                                                                                           \
+        t1 = omp_get_wtime();                                                                      \
+        tm->field += t1 - t0;                                                                      \
+        t0 = t1;                                                                                   \
+    } while (0)
     pbf_boxes_update(w, w->time + dt);
     if (w->count > 0) {
         STAGE("predict", pbf_stage_predict(w, dt, vmax));
-        if (bad) { /* the grid sort moves particles: follow the bad one by its id */
-            pbf_stage_grid(w);
+        LAP(predict);
+        pbf_stage_grid(w);
+        if (bad) /* the sort moved the particles: follow the bad one by its id */
             for (int i = 0; i < w->count; ++i)
                 if (w->id[i] == bad_id) bad_index = i;
-        } else {
-            pbf_stage_grid(w);
-        }
+        LAP(grid);
         for (int it = 0; it < w->def.solver_iterations; ++it) {
             STAGE("lambda", pbf_stage_lambda(w));
+            LAP(lambda);
             STAGE("delta_p", pbf_stage_delta_p(w));
+            LAP(delta_p);
             STAGE("collide", pbf_stage_apply(w));
+            LAP(collide);
         }
         STAGE("velocity", pbf_stage_velocity_curl(w, dt, vmax));
         STAGE("vorticity_xsph", pbf_stage_post(w, dt, vmax));
+        LAP(velocity);
     }
 #undef STAGE
     w->time += dt;
     w->steps += 1;
     pbf_solver_compute_stats(w);
+    LAP(stats);
+#undef LAP
+    tm->total += t0 - start;
+    tm->steps += 1;
     w->stats.bad_stage = bad;
     w->bad_index = bad_index;
     w->bad_id = bad_id;

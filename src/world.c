@@ -536,3 +536,13 @@ pbf_diagnosis pbf_world_diagnose(const pbf_world *w, double density_limit) {
     }
     return d;
 }
+
+pbf_timings pbf_world_timings(const pbf_world *w) {
+    pbf_timings t;
+    memset(&t, 0, sizeof t);
+    return w ? w->timings : t;
+}
+
+void pbf_world_reset_timings(pbf_world *w) {
+    if (w) memset(&w->timings, 0, sizeof w->timings);
+}

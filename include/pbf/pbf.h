@@ -212,6 +212,23 @@ pbf_snapshot pbf_world_snapshot(const pbf_world *world);
  * world's). Fails on NULL arrays, negative counts or non-finite time. */
 pbf_status pbf_world_restore(pbf_world *world, const pbf_snapshot *snapshot, pbf_error *err);
 
+/* Wall-clock seconds spent in each stage of the step, summed since creation or the last reset
+ * (for benchmarks and profiling; measuring does not change results). */
+typedef struct pbf_timings {
+    double predict;   /* apply gravity, predict positions */
+    double grid;      /* counting sort and reorder of all particle arrays */
+    double lambda;    /* density and lambda passes (all iterations) */
+    double delta_p;   /* position-correction passes (all iterations) */
+    double collide;   /* applying corrections, collisions and friction (all iterations) */
+    double velocity;  /* velocity update, vorticity, XSPH */
+    double stats;     /* statistics reduction */
+    double total;     /* the whole of pbf_world_step */
+    int64_t steps;
+} pbf_timings;
+
+pbf_timings pbf_world_timings(const pbf_world *world);
+void pbf_world_reset_timings(pbf_world *world);
+
 /* Derived quantities of a definition, for tools and tests. */
 typedef struct pbf_derived {
     float spacing;        /* 2 * particle_radius, m */
