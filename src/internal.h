@@ -12,7 +12,8 @@
  *    scratch), so the post-pass needs no extra storage (see solver.c).
  *
  * Memory per particle (capacity): 4 vec3 arrays (48 B) + density, lambda (8 B) + id, cell key,
- * sort permutation, reorder scratch (16 B) = 72 bytes. Plus 4 bytes per grid cell.
+ * neighbour-list start (12 B) = 68 bytes, plus the neighbour lists (2 bytes per neighbour, about
+ * 35 neighbours at rest: ~70 B) and 4 bytes per grid cell.
  */
 #ifndef PBF_INTERNAL_H
 #define PBF_INTERNAL_H
@@ -70,7 +71,13 @@ struct pbf_world {
     float *vx, *vy, *vz;  /* velocities */
     float *sx, *sy, *sz;  /* scratch: delta p, then vorticity omega */
     float *density, *lambda;
-    uint32_t *id, *cell, *perm, *scratch;
+    uint32_t *id, *cell; /* the sort borrows lambda and density for its permutation/scratch */
+    /* neighbour lists, rebuilt every step from the grid (solver.c): particle i's neighbours are
+     * nbr[nbr_start[i] .. nbr_start[i + 1]), each coded as range << 12 | offset in the range */
+    uint32_t *nbr_start;
+    uint16_t *nbr;
+    size_t nbr_cap;  /* entries allocated in nbr, padding excluded */
+    int lists_ok;    /* 0: this step scans the grid ranges instead (a range over 4095, or no memory) */
 
     pbf_grid grid;
     pbf_wall_tables walls;

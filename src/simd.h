@@ -67,6 +67,30 @@ static inline PBF_SIMD_INLINE pbf_vf vf_sqrt(pbf_vf a) {
 /* Mask of the lanes l with l < remaining. */
 static inline PBF_SIMD_INLINE pbf_vi vi_first(int32_t remaining) { return pbf_iota < vi_set1(remaining); }
 
+/* out[l] = base[idx[l]]; every index must be inside the (padded) array. */
+static inline PBF_SIMD_INLINE pbf_vf vf_gather(const float *base, pbf_vi idx) {
+    /* scalar loads: hardware gathers are slow on CPUs with the GDS microcode mitigation */
+#if PBF_LANES == 8
+    return (pbf_vf){base[idx[0]], base[idx[1]], base[idx[2]], base[idx[3]],
+                    base[idx[4]], base[idx[5]], base[idx[6]], base[idx[7]]};
+#else
+    return (pbf_vf){base[idx[0]], base[idx[1]], base[idx[2]], base[idx[3]]};
+#endif
+}
+
+/* Bit l set where lane l of an all-ones / all-zeros mask is set. */
+static inline PBF_SIMD_INLINE unsigned vi_bits(pbf_vi m) {
+#if defined(__AVX__)
+    return (unsigned)_mm256_movemask_ps((__m256)m);
+#elif defined(__SSE2__)
+    return (unsigned)_mm_movemask_ps((__m128)m);
+#else
+    unsigned b = 0;
+    for (int l = 0; l < PBF_LANES; ++l) b |= (m[l] ? 1u : 0u) << l;
+    return b;
+#endif
+}
+
 static inline PBF_SIMD_INLINE float vf_hsum(pbf_vf a) {
 #if PBF_LANES == 8
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));

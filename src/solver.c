@@ -27,18 +27,6 @@
 #include "internal.h"
 #include "simd.h"
 
-/* Visits the particles of the 9 neighbour ranges of particle i in chunks of PBF_LANES: j is the
- * first index of the chunk and `valid` masks the lanes inside the range. The arrays are padded by
- * PBF_LANES elements, so a chunk never reads past the allocation; masked lanes may hold any
- * value and must only reach sums through vf_and. */
-#define FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid)                                                   \
-    uint32_t nb_begin_[9], nb_end_[9];                                                             \
-    int nb_count_ = pbf_grid_neighbour_ranges(&(w)->grid, (w)->cell[i], nb_begin_, nb_end_);      \
-    for (int nb_r_ = 0; nb_r_ < nb_count_; ++nb_r_)                                                \
-        for (uint32_t j = nb_begin_[nb_r_]; j < nb_end_[nb_r_]; j += PBF_LANES)                    \
-            for (pbf_vi valid = vi_first((int32_t)(nb_end_[nb_r_] - j)), *once_ = &valid; once_;   \
-                 once_ = NULL)
-
 /* Kernel pieces on 8 lanes; `in` = valid & (r2 < h2). */
 typedef struct kernel_consts {
     pbf_vf h, h2, poly6, spiky, rmin;
@@ -62,6 +50,108 @@ static inline PBF_SIMD_INLINE pbf_vf v_spiky(const kernel_consts *k, pbf_vf r2, 
     return vf_and(k->spiky * d * d / r, in);
 }
 
+/* ---- neighbour lists ---------------------------------------------------------------------
+ * Built once per step right after the sort, from the positions the grid was built on (Algorithm
+ * 1, line 6), by two scans of the 9 ranges: count, prefix sum, fill. A neighbour is stored as a
+ * 16-bit code, range index << 12 | offset inside the range, decoded against the particle's own
+ * ranges, so a list costs 2 bytes per neighbour whatever the particle count. A range longer than
+ * 4095 particles (absurd compression) or a failed allocation switches the step to scanning the
+ * ranges directly: slower, same neighbours, never a dropped one. */
+#define CODE_OFFSET_BITS 12
+#define CODE_MAX_RANGE ((1u << CODE_OFFSET_BITS) - 1u)
+
+static size_t count_or_fill(pbf_world *w, int fill) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const kernel_consts k = kernel_consts_of(w);
+    const int n = w->count;
+    int overflow = 0;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(| : overflow)
+    for (int i = 0; i < n; ++i) {
+        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+        uint32_t begin[9], end[9], count = 0, at = fill ? w->nbr_start[i] : 0;
+        int nr = pbf_grid_neighbour_ranges(&w->grid, w->cell[i], begin, end);
+        for (int r = 0; r < nr; ++r) {
+            if (end[r] - begin[r] > CODE_MAX_RANGE) overflow = 1;
+            for (uint32_t j = begin[r]; j < end[r]; j += PBF_LANES) {
+                pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j),
+                       dz = zi - vf_load(QZ + j);
+                pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+                unsigned bits = vi_bits(vi_first((int32_t)(end[r] - j)) & (r2 < k.h2));
+                if (!fill) {
+                    count += (uint32_t)__builtin_popcount(bits);
+                    continue;
+                }
+                const uint32_t base = ((uint32_t)r << CODE_OFFSET_BITS) | (j - begin[r]);
+                for (; bits; bits &= bits - 1u) /* lowest lane first: candidate order */
+                    w->nbr[at++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
+            }
+        }
+        if (!fill) w->nbr_start[i + 1] = count;
+    }
+    return overflow ? SIZE_MAX : 0;
+}
+
+static void build_lists(pbf_world *w) {
+    const int n = w->count;
+    w->lists_ok = 0;
+    if (count_or_fill(w, 0) == SIZE_MAX) return;
+    size_t total = 0;
+    w->nbr_start[0] = 0;
+    for (int i = 0; i < n; ++i) {
+        total += w->nbr_start[i + 1];
+        if (total > UINT32_MAX) return;
+        w->nbr_start[i + 1] = (uint32_t)total;
+    }
+    if (total > w->nbr_cap) {
+        size_t cap = total + total / 4;
+        uint16_t *grown = realloc(w->nbr, (cap + PBF_ARRAY_PADDING) * sizeof *grown);
+        if (!grown) return;
+        memset(grown + cap, 0, PBF_ARRAY_PADDING * sizeof *grown);
+        w->nbr = grown;
+        w->nbr_cap = cap;
+    }
+    count_or_fill(w, 1);
+    w->lists_ok = 1;
+}
+
+/* Indices of a chunk of listed neighbours; lanes past the list decode to begin[0], which is
+ * inside the padded arrays and masked out by `valid`. */
+static inline PBF_SIMD_INLINE pbf_vi decode_chunk(const uint16_t *codes, const uint32_t *begin,
+                                                  pbf_vi valid) {
+    pbf_vi j;
+    for (int l = 0; l < PBF_LANES; ++l) {
+        uint32_t c = valid[l] ? codes[l] : 0u;
+        j[l] = (int32_t)(begin[c >> CODE_OFFSET_BITS] + (c & CODE_MAX_RANGE));
+    }
+    return j;
+}
+
+/* Runs BODY for every chunk of neighbours of particle i, with `jv` the neighbour indices and
+ * `valid` the lanes in use; LOAD(array) gathers array[jv]. From the lists when built, else by
+ * scanning the ranges (then `valid` also admits non-neighbours: BODY tests r2 < h2 anyway). */
+#define LOAD(arr) vf_gather((arr), jv)
+#define FOR_NEIGHBOURS(w, i, ...)                                                                  \
+    do {                                                                                           \
+        uint32_t nb_begin_[9], nb_end_[9];                                                         \
+        int nb_count_ = pbf_grid_neighbour_ranges(&(w)->grid, (w)->cell[i], nb_begin_, nb_end_);   \
+        if ((w)->lists_ok) {                                                                       \
+            const uint32_t nb_s_ = (w)->nbr_start[i], nb_e_ = (w)->nbr_start[(i) + 1];            \
+            for (uint32_t nb_k_ = nb_s_; nb_k_ < nb_e_; nb_k_ += PBF_LANES) {                      \
+                const pbf_vi valid = vi_first((int32_t)(nb_e_ - nb_k_));                           \
+                const pbf_vi jv = decode_chunk((w)->nbr + nb_k_, nb_begin_, valid);                \
+                __VA_ARGS__                                                                        \
+            }                                                                                      \
+        } else {                                                                                   \
+            for (int nb_r_ = 0; nb_r_ < nb_count_; ++nb_r_)                                        \
+                for (uint32_t nb_j_ = nb_begin_[nb_r_]; nb_j_ < nb_end_[nb_r_];                    \
+                     nb_j_ += PBF_LANES) {                                                         \
+                    const pbf_vi valid = vi_first((int32_t)(nb_end_[nb_r_] - nb_j_));              \
+                    const pbf_vi jv = vi_set1((int32_t)nb_j_) + pbf_iota;                          \
+                    __VA_ARGS__                                                                    \
+                }                                                                                  \
+        }                                                                                          \
+    } while (0)
+
 static inline void limit_speed(float *vx, float *vy, float *vz, float vmax) {
     float s2 = *vx * *vx + *vy * *vy + *vz * *vz;
     if (s2 > vmax * vmax) {
@@ -78,15 +168,16 @@ static void swapf(float **a, float **b) {
     *b = t;
 }
 
-/* Gathers arr[perm[k]] into the scratch buffer and swaps it in. */
-static void permute(pbf_world *w, void **arr) {
-    const uint32_t *perm = w->perm;
+static void build_lists(pbf_world *w);
+
+/* Gathers arr[perm[k]] into *scratch and swaps the buffers: the old array becomes the scratch. */
+static void permute(pbf_world *w, const uint32_t *perm, void **scratch, void **arr) {
     const uint32_t *src = *arr;
-    uint32_t *dst = w->scratch; /* 4-byte elements: floats are moved as their bit patterns */
+    uint32_t *dst = *scratch; /* 4-byte elements: floats are moved as their bit patterns */
     const int n = w->count;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads)
     for (int k = 0; k < n; ++k) dst[k] = src[perm[k]];
-    w->scratch = (uint32_t *)*arr;
+    *scratch = *arr;
     *arr = dst;
 }
 
@@ -110,11 +201,18 @@ int pbf_stage_predict(pbf_world *w, float dt, float vmax) {
 }
 
 void pbf_stage_grid(pbf_world *w) {
-    pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, w->perm);
+    /* lambda and density are recomputed before they are read again, so their buffers serve
+     * as the sort permutation and the reorder scratch: no memory is set aside for sorting */
+    uint32_t *perm = (uint32_t *)w->lambda;
+    void *scratch = w->density;
+    pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, perm);
     void **arrays[] = {(void **)&w->px, (void **)&w->py, (void **)&w->pz, (void **)&w->qx,
                        (void **)&w->qy, (void **)&w->qz, (void **)&w->vx, (void **)&w->vy,
                        (void **)&w->vz, (void **)&w->id, (void **)&w->cell};
-    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; ++a) permute(w, arrays[a]);
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; ++a)
+        permute(w, perm, &scratch, arrays[a]);
+    w->density = scratch; /* the buffer left over; perm stays in lambda */
+    build_lists(w);
 }
 
 /* Density (eq. 2) at the predicted positions, including the wall. */
@@ -123,11 +221,11 @@ static inline float density_at(const pbf_world *w, int i, float wall) {
     const kernel_consts k = kernel_consts_of(w);
     const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
     pbf_vf rho = vf_set1(0.0f);
-    FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid) {
-        pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j), dz = zi - vf_load(QZ + j);
+    FOR_NEIGHBOURS(w, i, 
+        pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         rho += v_poly6(&k, r2, valid & (r2 < k.h2));
-    }
+    );
     return w->mass * vf_hsum(rho) + w->def.rest_density * wall;
 }
 
@@ -145,8 +243,8 @@ int pbf_stage_lambda(pbf_world *w) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         float wall = pbf_wall_density(w, p, gw);
         pbf_vf rho = vf_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
-        FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid) {
-            pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j), dz = zi - vf_load(QZ + j);
+        FOR_NEIGHBOURS(w, i, 
+            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < k.h2);
             rho += v_poly6(&k, r2, in);
@@ -157,7 +255,7 @@ int pbf_stage_lambda(pbf_world *w) {
             gy += ay;
             gz += az;
             s2 += ax * ax + ay * ay + az * az;
-        }
+        );
         float gix = gw[0] + vf_hsum(gx), giy = gw[1] + vf_hsum(gy), giz = gw[2] + vf_hsum(gz);
         float r = w->mass * vf_hsum(rho) + w->def.rest_density * wall;
         w->density[i] = r;
@@ -188,19 +286,19 @@ int pbf_stage_delta_p(pbf_world *w) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         pbf_wall_density(w, p, gw);
         pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
-        FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid) {
-            pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j), dz = zi - vf_load(QZ + j);
+        FOR_NEIGHBOURS(w, i, 
+            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < k.h2);
             pbf_vf ratio = v_poly6(&k, r2, in) * inv_wdq, s = ratio;
             for (int e = 1; e < sn; ++e) s *= ratio;
             pbf_vf scorr = ks * s; /* eq. 13 */
-            pbf_vf f = (vli + vf_load(LAMBDA + j) + scorr) * vol * v_spiky(&k, r2, in);
+            pbf_vf f = (vli + LOAD(LAMBDA) + scorr) * vol * v_spiky(&k, r2, in);
             f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
             ax += f * dx;
             ay += f * dy;
             az += f * dz;
-        }
+        );
         float dpx = li * gw[0] + vf_hsum(ax), dpy = li * gw[1] + vf_hsum(ay),
               dpz = li * gw[2] + vf_hsum(az);
         w->sx[i] = dpx; /* eq. 14 */
@@ -250,20 +348,20 @@ int pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         float wall = pbf_wall_density(w, p, gw);
         pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
-        FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid) {
-            pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j), dz = zi - vf_load(QZ + j);
+        FOR_NEIGHBOURS(w, i, 
+            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < k.h2);
             rho += v_poly6(&k, r2, in);
             /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
             pbf_vf f = vol * v_spiky(&k, r2, in);
             pbf_vf gx = f * dx, gy = f * dy, gz = f * dz;
-            pbf_vf ux = vf_and(vf_load(VX + j) - vxi, in), uy = vf_and(vf_load(VY + j) - vyi, in),
-                   uz = vf_and(vf_load(VZ + j) - vzi, in);
+            pbf_vf ux = vf_and(LOAD(VX) - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
+                   uz = vf_and(LOAD(VZ) - vzi, in);
             ox += gy * uz - gz * uy;
             oy += gz * ux - gx * uz;
             oz += gx * uy - gy * ux;
-        }
+        );
         w->density[i] = w->mass * vf_hsum(rho) + w->def.rest_density * wall;
         float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
         w->sx[i] = wx;
@@ -293,22 +391,22 @@ int pbf_stage_post(pbf_world *w, float dt, float vmax) {
         const float oxi = w->sx[i], oyi = w->sy[i], ozi = w->sz[i];
         const pbf_vf wi = vf_set1(OMEGA[i]);
         pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
-        FOR_EACH_NEIGHBOUR_CHUNK(w, i, j, valid) {
-            pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j), dz = zi - vf_load(QZ + j);
+        FOR_NEIGHBOURS(w, i, 
+            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < k.h2);
-            pbf_vf vj = vf_and(mass / vf_load(RHO + j), in);
+            pbf_vf vj = vf_and(mass / LOAD(RHO), in);
             /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
             pbf_vf wk = vj * v_poly6(&k, r2, in);
-            sx += vf_and(wk * (vf_load(VX + j) - vxi), in);
-            sy += vf_and(wk * (vf_load(VY + j) - vyi), in);
-            sz += vf_and(wk * (vf_load(VZ + j) - vzi), in);
+            sx += vf_and(wk * (LOAD(VX) - vxi), in);
+            sy += vf_and(wk * (LOAD(VY) - vyi), in);
+            sz += vf_and(wk * (LOAD(VZ) - vzi), in);
             /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-            pbf_vf f = vf_and(vj * (vf_load(OMEGA + j) - wi), in) * v_spiky(&k, r2, in);
+            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(&k, r2, in);
             ex += f * dx;
             ey += f * dy;
             ez += f * dz;
-        }
+        );
         float vx = vxs + c * vf_hsum(sx), vy = vys + c * vf_hsum(sy), vz = vzs + c * vf_hsum(sz);
         float hx = vf_hsum(ex), hy = vf_hsum(ey), hz = vf_hsum(ez);
         float el = sqrtf(hx * hx + hy * hy + hz * hz);

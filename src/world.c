@@ -35,9 +35,12 @@ const char *pbf_status_string(pbf_status status) {
 #define FLOAT_ARRAYS(w)                                                                            \
     &(w)->px, &(w)->py, &(w)->pz, &(w)->qx, &(w)->qy, &(w)->qz, &(w)->vx, &(w)->vy, &(w)->vz,      \
         &(w)->sx, &(w)->sy, &(w)->sz, &(w)->density, &(w)->lambda
-#define UINT_ARRAYS(w) &(w)->id, &(w)->cell, &(w)->perm, &(w)->scratch
+#define UINT_ARRAYS(w) &(w)->id, &(w)->cell, &(w)->nbr_start
 
-size_t pbf_bytes_per_particle(void) { return 14 * sizeof(float) + 4 * sizeof(uint32_t); }
+size_t pbf_bytes_per_particle(void) {
+    /* the arrays below, plus the neighbour lists at a typical 40 neighbours of 2 bytes */
+    return 14 * sizeof(float) + 3 * sizeof(uint32_t) + 40 * sizeof(uint16_t);
+}
 
 static void free_particles(pbf_world *w) {
     float **f[] = {FLOAT_ARRAYS(w)};
@@ -166,6 +169,7 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
 void pbf_world_destroy(pbf_world *w) {
     if (!w) return;
     free_particles(w);
+    free(w->nbr);
     pbf_grid_free(&w->grid);
     pbf_wall_tables_free(&w->walls);
     free(w);
