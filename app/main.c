@@ -3,22 +3,35 @@
  *
  *   pbf                       = pbf run <scenes/dam_break.json> --out out
  *   pbf run SCENE [options]   simulate a scene file and write one file per frame
+ *   pbf render DIR [options]  render the frames of a run as PNG images or a video
+ *   pbf view SCENE [options]  simulate live in a window (app/viewer/, built with GLFW + epoxy)
+ *   pbf bench [options]       time the solver on standard cases (app/bench.c)
  *   pbf --help | --version
  *
- * Exit status: 0 success, 2 usage or scene error, 1 runtime error (I/O, simulation).
+ * Exit status: 0 success, 1 runtime error (I/O, disk full), 2 usage, scene or checkpoint error,
+ * 3 unstable simulation (instability guard), 130 / 143 stopped by SIGINT / SIGTERM (after a
+ * final checkpoint).
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 
+#include "bench.h"
+#include "checkpoint.h"
+#include "guard.h"
 #include "output.h"
 #include "pbf/params.h"
 #include "pbf/pbf.h"
 #include "progress.h"
+#include "render_cmd.h"
 #include "scene.h"
+#ifdef PBF_HAVE_VIEWER
+#include "viewer.h"
+#endif
 
 #ifndef PBF_SCENES_DIR
 #define PBF_SCENES_DIR "scenes"
@@ -26,6 +39,7 @@
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
+#define EXIT_UNSTABLE 3
 
 static const char *const default_scene_local = "scenes/dam_break.json";
 static const char *const default_scene_installed = PBF_SCENES_DIR "/dam_break.json";
@@ -62,11 +76,20 @@ static void print_run_help(FILE *f) {
             "  --format F          vtp, ply or csv (same as --set format=F)\n"
             "  --set KEY=VALUE     override any parameter below; vectors as x,y,z, choices by\n"
             "                      name; may be repeated, applied after the scene file\n"
+            "  --checkpoint-every N  write DIR/checkpoint_NNNNN.pbfck every N frames (the last 2\n"
+            "                      are kept; same as --set checkpoint_every=N)\n"
+            "  --resume DIR        continue the run whose output is DIR from its newest valid\n"
+            "                      checkpoint, with the scene DIR/scene.json written at its start\n"
+            "                      (no SCENE, no --out; --set may change only parameters that do\n"
+            "                      not change the simulation: frames, threads, guard_density_error,\n"
+            "                      checkpoint_every, adaptive)\n"
+            "  --adaptive          retry an unstable frame from its start with 2x, 4x, 8x\n"
+            "                      substeps (same as --set adaptive=1)\n"
             "  -q, --quiet         no progress and no summary, only errors\n"
-            "  -h, --help          this help\n"
-            "\n"
-            "world parameters (scene-file keys; name, unit, default, range, description):\n",
+            "  -h, --help          this help\n",
             default_scene());
+    pbfapp_render_print_options(f, 1);
+    fprintf(f, "\nworld parameters (scene-file keys; name, unit, default, range, description):\n");
     print_table(f, wt, wn);
     fprintf(f, "\nrun parameters (scene-file keys):\n");
     print_table(f, rt, rn);
@@ -82,9 +105,20 @@ static void print_run_help(FILE *f) {
             "                         \"period\": s, \"phase\": rad, \"start\": s, \"stop\": s}\n"
             "                     or {\"type\": \"linear\", \"direction\": [..], \"speed\": m/s,\n"
             "                         \"start\": s, \"stop\": s}   (stop < 0: never stops)\n"
+            "  camera        {\"position\": [x,y,z], \"target\": [x,y,z], \"up\": [0,1,0], \"fov\": 45}\n"
+            "                optional view of --render/--video/`pbf render` (fov in degrees,\n"
+            "                in (1, 170)); default: the container from the front-right, above\n"
             "  name, description   optional strings\n"
             "\n"
-            "exit status: 0 success, 2 usage or scene error, 1 runtime error (I/O, simulation)\n");
+            "Every run writes DIR/scene.json (the scene with the overrides applied). After every\n"
+            "solver step the instability guard checks for non-finite values, particles outside the\n"
+            "domain and a density error above guard_density_error; on failure the run stops with a\n"
+            "diagnostic (exit 3). SIGINT/SIGTERM finish the current frame, write a checkpoint and\n"
+            "exit 130/143; `pbf run --resume DIR` continues bit-identically.\n"
+            "\n"
+            "exit status: 0 success; 1 runtime error (I/O, disk full: the message names the file);\n"
+            "  2 usage, scene or checkpoint error; 3 unstable simulation; 130 stopped by SIGINT;\n"
+            "  143 stopped by SIGTERM\n");
 }
 
 static void print_help(FILE *f) {
@@ -93,6 +127,11 @@ static void print_help(FILE *f) {
             "\n"
             "usage: pbf                    same as: pbf run %s --out out\n"
             "       pbf run [SCENE] [options]\n"
+            "       pbf render DIR [options]   images or a video of a run (`pbf render --help`)\n"
+            "       pbf view [SCENE] [options]     live viewer: simulate and draw in a window\n"
+            "                                      (OpenGL 3.3; `pbf view --help` for controls)\n"
+            "       pbf bench [options]        time the solver on standard cases; no files\n"
+            "                                      needed (`pbf bench --help`)\n"
             "       pbf --help | --version\n"
             "\n",
             PBF_VERSION_STRING, default_scene());
@@ -114,12 +153,15 @@ static int exit_for(pbf_status st) {
 typedef struct run_options {
     const char *scene;
     const char *out;
+    const char *resume; /* --resume DIR */
+    int out_given;
     int quiet;
     pbfapp_override *overrides;
     size_t override_count;
     char **labels; /* owned label strings, one per override */
     char **keys;   /* owned key strings of --set, by override index */
     size_t cap;
+    pbfapp_render_options render; /* --render, --video, --color, --size */
 } run_options;
 
 /* Matches "--name VALUE" or "--name=VALUE"; advances *i past the value. 1 = matched,
@@ -167,6 +209,7 @@ static int run_command(int argc, char **argv) {
     run_options opt;
     memset(&opt, 0, sizeof opt);
     opt.out = "out";
+    pbfapp_render_options_default(&opt.render);
     size_t cap = (size_t)argc + 1;
     opt.cap = cap;
     opt.overrides = calloc(cap, sizeof *opt.overrides);
@@ -204,7 +247,22 @@ static int run_command(int argc, char **argv) {
                 rc = usage_error("%s: the output directory name is empty%s", "--out", "");
             } else {
                 opt.out = value;
+                opt.out_given = 1;
             }
+        } else if ((m = option_value(argc, argv, &i, "--resume", &value)) != 0) {
+            if (m < 0)
+                rc = usage_error("%s needs a value (%s)", "--resume", "DIR");
+            else if (!value[0])
+                rc = usage_error("%s: the directory name is empty%s", "--resume", "");
+            else
+                opt.resume = value;
+        } else if ((m = option_value(argc, argv, &i, "--checkpoint-every", &value)) != 0) {
+            if (m < 0)
+                rc = usage_error("%s needs a value (%s)", "--checkpoint-every", "N");
+            else if (!add_override(&opt, "checkpoint_every", value, "--checkpoint-every"))
+                rc = EXIT_RUNTIME;
+        } else if (strcmp(arg, "--adaptive") == 0) {
+            if (!add_override(&opt, "adaptive", "1", "--adaptive")) rc = EXIT_RUNTIME;
         } else if ((m = option_value(argc, argv, &i, "--frames", &value)) != 0 ||
                    (m = option_value(argc, argv, &i, "--threads", &value)) != 0 ||
                    (m = option_value(argc, argv, &i, "--format", &value)) != 0) {
@@ -217,6 +275,8 @@ static int run_command(int argc, char **argv) {
                 rc = usage_error("%s needs a value%s", label, "");
             else if (!add_override(&opt, key, value, label))
                 rc = EXIT_RUNTIME;
+        } else if (pbfapp_render_parse_option(argc, argv, &i, &opt.render, 1, "run", &rc)) {
+            /* --render, --video, --color, --size (rc = 2 on a bad value) */
         } else if ((m = option_value(argc, argv, &i, "--set", &value)) != 0) {
             if (m < 0) {
                 rc = usage_error("%s needs a value (KEY=VALUE)%s", "--set", "");
@@ -244,7 +304,13 @@ static int run_command(int argc, char **argv) {
             rc = usage_error("run: unknown option \"%s\"%s", arg, "");
         }
     }
+    if (rc < 0 && opt.resume && opt.scene)
+        rc = usage_error("--resume %s takes the scene from %s/scene.json: give no SCENE",
+                         opt.resume, opt.resume);
+    else if (rc < 0 && opt.resume && opt.out_given)
+        rc = usage_error("--resume %s writes into %s: give no --out", opt.resume, opt.resume);
     if (rc < 0) {
+        if (opt.resume) opt.out = opt.resume;
         if (!opt.scene) opt.scene = default_scene();
         rc = simulate(&opt);
     }
@@ -252,15 +318,50 @@ static int run_command(int argc, char **argv) {
     return rc;
 }
 
+/* Checkpoint of the frame just written (stats.jsonl synced first, so that it holds every frame the
+ * checkpoint counts as written). */
+static pbf_status save_checkpoint(pbfapp_output *out, const char *dir, const pbf_world *world,
+                                  int64_t frame, uint64_t hash, int64_t *last, char *path,
+                                  size_t path_size, pbf_error *err) {
+    pbf_status st = pbfapp_output_sync(out, err);
+    if (st == PBF_OK)
+        st = pbfapp_checkpoint_save(dir, world, frame, hash, *last, path, path_size, err);
+    if (st == PBF_OK) *last = frame;
+    return st;
+}
+
 static int simulate(const run_options *opt) {
     pbf_error err;
     memset(&err, 0, sizeof err);
+    /* --resume DIR: the scene is the copy the run wrote at its start. */
+    char scene_copy[4200];
+    const char *scene_file = opt->scene;
+    if (opt->resume) {
+        struct stat sb;
+        if (stat(opt->resume, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            fprintf(stderr, "pbf: --resume %s: %s\n", opt->resume,
+                    stat(opt->resume, &sb) != 0 ? "no such directory"
+                                                : "not a directory (give the --out of a run)");
+            return EXIT_USAGE;
+        }
+        snprintf(scene_copy, sizeof scene_copy, "%s/scene.json", opt->resume);
+        scene_file = scene_copy;
+    }
     pbfapp_scene scene;
     pbf_status st =
-        pbfapp_scene_load(opt->scene, opt->overrides, opt->override_count, &scene, &err);
+        pbfapp_scene_load(scene_file, opt->overrides, opt->override_count, &scene, &err);
+    if (st != PBF_OK) {
+        fprintf(stderr, "pbf: %s%s%s\n", opt->resume ? "--resume: " : "", err.message,
+                opt->resume && st == PBF_ERR_IO ? " (is it the output directory of `pbf run`?)"
+                                                : "");
+        return exit_for(st);
+    }
+    /* --video: an even size and ffmpeg on PATH, before any work. */
+    st = pbfapp_render_check(&opt->render, &err);
     if (st != PBF_OK) {
         fprintf(stderr, "pbf: %s\n", err.message);
-        return exit_for(st);
+        pbfapp_scene_free(&scene);
+        return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
     }
     pbf_world *world = NULL;
     st = pbfapp_scene_create_world(&scene, &world, &err);
@@ -269,19 +370,72 @@ static int simulate(const run_options *opt) {
         pbfapp_scene_free(&scene);
         return exit_for(st);
     }
+    const uint64_t scene_hash = pbfapp_scene_hash(&scene);
+    const pbfapp_run *run = &scene.run;
+    int start_frame = 0;          /* the last frame already on disk (resume) */
+    int64_t last_checkpoint = -1; /* frame of the newest checkpoint on disk */
+    char checkpoint_path[4400] = "";
     pbfapp_output *out = NULL;
-    st = pbfapp_output_open(opt->out, scene.run.format, &out, &err);
+    if (opt->resume) {
+        pbfapp_checkpoint ck;
+        st = pbfapp_checkpoint_find(opt->out, scene_hash, scene.particles, stderr, &ck,
+                                    checkpoint_path, sizeof checkpoint_path, &err);
+        if (st == PBF_OK) {
+            st = pbf_world_restore(world, &ck.snapshot, &err);
+            start_frame = (int)ck.frame;
+            pbfapp_checkpoint_free(&ck);
+        }
+        if (st != PBF_OK) {
+            fprintf(stderr, "pbf: --resume: %s\n", err.message);
+            pbf_world_destroy(world);
+            pbfapp_scene_free(&scene);
+            return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
+        }
+        last_checkpoint = start_frame;
+        pbfapp_checkpoint_prune(opt->out, 0); /* leftovers of interrupted writes */
+        st = pbfapp_stats_truncate(opt->out, start_frame, &err);
+        if (st == PBF_ERR_INVALID_ARGUMENT) {
+            fprintf(stderr, "pbf: warning: %s\n", err.message);
+            st = PBF_OK;
+        }
+        if (st == PBF_OK) st = pbfapp_output_open_append(opt->out, run->format, &out, &err);
+    } else {
+        st = pbfapp_output_open(opt->out, run->format, &out, &err);
+        /* checkpoints of an earlier run in the same directory must not be resumed into this one */
+        if (st == PBF_OK) pbfapp_checkpoint_prune(opt->out, INT64_MAX);
+    }
+    /* DIR/scene.json: the scene as it runs, read by --resume (and by `pbf render`). */
+    char scene_out[4200];
+    snprintf(scene_out, sizeof scene_out, "%s/scene.json", opt->out);
+    if (st == PBF_OK) st = pbfapp_scene_write(&scene, scene_out, &err);
     if (st != PBF_OK) {
         fprintf(stderr, "pbf: %s\n", err.message);
+        pbfapp_output_close(out, NULL);
         pbf_world_destroy(world);
         pbfapp_scene_free(&scene);
         return EXIT_RUNTIME;
     }
+    /* --render / --video: frame_NNNNN.png beside the data frames, the video through ffmpeg. */
+    pbfapp_renderer *renderer = NULL;
+    if (opt->render.png || opt->render.video) {
+        pbfapp_render_options ro = opt->render;
+        ro.quiet = opt->quiet;
+        st = pbfapp_renderer_open(&ro, &scene, opt->out, &renderer, &err);
+        if (st != PBF_OK) {
+            fprintf(stderr, "pbf: %s\n", err.message);
+            pbfapp_output_close(out, NULL);
+            pbf_world_destroy(world);
+            pbfapp_scene_free(&scene);
+            return EXIT_RUNTIME;
+        }
+    }
 
-    const pbfapp_run *run = &scene.run;
     const float dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));
     pbf_stats stats = pbf_world_stats(world);
     if (!opt->quiet) {
+        if (opt->resume)
+            printf("pbf: resuming %s from %s: frame %d of %d, t = %.4f s\n", opt->out,
+                   checkpoint_path, start_frame, run->frames, stats.time);
         printf("pbf: %s: %s%s%d particles, %d frames at %g fps (%g s), %d substeps of %.4g ms, "
                "writing %s files to %s/\n",
                scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles, run->frames,
@@ -291,40 +445,75 @@ static int simulate(const run_options *opt) {
     }
 
     int rc = 0;
+    pbfapp_stop_install();
+    pbfapp_guard guard;
+    pbfapp_guard_init(&guard, run->guard_density_error, run->adaptive);
     pbfapp_progress progress;
     pbfapp_progress_init(&progress, stderr, run->frames, opt->quiet, -1);
     double t_start = pbfapp_now();
     double step_seconds = 0;
     int64_t steps = 0;
-    int frames_done = 0;
-    int warned_escaped = 0;
+    int frames_done = start_frame;
     pbf_particles particles = pbf_world_particles(world);
-    st = pbfapp_output_frame(out, 0, stats.time, &particles, &err);
-    if (st == PBF_OK) st = pbfapp_output_stats(out, 0, &stats, 0.0, &err);
-    if (st != PBF_OK) {
-        fprintf(stderr, "pbf: %s\n", err.message);
-        rc = EXIT_RUNTIME;
-    }
-    for (int frame = 1; frame <= run->frames && rc == 0; ++frame) {
-        double t0 = pbfapp_now();
-        for (int s = 0; s < run->substeps; ++s) {
-            st = pbf_world_step(world, dt, &err);
-            if (st != PBF_OK) break;
-            ++steps;
+    if (!opt->resume) {
+        st = pbfapp_output_frame(out, 0, stats.time, &particles, &err);
+        if (st == PBF_OK) st = pbfapp_output_stats(out, 0, &stats, 0.0, &err);
+        if (st == PBF_OK && renderer)
+            st = pbfapp_renderer_world_frame(renderer, world, 0, stats.time, &err);
+        if (st == PBF_OK && run->checkpoint_every > 0)
+            st = save_checkpoint(out, opt->out, world, 0, scene_hash, &last_checkpoint,
+                                 checkpoint_path, sizeof checkpoint_path, &err);
+        if (st != PBF_OK) {
+            fprintf(stderr, "pbf: %s\n", err.message);
+            rc = EXIT_RUNTIME;
         }
-        double t1 = pbfapp_now();
+    } else if (start_frame >= run->frames && !opt->quiet) {
+        printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
+               start_frame, run->frames);
+    }
+    for (int frame = start_frame + 1; frame <= run->frames && rc == 0; ++frame) {
+        if (pbfapp_stop_requested()) break;
+        pbfapp_frame_report rep;
+        st = pbfapp_guard_frame(&guard, world, frame, (double)run->fps, run->substeps, &progress,
+                                &rep, &err);
+        steps += rep.steps;
+        step_seconds += rep.step_seconds;
         if (st != PBF_OK) {
             pbfapp_progress_finish(&progress);
             fprintf(stderr, "pbf: frame %d: simulation step failed: %s\n", frame, err.message);
             rc = EXIT_RUNTIME;
             break;
         }
-        step_seconds += t1 - t0;
-        double ms = 1000.0 * (t1 - t0);
+        if (!rep.diag.ok) {
+            char what[700];
+            pbfapp_guard_describe(&guard, &rep, frame, what, sizeof what);
+            pbfapp_progress_finish(&progress);
+            fprintf(stderr, "pbf: %s%s\n", what,
+                    guard.adaptive ? " (even with 8x substeps, --adaptive)" : "");
+            if (last_checkpoint >= 0)
+                fprintf(stderr,
+                        "pbf: last good checkpoint: %s (frame %lld); after a fix resume with "
+                        "`pbf run --resume %s` (--adaptive, or --set guard_density_error=...)\n",
+                        checkpoint_path, (long long)last_checkpoint, opt->out);
+            else
+                fprintf(stderr,
+                        "pbf: no checkpoint to resume from (--checkpoint-every N writes them); "
+                        "try %smore substeps or solver_iterations\n",
+                        guard.adaptive ? "" : "--adaptive, ");
+            rc = EXIT_UNSTABLE;
+            break;
+        }
+        double ms = 1000.0 * rep.step_seconds;
         stats = pbf_world_stats(world);
         particles = pbf_world_particles(world);
         st = pbfapp_output_frame(out, frame, stats.time, &particles, &err);
         if (st == PBF_OK) st = pbfapp_output_stats(out, frame, &stats, ms, &err);
+        if (st == PBF_OK && renderer)
+            st = pbfapp_renderer_world_frame(renderer, world, frame, stats.time, &err);
+        if (st == PBF_OK && run->checkpoint_every > 0 &&
+            (frame % run->checkpoint_every == 0 || frame == run->frames))
+            st = save_checkpoint(out, opt->out, world, frame, scene_hash, &last_checkpoint,
+                                 checkpoint_path, sizeof checkpoint_path, &err);
         if (st != PBF_OK) {
             pbfapp_progress_finish(&progress);
             fprintf(stderr, "pbf: frame %d: %s\n", frame, err.message);
@@ -332,28 +521,37 @@ static int simulate(const run_options *opt) {
             break;
         }
         frames_done = frame;
-        pbfapp_progress_update(&progress, frame, &stats, ms / run->substeps);
-        if (stats.nonfinite > 0) {
-            pbfapp_progress_finish(&progress);
-            fprintf(stderr,
-                    "pbf: frame %d (t = %.4f s): the simulation blew up: %d particles have a "
-                    "non-finite position or velocity (written to %s); try more substeps or "
-                    "solver_iterations\n",
-                    frame, stats.time, stats.nonfinite, pbfapp_output_last_path(out));
-            rc = EXIT_RUNTIME;
-            break;
-        }
-        if (stats.escaped > 0 && !warned_escaped) {
-            pbfapp_progress_finish(&progress);
-            fprintf(stderr,
-                    "pbf: warning: frame %d (t = %.4f s): %d particles are outside the "
-                    "domain\n",
-                    frame, stats.time, stats.escaped);
-            warned_escaped = 1;
-        }
+        pbfapp_progress_update(&progress, frame, &stats,
+                               rep.steps > 0 ? ms / (double)rep.steps : 0.0);
     }
     pbfapp_progress_finish(&progress);
+    int sig = pbfapp_stop_requested();
+    if (rc == 0 && sig) {
+        /* SIGINT / SIGTERM: the frame in progress was finished; checkpoint it and stop. */
+        st = PBF_OK;
+        if (last_checkpoint != frames_done)
+            st = save_checkpoint(out, opt->out, world, frames_done, scene_hash, &last_checkpoint,
+                                 checkpoint_path, sizeof checkpoint_path, &err);
+        if (st != PBF_OK) {
+            fprintf(stderr, "pbf: stopped by %s after frame %d, but the checkpoint failed: %s\n",
+                    sig == SIGINT ? "SIGINT" : "SIGTERM", frames_done, err.message);
+            rc = EXIT_RUNTIME;
+        } else {
+            fprintf(stderr,
+                    "pbf: stopped by %s after frame %d of %d; checkpoint %s; resume with: pbf run "
+                    "--resume %s\n",
+                    sig == SIGINT ? "SIGINT" : "SIGTERM", frames_done, run->frames,
+                    checkpoint_path, opt->out);
+            rc = 128 + sig;
+        }
+    }
+    pbfapp_guard_free(&guard);
     pbf_status cst = pbfapp_output_close(out, &err);
+    if (cst != PBF_OK && rc == 0) {
+        fprintf(stderr, "pbf: %s\n", err.message);
+        rc = EXIT_RUNTIME;
+    }
+    cst = pbfapp_renderer_close(renderer, &err);
     if (cst != PBF_OK && rc == 0) {
         fprintf(stderr, "pbf: %s\n", err.message);
         rc = EXIT_RUNTIME;
@@ -374,6 +572,20 @@ static int simulate(const run_options *opt) {
     return rc;
 }
 
+/* `pbf view`: the live viewer of app/viewer/, when it was built. */
+static int view_command(int argc, char **argv) {
+#ifdef PBF_HAVE_VIEWER
+    return pbfview_main(argc, argv, default_scene());
+#else
+    (void)argc;
+    (void)argv;
+    fputs("pbf view: this pbf was built without the viewer: GLFW >= 3.3 and libepoxy were not "
+          "found (install libglfw3-dev and libepoxy-dev, then rebuild)\n",
+          stderr);
+    return EXIT_RUNTIME;
+#endif
+}
+
 int main(int argc, char **argv) {
     if (argc <= 1) {
         char *args[] = {(char *)"--out", (char *)"out"};
@@ -389,6 +601,9 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (strcmp(cmd, "run") == 0) return run_command(argc - 2, argv + 2);
+    if (strcmp(cmd, "render") == 0) return pbfapp_render_command(argc - 2, argv + 2);
+    if (strcmp(cmd, "view") == 0) return view_command(argc - 2, argv + 2);
+    if (strcmp(cmd, "bench") == 0) return pbfapp_bench_command(argc - 2, argv + 2);
     size_t n = strlen(cmd);
     if (n > 5 && strcmp(cmd + n - 5, ".json") == 0)
         return usage_error("unknown command \"%s\"; did you mean `pbf run %s`?", cmd, cmd);

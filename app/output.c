@@ -46,12 +46,15 @@ static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) 
 typedef struct sink {
     FILE *f;
     size_t used;
-    int failed;
+    int failed; /* 0, or the errno of the write that failed */
     unsigned char buf[1 << 16];
 } sink;
 
 static void sink_flush(sink *s) {
-    if (s->used && !s->failed && fwrite(s->buf, 1, s->used, s->f) != s->used) s->failed = 1;
+    if (s->used && !s->failed) {
+        errno = 0;
+        if (fwrite(s->buf, 1, s->used, s->f) != s->used) s->failed = errno ? errno : EIO;
+    }
     s->used = 0;
 }
 
@@ -101,7 +104,38 @@ static void atomic_abort(atomic_file *a) {
     unlink(a->tmp);
 }
 
-/* Flush, fsync, close and rename over the final name. */
+/* " (disk full or file size limit)" for the errors that mean it, else "". */
+static const char *space_hint(int e) {
+    return e == ENOSPC || e == EFBIG
+#ifdef EDQUOT
+                   || e == EDQUOT
+#endif
+               ? " (disk full or file size limit)"
+               : "";
+}
+
+/* fsync of the directory holding `path`, so that a rename in it is durable. Filesystems that
+ * cannot sync directories count as success. */
+static int sync_parent_dir(const char *path) {
+    char dir[4200];
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(dir, sizeof dir, ".");
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        if (n >= sizeof dir) return 0;
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    int fd = open(dir, O_RDONLY);
+    if (fd < 0) return errno;
+    int e = 0;
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS && errno != EBADF) e = errno;
+    close(fd);
+    return e;
+}
+
+/* Flush, fsync, close, rename over the final name and fsync the directory. */
 static pbf_status atomic_commit(atomic_file *a, pbf_error *err) {
     int e = 0;
     if (ferror(a->f) || fflush(a->f) != 0) e = errno ? errno : EIO;
@@ -110,7 +144,7 @@ static pbf_status atomic_commit(atomic_file *a, pbf_error *err) {
     a->f = NULL;
     if (e) {
         unlink(a->tmp);
-        return fail(err, PBF_ERR_IO, "%s: write failed: %s", a->tmp, strerror(e));
+        return fail(err, PBF_ERR_IO, "%s: write failed: %s%s", a->tmp, strerror(e), space_hint(e));
     }
     if (rename(a->tmp, a->path) != 0) {
         e = errno;
@@ -118,6 +152,8 @@ static pbf_status atomic_commit(atomic_file *a, pbf_error *err) {
         return fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", a->path, a->tmp,
                     strerror(e));
     }
+    if ((e = sync_parent_dir(a->path)) != 0)
+        return fail(err, PBF_ERR_IO, "%s: cannot sync its directory: %s", a->path, strerror(e));
     return PBF_OK;
 }
 
@@ -252,9 +288,10 @@ pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint
     free(s);
     fputs("\n  </AppendedData>\n</VTKFile>\n", f);
     if (failed) {
-        int e = errno;
+        int e = failed; /* the errno of the failed write */
         atomic_abort(&a);
-        return fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s", path, strerror(e ? e : EIO));
+        return fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
+                    space_hint(e));
     }
     return atomic_commit(&a, err);
 }
@@ -296,9 +333,10 @@ pbf_status pbfapp_write_ply(const char *path, const pbf_particles *p, const uint
     int failed = s->failed;
     free(s);
     if (failed) {
-        int e = errno;
+        int e = failed; /* the errno of the failed write */
         atomic_abort(&a);
-        return fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s", path, strerror(e ? e : EIO));
+        return fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
+                    space_hint(e));
     }
     return atomic_commit(&a, err);
 }
@@ -360,8 +398,8 @@ static pbf_status make_dirs(const char *dir, pbf_error *err) {
     return PBF_OK;
 }
 
-pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_output **out,
-                              pbf_error *err) {
+static pbf_status output_open(const char *dir, pbfapp_format format, const char *stats_mode,
+                              pbfapp_output **out, pbf_error *err) {
     *out = NULL;
     if (!dir || !*dir) return fail(err, PBF_ERR_IO, "the output directory name is empty");
     if (strlen(dir) > 4000) return fail(err, PBF_ERR_IO, "%.60s...: path too long", dir);
@@ -383,7 +421,7 @@ pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_outp
     memcpy(o->dir, dir, len + 1);
     while (len > 1 && o->dir[len - 1] == '/') o->dir[--len] = '\0';
     snprintf(o->stats_path, len + 16, "%s/stats.jsonl", o->dir);
-    o->stats = fopen(o->stats_path, "w");
+    o->stats = fopen(o->stats_path, stats_mode);
     if (!o->stats) {
         int e = errno;
         st = fail(err, PBF_ERR_IO, "%s: cannot create: %s", o->stats_path, strerror(e));
@@ -432,13 +470,47 @@ pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, 
     json_number(mx, sizeof mx, s->density_error_max, "%.6g");
     json_number(speed, sizeof speed, s->max_speed, "%.6g");
     json_number(wall, sizeof wall, ms, "%.3f");
-    fprintf(o->stats,
-            "{\"frame\":%d,\"time\":%s,\"particles\":%d,\"density_error_avg\":%s,"
-            "\"density_error_max\":%s,\"max_speed\":%s,\"nonfinite\":%d,\"escaped\":%d,"
-            "\"ms\":%s}\n",
-            frame, t, s->particles, avg, mx, speed, s->nonfinite, s->escaped, wall);
+    char line[512];
+    int n = snprintf(line, sizeof line,
+                     "{\"frame\":%d,\"time\":%s,\"particles\":%d,\"density_error_avg\":%s,"
+                     "\"density_error_max\":%s,\"max_speed\":%s,\"nonfinite\":%d,\"escaped\":%d,"
+                     "\"ms\":%s}\n",
+                     frame, t, s->particles, avg, mx, speed, s->nonfinite, s->escaped, wall);
+    if (n < 0 || (size_t)n >= sizeof line) n = (int)strlen(line);
+    /* One line or nothing: a failed write (disk full) is cut back to the last complete line. */
+    long before = ftell(o->stats);
+    errno = 0;
+    int e = 0;
+    if (fwrite(line, 1, (size_t)n, o->stats) != (size_t)n || fflush(o->stats) != 0 ||
+        ferror(o->stats))
+        e = errno ? errno : EIO;
+    if (e) {
+        clearerr(o->stats);
+        if (before >= 0 && ftruncate(fileno(o->stats), (off_t)before) == 0)
+            fseek(o->stats, before, SEEK_SET);
+        return fail(err, PBF_ERR_IO, "%s: write failed: %s%s", o->stats_path, strerror(e),
+                    space_hint(e));
+    }
+    return PBF_OK;
+}
+
+pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_output **out,
+                              pbf_error *err) {
+    return output_open(dir, format, "w", out, err);
+}
+
+pbf_status pbfapp_output_open_append(const char *dir, pbfapp_format format, pbfapp_output **out,
+                                     pbf_error *err) {
+    return output_open(dir, format, "a", out, err);
+}
+
+pbf_status pbfapp_output_sync(pbfapp_output *o, pbf_error *err) {
+    if (!o || !o->stats) return PBF_OK;
     if (fflush(o->stats) != 0 || ferror(o->stats))
-        return fail(err, PBF_ERR_IO, "%s: write failed: %s", o->stats_path, strerror(errno));
+        return fail(err, PBF_ERR_IO, "%s: write failed: %s", o->stats_path,
+                    strerror(errno ? errno : EIO));
+    if (fsync(fileno(o->stats)) != 0 && errno != EINVAL && errno != EROFS)
+        return fail(err, PBF_ERR_IO, "%s: fsync failed: %s", o->stats_path, strerror(errno));
     return PBF_OK;
 }
 

@@ -1,8 +1,10 @@
 /*
  * Frame writers and the per-frame statistics log.
  *
- * Every frame file is written as NAME.tmp, flushed, fsync'ed and renamed to NAME, so a reader
- * (or a crash) never sees a half-written frame. Particles are written in `id` order, so row k of
+ * Every frame file is written as NAME.tmp, flushed, fsync'ed and renamed to NAME (then the
+ * directory is fsync'ed), so a reader (or a crash) never sees a half-written frame; a failed
+ * write (disk full, file size limit) removes NAME.tmp, leaves the earlier files as they were and
+ * names the file in the message. Particles are written in `id` order, so row k of
  * every frame is the same particle.
  *
  *   frame_00000.vtp  VTK XML PolyData, raw appended binary: Points (Float32 x3), Verts, and
@@ -33,11 +35,21 @@ typedef struct pbfapp_output pbfapp_output;
 pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_output **out,
                               pbf_error *err);
 
+/* Same for a resumed run: appends to stats.jsonl (see pbfapp_stats_truncate) instead of
+ * truncating it. */
+pbf_status pbfapp_output_open_append(const char *dir, pbfapp_format format, pbfapp_output **out,
+                                     pbf_error *err);
+
+/* Flushes and fsyncs stats.jsonl (before a checkpoint, so it holds every frame the checkpoint
+ * counts as written). */
+pbf_status pbfapp_output_sync(pbfapp_output *o, pbf_error *err);
+
 /* Writes frame `frame` (file frame_%05d.EXT) of the particles at simulated time `time`. */
 pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const pbf_particles *p,
                                pbf_error *err);
 
-/* Appends one line to stats.jsonl and flushes it. `ms` is the wall-clock time of the frame. */
+/* Appends one line to stats.jsonl and flushes it. `ms` is the wall-clock time of the frame. On a
+ * failed write the file is cut back to its last complete line and the message names it. */
 pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, double ms,
                                pbf_error *err);
 

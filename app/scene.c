@@ -75,6 +75,39 @@ static const pbf_param_info run_params[] = {
      format_choices,
      offsetof(pbfapp_run, format),
      "frame file format: vtp (VTK XML PolyData, ParaView), ply (binary), csv"},
+    {"guard_density_error",
+     PBF_PARAM_FLOAT,
+     "%",
+     100,
+     {0, 0, 0},
+     0,
+     1e9,
+     0,
+     NULL,
+     offsetof(pbfapp_run, guard_density_error),
+     "instability guard: stop (exit 3) when a step leaves a density error above this; 0 = off"},
+    {"checkpoint_every",
+     PBF_PARAM_INT,
+     "frames",
+     0,
+     {0, 0, 0},
+     0,
+     1e7,
+     0,
+     NULL,
+     offsetof(pbfapp_run, checkpoint_every),
+     "write a checkpoint every N frames for --resume; 0 = only when stopped by a signal"},
+    {"adaptive",
+     PBF_PARAM_INT,
+     "0/1",
+     0,
+     {0, 0, 0},
+     0,
+     1,
+     0,
+     NULL,
+     offsetof(pbfapp_run, adaptive),
+     "1 = retry an unstable frame with 2x, 4x, 8x substeps before stopping"},
 };
 
 const pbf_param_info *pbfapp_run_params(size_t *count) {
@@ -279,6 +312,56 @@ static const unsigned motion_required[3] = {
     M_TYPE | M_DIRECTION | M_AMPLITUDE | M_PERIOD,
     M_TYPE | M_DIRECTION | M_SPEED,
 };
+
+/* The optional camera of renderers: {"position": [..], "target": [..], "up": [..], "fov": deg}. */
+static const pbf_param_info camera_params[] = {
+    {"position",
+     PBF_PARAM_VEC3,
+     "m",
+     0,
+     {0, 0, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_camera, position),
+     "eye position"},
+    {"target",
+     PBF_PARAM_VEC3,
+     "m",
+     0,
+     {0, 0, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_camera, target),
+     "the point looked at (centre of the image)"},
+    {"up",
+     PBF_PARAM_VEC3,
+     "1",
+     0,
+     {0, 1, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_camera, up),
+     "up direction of the image"},
+    {"fov",
+     PBF_PARAM_FLOAT,
+     "deg",
+     45,
+     {0, 0, 0},
+     1,
+     170,
+     1,
+     NULL,
+     offsetof(pbf_camera, fov_deg),
+     "vertical field of view, in (1, 170)"},
+};
+#define CAMERA_PARAM_COUNT (sizeof camera_params / sizeof camera_params[0])
+#define CAMERA_REQUIRED 0x3u /* position, target */
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -660,6 +743,37 @@ static double physical_memory_bytes(void) {
     return (double)pages * (double)page;
 }
 
+/* The values as stored (32-bit floats) must still be in range: 1e-50 passes the check of the
+ * double read from the file but is stored as 0 (fps 0 would make dt infinite). Then the step:
+ * pbf_world_step accepts dt <= 1 s. */
+static pbf_status check_stored_values(const pbfapp_scene *s, pbf_error *err) {
+    const pbf_param_info *tables[2];
+    size_t counts[2];
+    const void *bases[2] = {&s->def, &s->run};
+    tables[0] = pbf_world_params(&counts[0]);
+    tables[1] = pbfapp_run_params(&counts[1]);
+    char where[400];
+    for (int t = 0; t < 2; ++t)
+        for (size_t i = 0; i < counts[t]; ++i) {
+            const pbf_param_info *p = &tables[t][i];
+            if (p->type != PBF_PARAM_FLOAT && p->type != PBF_PARAM_VEC3) continue;
+            for (int c = 0; c < (p->type == PBF_PARAM_VEC3 ? 3 : 1); ++c) {
+                double v = pbf_param_get_number(p, bases[t], c);
+                snprintf(where, sizeof where, "%s: %s%s (stored as a 32-bit float)", s->path,
+                         p->name, p->type == PBF_PARAM_VEC3 ? (c == 0 ? "[0]" : c == 1 ? "[1]" : "[2]") : "");
+                pbf_status st = pbf_param_check_number(p, v, where, err);
+                if (st != PBF_OK) return st;
+            }
+        }
+    double dt = 1.0 / ((double)s->run.fps * (double)s->run.substeps);
+    if (!(dt <= 1.0))
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: fps, substeps: the step dt = 1 / (fps * substeps) = %g s is longer than "
+                    "the 1 s the solver accepts; raise fps (%g) or substeps (%d)",
+                    s->path, dt, (double)s->run.fps, s->run.substeps);
+    return PBF_OK;
+}
+
 static pbf_status check_geometry(pbfapp_scene *s, pbf_error *err) {
     const pbf_world_def *def = &s->def;
     const char *path = s->path;
@@ -899,6 +1013,41 @@ static pbf_status parse_array(const cJSON *arr, const char *key, const char *pat
     return PBF_OK;
 }
 
+/* "camera": the table's keys, then fov < 170, position != target, up not along the view. */
+static pbf_status parse_camera(pbfapp_scene *s, const cJSON *obj, pbf_error *err) {
+    pbf_camera *c = &s->camera;
+    for (size_t k = 0; k < CAMERA_PARAM_COUNT; ++k) pbf_param_set_default(&camera_params[k], c);
+    pbf_status st = parse_table_object(obj, camera_params, CAMERA_PARAM_COUNT, c, 0xfu,
+                                       CAMERA_REQUIRED, s->path, "camera", NULL, NULL, err);
+    if (st != PBF_OK) return st;
+    if (!(c->fov_deg < 170.0f))
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: camera.fov: %g is out of range (1, 170) degrees", s->path,
+                    (double)c->fov_deg);
+    double f[3], len2 = 0, up2 = 0, dot = 0;
+    for (int a = 0; a < 3; ++a) {
+        f[a] = (double)c->target[a] - (double)c->position[a];
+        len2 += f[a] * f[a];
+        up2 += (double)c->up[a] * c->up[a];
+        dot += f[a] * c->up[a];
+    }
+    if (!(len2 > 1e-18))
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: camera.target: must differ from camera.position, both are [%g, %g, %g]",
+                    s->path, (double)c->position[0], (double)c->position[1],
+                    (double)c->position[2]);
+    if (!(up2 > 1e-18))
+        return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: camera.up: must not be zero", s->path);
+    if (dot * dot > 0.9999 * len2 * up2)
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: camera.up: [%g, %g, %g] is parallel to the view direction (target - "
+                    "position); choose an up direction across the view (e.g. [0, 0, -1] when "
+                    "looking straight down)",
+                    s->path, (double)c->up[0], (double)c->up[1], (double)c->up[2]);
+    s->has_camera = 1;
+    return PBF_OK;
+}
+
 static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
                                  const pbfapp_override *overrides, size_t override_count,
                                  pbf_error *err) {
@@ -918,7 +1067,7 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
     pbf_status st = check_duplicates(root, path, "", err);
     if (st != PBF_OK) return st;
 
-    const cJSON *fluid = NULL, *obstacles = NULL, *walls = NULL;
+    const cJSON *fluid = NULL, *obstacles = NULL, *walls = NULL, *camera = NULL;
     for (const cJSON *item = root->child; item; item = item->next) {
         const char *key = item->string ? item->string : "";
         const pbf_param_info *p;
@@ -945,6 +1094,8 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
             obstacles = item;
         } else if (strcmp(key, "moving_walls") == 0) {
             walls = item;
+        } else if (strcmp(key, "camera") == 0) {
+            camera = item;
         } else {
             keyset known = {{0}, 0};
             keyset_add(&known, "name");
@@ -952,6 +1103,7 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
             keyset_add(&known, "fluid");
             keyset_add(&known, "obstacles");
             keyset_add(&known, "moving_walls");
+            keyset_add(&known, "camera");
             keyset_add_table(&known, wt, wn);
             keyset_add_table(&known, rt, rn);
             return unknown_key(err, path, "", key, &known);
@@ -1031,6 +1183,11 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
     }
     s->box_count = no + nw;
 
+    if (camera) {
+        st = parse_camera(s, camera, err);
+        if (st != PBF_OK) return st;
+    }
+
     /* Overrides: each checked like a scene key, named by its label. */
     for (size_t k = 0; k < override_count; ++k) {
         const pbfapp_override *o = &overrides[k];
@@ -1043,6 +1200,8 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
         if (st != PBF_OK) return st;
     }
 
+    st = check_stored_values(s, err);
+    if (st != PBF_OK) return st;
     st = check_geometry(s, err);
     if (st != PBF_OK) return st;
 

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "camera.h"
 #include "pbf/params.h"
 #include "pbf/pbf.h"
 
@@ -29,12 +30,19 @@ typedef enum pbfapp_format {
 /* File extension of a format, without the dot ("vtp"). */
 const char *pbfapp_format_extension(pbfapp_format format);
 
-/* Run parameters: the second parameter table (keys frames, fps, substeps, format). */
+/* Run parameters: the second parameter table (keys frames, fps, substeps, format,
+ * guard_density_error, checkpoint_every, adaptive). */
 typedef struct pbfapp_run {
     int frames;           /* frames written after frame 0 (the initial state) */
     float fps;            /* frames per simulated second */
     int substeps;         /* pbf_world_step calls per frame, each of dt = 1 / (fps * substeps) */
     pbfapp_format format; /* frame file format */
+    float guard_density_error; /* %: stop (exit 3) when a step leaves a density error above it;
+                                  0 = no density check (non-finite values and escaped particles
+                                  always stop the run) */
+    int checkpoint_every;      /* write a checkpoint every N frames (0 = only when stopped by a
+                                  signal); --checkpoint-every N */
+    int adaptive;              /* 1: retry an unstable frame with 2x..8x substeps; --adaptive */
 } pbfapp_run;
 
 const pbf_param_info *pbfapp_run_params(size_t *count);
@@ -60,6 +68,10 @@ typedef struct pbfapp_scene {
     int box_count;
     int obstacle_count; /* boxes[0 .. obstacle_count-1] came from "obstacles" */
     int64_t particles;  /* sum of pbf_fluid_block_count over the blocks */
+    int has_camera;     /* 1 if the file has a "camera" object: {"position": [x,y,z], "target":
+                           [x,y,z], "up": [x,y,z] (default [0,1,0]), "fov": degrees (default 45,
+                           in (1, 170))}; else renderers use pbf_camera_default */
+    pbf_camera camera;  /* valid when has_camera */
 } pbfapp_scene;
 
 /* Reads and checks a scene file, then applies the overrides (each checked like a scene key) and
@@ -75,6 +87,11 @@ pbf_status pbfapp_scene_parse(const char *path, const char *text, size_t length,
                               pbfapp_scene *scene, pbf_error *err);
 
 void pbfapp_scene_free(pbfapp_scene *scene);
+
+/* Writes the scene as loaded (overrides applied) as a scene file that pbfapp_scene_load reads
+ * back to the same definition, run, geometry and camera (floats written exactly). `pbf run`
+ * writes it as OUT/scene.json for `pbf render`. PATH.tmp, fsync, rename to PATH. */
+pbf_status pbfapp_scene_write(const pbfapp_scene *scene, const char *path, pbf_error *err);
 
 /* Builds the world: creates it from scene->def and adds every block and box. */
 pbf_status pbfapp_scene_create_world(const pbfapp_scene *scene, pbf_world **out_world,

@@ -61,8 +61,9 @@ def domain_from_help(pbf_exe):
     number = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
     result = {}
     for key in ("domain_min", "domain_max"):
-        m = re.search(r"\b%s\b[^\n\[(]*[\[(]\s*%s\s*,\s*%s\s*,\s*%s" % (key, number, number, number),
-                      proc.stdout)
+        # "domain_min  m  default 0,0,0  range ..." or "domain_min ... [0, 0, 0]"
+        m = re.search(r"^\s*%s\b[^\n]*?[\s\[(]%s\s*,\s*%s\s*,\s*%s" % (key, number, number, number),
+                      proc.stdout, re.MULTILINE)
         if not m:
             return None
         result[key] = [float(m.group(i)) for i in (1, 2, 3)]

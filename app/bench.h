@@ -1,0 +1,28 @@
+/*
+ * `pbf bench`: standard performance cases that need no scene file (the dam break geometry of the
+ * SPlisHSPlasH peer at three resolutions, or a cube of N particles), timed over a fixed number of
+ * steps at fixed dt and iterations, with no output I/O. Reports ms per step, the per-stage
+ * breakdown of pbf_world_timings, particle-steps per second, peak resident memory, the speed-up
+ * from 1 to N threads and the final density error, as a table and as JSON (bench/README.md).
+ */
+#ifndef PBFAPP_BENCH_H
+#define PBFAPP_BENCH_H
+
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* `pbf bench [options]` (argv without "bench"). Returns the exit status: 0, 1 runtime error,
+ * 2 usage error. */
+int pbfapp_bench_command(int argc, char **argv);
+
+/* The help text of `pbf bench --help`. */
+void pbfapp_bench_print_help(FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PBFAPP_BENCH_H */

@@ -1,0 +1,689 @@
+/* Checkpoints (format in checkpoint.h), the effective scene as JSON, atomic files. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "checkpoint.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "pbf/params.h"
+
+static const unsigned char magic[8] = {'P', 'B', 'F', 'C', 'K', 'P', 'T', '\0'};
+#define ENDIAN_MARKER 0x01020304u
+#define ENDIAN_SWAPPED 0x04030201u
+
+static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->status = status;
+    }
+    return status;
+}
+
+uint64_t pbfapp_fnv1a64(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; ++i) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* ---- the scene hash ----------------------------------------------------------------------- */
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n) {
+    return pbfapp_fnv1a64(h, p, n);
+}
+static uint64_t hash_f32(uint64_t h, float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return hash_bytes(h, &u, sizeof u);
+}
+static uint64_t hash_i32(uint64_t h, int32_t v) {
+    return hash_bytes(h, &v, sizeof v);
+}
+static uint64_t hash_vec(uint64_t h, pbf_vec3 v) {
+    return hash_f32(hash_f32(hash_f32(h, v.x), v.y), v.z);
+}
+static uint64_t hash_str(uint64_t h, const char *s) {
+    return hash_bytes(h, s, strlen(s) + 1);
+}
+
+/* One parameter of a table: its name, then its value's bits. */
+static uint64_t hash_param(uint64_t h, const pbf_param_info *p, const void *base) {
+    h = hash_str(h, p->name);
+    const char *field = (const char *)base + p->offset;
+    switch (p->type) {
+    case PBF_PARAM_FLOAT: {
+        float v;
+        memcpy(&v, field, sizeof v);
+        return hash_f32(h, v);
+    }
+    case PBF_PARAM_INT:
+    case PBF_PARAM_ENUM: {
+        int v;
+        memcpy(&v, field, sizeof v);
+        return hash_i32(h, (int32_t)v);
+    }
+    case PBF_PARAM_VEC3: {
+        pbf_vec3 v;
+        memcpy(&v, field, sizeof v);
+        return hash_vec(h, v);
+    }
+    }
+    return h;
+}
+
+/* Run parameters that shape the simulated state or the frame files. */
+static int run_param_hashed(const char *name) {
+    return strcmp(name, "fps") == 0 || strcmp(name, "substeps") == 0 ||
+           strcmp(name, "format") == 0;
+}
+
+uint64_t pbfapp_scene_hash(const pbfapp_scene *s) {
+    uint64_t h = hash_str(PBFAPP_FNV_OFFSET, "pbf scene v1");
+    size_t wn = 0, rn = 0;
+    const pbf_param_info *wt = pbf_world_params(&wn);
+    const pbf_param_info *rt = pbfapp_run_params(&rn);
+    for (size_t i = 0; i < wn; ++i)
+        if (strcmp(wt[i].name, "threads") != 0) h = hash_param(h, &wt[i], &s->def);
+    for (size_t i = 0; i < rn; ++i)
+        if (run_param_hashed(rt[i].name)) h = hash_param(h, &rt[i], &s->run);
+    h = hash_str(h, "fluid");
+    h = hash_i32(h, s->block_count);
+    for (int i = 0; i < s->block_count; ++i) {
+        h = hash_vec(h, s->blocks[i].min);
+        h = hash_vec(h, s->blocks[i].max);
+        h = hash_vec(h, s->blocks[i].velocity);
+    }
+    h = hash_str(h, "boxes");
+    h = hash_i32(h, s->box_count);
+    h = hash_i32(h, s->obstacle_count);
+    for (int i = 0; i < s->box_count; ++i) {
+        const pbf_box *b = &s->boxes[i];
+        h = hash_vec(h, b->min);
+        h = hash_vec(h, b->max);
+        h = hash_i32(h, (int32_t)b->motion.type);
+        h = hash_vec(h, b->motion.direction);
+        h = hash_f32(h, b->motion.amplitude);
+        h = hash_f32(h, b->motion.period);
+        h = hash_f32(h, b->motion.phase);
+        h = hash_f32(h, b->motion.speed);
+        h = hash_f32(h, b->motion.start);
+        h = hash_f32(h, b->motion.stop);
+    }
+    return h;
+}
+
+/* ---- atomic files ------------------------------------------------------------------------- */
+
+/* The directory part of a path ("." when there is none) into buf. */
+static void dir_of(const char *path, char *buf, size_t size) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) {
+        snprintf(buf, size, ".");
+    } else if (slash == path) {
+        snprintf(buf, size, "/");
+    } else {
+        size_t n = (size_t)(slash - path);
+        if (n >= size) n = size - 1;
+        memcpy(buf, path, n);
+        buf[n] = '\0';
+    }
+}
+
+pbf_status pbfapp_sync_dir(const char *dir, pbf_error *err) {
+    int fd = open(dir, O_RDONLY
+#ifdef O_DIRECTORY
+                           | O_DIRECTORY
+#endif
+    );
+    if (fd < 0) return fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
+    int e = 0;
+    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS && errno != EBADF) e = errno;
+    close(fd);
+    if (e) return fail(err, PBF_ERR_IO, "%s: cannot sync the directory: %s", dir, strerror(e));
+    return PBF_OK;
+}
+
+pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t length,
+                                    pbf_error *err) {
+    char tmp[4200];
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (n < 0 || (size_t)n >= sizeof tmp) return fail(err, PBF_ERR_IO, "%.200s...: path too long", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    int e = 0;
+    errno = 0;
+    if (length && fwrite(data, 1, length, f) != length) e = errno ? errno : EIO;
+    if (!e && fflush(f) != 0) e = errno ? errno : EIO;
+    if (!e && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS) e = errno;
+    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+    if (e) {
+        unlink(tmp);
+        return fail(err, PBF_ERR_IO, "%s: write failed: %s%s", tmp, strerror(e),
+                    e == ENOSPC || e == EFBIG || e == EDQUOT ? " (disk full or file size limit)"
+                                                             : "");
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        return fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
+    }
+    char dir[4200];
+    dir_of(path, dir, sizeof dir);
+    return pbfapp_sync_dir(dir, err);
+}
+
+/* ---- encoding ----------------------------------------------------------------------------- */
+
+uint64_t pbfapp_checkpoint_size(int64_t count) {
+    return PBFAPP_CHECKPOINT_HEADER_BYTES + 32u * (uint64_t)(count > 0 ? count : 0) + 8u;
+}
+
+static void put(unsigned char *dst, size_t *at, const void *src, size_t n) {
+    if (n) memcpy(dst + *at, src, n);
+    *at += n;
+}
+
+pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64_t scene_hash,
+                                    unsigned char **out, size_t *length, pbf_error *err) {
+    *out = NULL;
+    *length = 0;
+    if (s->count < 0 || (s->count > 0 && (!s->x || !s->y || !s->z || !s->vx || !s->vy ||
+                                          !s->vz || !s->density || !s->id)))
+        return fail(err, PBF_ERR_INVALID_ARGUMENT, "checkpoint: invalid snapshot");
+    uint64_t total = pbfapp_checkpoint_size(s->count);
+    if (total > SIZE_MAX)
+        return fail(err, PBF_ERR_LIMIT, "checkpoint: %d particles are too many", s->count);
+    unsigned char *buf = malloc((size_t)total);
+    if (!buf)
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "checkpoint: out of memory for %llu bytes",
+                    (unsigned long long)total);
+    size_t at = 0;
+    uint32_t version = PBFAPP_CHECKPOINT_VERSION, marker = ENDIAN_MARKER,
+             header = PBFAPP_CHECKPOINT_HEADER_BYTES;
+    int32_t count = s->count;
+    uint64_t reserved = 0;
+    put(buf, &at, magic, sizeof magic);
+    put(buf, &at, &version, 4);
+    put(buf, &at, &marker, 4);
+    put(buf, &at, &header, 4);
+    put(buf, &at, &count, 4);
+    put(buf, &at, &frame, 8);
+    put(buf, &at, &s->time, 8);
+    put(buf, &at, &s->steps, 8);
+    put(buf, &at, &scene_hash, 8);
+    put(buf, &at, &reserved, 8);
+    size_t bytes = (size_t)s->count * 4u;
+    put(buf, &at, s->x, bytes);
+    put(buf, &at, s->y, bytes);
+    put(buf, &at, s->z, bytes);
+    put(buf, &at, s->vx, bytes);
+    put(buf, &at, s->vy, bytes);
+    put(buf, &at, s->vz, bytes);
+    put(buf, &at, s->density, bytes);
+    put(buf, &at, s->id, bytes);
+    uint64_t sum = pbfapp_fnv1a64(PBFAPP_FNV_OFFSET, buf, at);
+    put(buf, &at, &sum, 8);
+    *out = buf;
+    *length = at;
+    return PBF_OK;
+}
+
+/* ---- decoding ----------------------------------------------------------------------------- */
+
+static void get(const unsigned char *src, size_t at, void *dst, size_t n) {
+    memcpy(dst, src + at, n);
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char *name,
+                                    pbfapp_checkpoint *out, pbf_error *err) {
+    memset(out, 0, sizeof *out);
+    const unsigned char *p = data;
+    const pbf_status bad = PBF_ERR_INVALID_ARGUMENT;
+    if (length == 0) return fail(err, bad, "%s: empty (0 bytes)", name);
+    if (length < sizeof magic && memcmp(p, magic, length) == 0)
+        return fail(err, bad, "%s: truncated: %zu bytes, shorter than the %u-byte header", name,
+                    length, PBFAPP_CHECKPOINT_HEADER_BYTES);
+    if (length < sizeof magic || memcmp(p, magic, sizeof magic) != 0)
+        return fail(err, bad, "%s: not a pbf checkpoint (no PBFCKPT magic at the start)", name);
+    if (length < PBFAPP_CHECKPOINT_HEADER_BYTES)
+        return fail(err, bad, "%s: truncated: %zu bytes, shorter than the %u-byte header", name,
+                    length, PBFAPP_CHECKPOINT_HEADER_BYTES);
+    uint32_t version, marker, header;
+    int32_t count;
+    get(p, 8, &version, 4);
+    get(p, 12, &marker, 4);
+    get(p, 16, &header, 4);
+    get(p, 20, &count, 4);
+    if (marker == ENDIAN_SWAPPED)
+        return fail(err, bad,
+                    "%s: written on a machine of the other byte order (marker %08x); checkpoints "
+                    "are not portable across byte orders",
+                    name, (unsigned)marker);
+    if (marker != ENDIAN_MARKER && (version > 0xffffu || version == 0))
+        return fail(err, bad, "%s: damaged header (version %u, byte-order marker %08x)", name,
+                    (unsigned)version, (unsigned)marker);
+    if (version > PBFAPP_CHECKPOINT_VERSION)
+        return fail(err, bad,
+                    "%s: format version %u is newer than this pbf's version %u; use a newer pbf",
+                    name, (unsigned)version, PBFAPP_CHECKPOINT_VERSION);
+    if (version != PBFAPP_CHECKPOINT_VERSION)
+        return fail(err, bad, "%s: unknown format version %u (this pbf reads version %u)", name,
+                    (unsigned)version, PBFAPP_CHECKPOINT_VERSION);
+    if (marker != ENDIAN_MARKER)
+        return fail(err, bad, "%s: damaged header (byte-order marker %08x, expected %08x)", name,
+                    (unsigned)marker, ENDIAN_MARKER);
+    if (header != PBFAPP_CHECKPOINT_HEADER_BYTES)
+        return fail(err, bad, "%s: damaged header (header size %u, expected %u)", name,
+                    (unsigned)header, PBFAPP_CHECKPOINT_HEADER_BYTES);
+    if (count < 0)
+        return fail(err, bad, "%s: damaged header (particle count %d)", name, (int)count);
+    uint64_t expect = pbfapp_checkpoint_size(count);
+    if ((uint64_t)length != expect)
+        return fail(err, bad,
+                    "%s: %s: %zu bytes, but a checkpoint of %d particles has %llu bytes", name,
+                    (uint64_t)length < expect ? "truncated" : "too long", length, (int)count,
+                    (unsigned long long)expect);
+    uint64_t stored, sum = pbfapp_fnv1a64(PBFAPP_FNV_OFFSET, p, length - 8);
+    get(p, length - 8, &stored, 8);
+    if (stored != sum)
+        return fail(err, bad,
+                    "%s: checksum mismatch (stored %016llx, computed %016llx): the file is damaged",
+                    name, (unsigned long long)stored, (unsigned long long)sum);
+    int64_t frame, steps;
+    double time;
+    uint64_t scene_hash;
+    get(p, 24, &frame, 8);
+    get(p, 32, &time, 8);
+    get(p, 40, &steps, 8);
+    get(p, 48, &scene_hash, 8);
+    if (frame < 0 || frame > INT_MAX || steps < 0 || !isfinite(time) || time < 0)
+        return fail(err, bad, "%s: invalid header values (frame %lld, time %g, steps %lld)", name,
+                    (long long)frame, time, (long long)steps);
+    unsigned char *copy = malloc(length);
+    if (!copy) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+    memcpy(copy, p, length);
+    size_t bytes = (size_t)count * 4u;
+    const unsigned char *a = copy + PBFAPP_CHECKPOINT_HEADER_BYTES;
+    const float *arr[7];
+    for (int k = 0; k < 7; ++k) arr[k] = (const float *)(const void *)(a + (size_t)k * bytes);
+    const uint32_t *id = (const uint32_t *)(const void *)(a + 7 * bytes);
+    /* Positions and velocities must be finite; ids unique. */
+    for (int k = 0; k < 6; ++k)
+        for (int32_t i = 0; i < count; ++i) {
+            float v;
+            memcpy(&v, &arr[k][i], sizeof v);
+            if (!isfinite(v)) {
+                free(copy);
+                return fail(err, bad, "%s: particle %d has a non-finite %s", name, (int)i,
+                            k < 3 ? "position" : "velocity");
+            }
+        }
+    if (count > 0) {
+        uint32_t *ids = malloc(bytes);
+        if (!ids) {
+            free(copy);
+            return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+        }
+        memcpy(ids, id, bytes);
+        qsort(ids, (size_t)count, sizeof *ids, cmp_u32);
+        for (int32_t i = 1; i < count; ++i)
+            if (ids[i] == ids[i - 1]) {
+                uint32_t dup = ids[i];
+                free(ids);
+                free(copy);
+                return fail(err, bad, "%s: particle id %u appears more than once", name,
+                            (unsigned)dup);
+            }
+        free(ids);
+    }
+    out->version = version;
+    out->count = count;
+    out->frame = frame;
+    out->time = time;
+    out->steps = steps;
+    out->scene_hash = scene_hash;
+    out->checksum = stored;
+    out->data = copy;
+    out->snapshot.time = time;
+    out->snapshot.steps = steps;
+    out->snapshot.count = count;
+    if (count > 0) {
+        out->snapshot.x = arr[0];
+        out->snapshot.y = arr[1];
+        out->snapshot.z = arr[2];
+        out->snapshot.vx = arr[3];
+        out->snapshot.vy = arr[4];
+        out->snapshot.vz = arr[5];
+        out->snapshot.density = arr[6];
+        out->snapshot.id = id;
+    }
+    return PBF_OK;
+}
+
+void pbfapp_checkpoint_free(pbfapp_checkpoint *c) {
+    if (!c) return;
+    free(c->data);
+    memset(c, 0, sizeof *c);
+}
+
+pbf_status pbfapp_checkpoint_read(const char *path, pbfapp_checkpoint *out, pbf_error *err) {
+    memset(out, 0, sizeof *out);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: is not a regular file", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* The header first: the size it implies must be the file's before the rest is read. */
+    unsigned char head[PBFAPP_CHECKPOINT_HEADER_BYTES];
+    size_t got = fread(head, 1, sizeof head, f);
+    if (ferror(f)) {
+        int e = errno;
+        fclose(f);
+        return fail(err, PBF_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+    }
+    if (got < sizeof head) {
+        fclose(f);
+        return pbfapp_checkpoint_decode(head, got, path, out, err);
+    }
+    int32_t count;
+    memcpy(&count, head + 20, 4);
+    uint64_t expect = pbfapp_checkpoint_size(count);
+    if (count < 0 || (uint64_t)sb.st_size != expect || expect > SIZE_MAX) {
+        fclose(f);
+        /* decode reports the precise reason from the header and the size */
+        unsigned char probe[PBFAPP_CHECKPOINT_HEADER_BYTES];
+        memcpy(probe, head, sizeof probe);
+        pbf_status st = pbfapp_checkpoint_decode(probe, sizeof probe, path, out, err);
+        if (st == PBF_OK) pbfapp_checkpoint_free(out);
+        if (st != PBF_OK && err && strstr(err->message, "truncated") == NULL &&
+            strstr(err->message, "too long") == NULL)
+            return st;
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: %s: %lld bytes, but a checkpoint of %d particles has %llu bytes", path,
+                    (uint64_t)sb.st_size < expect ? "truncated" : "too long",
+                    (long long)sb.st_size, (int)count, (unsigned long long)expect);
+    }
+    unsigned char *buf = malloc((size_t)expect);
+    if (!buf) {
+        fclose(f);
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory for %llu bytes", path,
+                    (unsigned long long)expect);
+    }
+    memcpy(buf, head, sizeof head);
+    size_t rest = (size_t)expect - sizeof head;
+    size_t n = fread(buf + sizeof head, 1, rest, f);
+    int e = ferror(f) ? errno : 0;
+    fclose(f);
+    if (e) {
+        free(buf);
+        return fail(err, PBF_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+    }
+    pbf_status st = pbfapp_checkpoint_decode(buf, sizeof head + n, path, out, err);
+    free(buf);
+    return st;
+}
+
+void pbfapp_checkpoint_path(char *buf, size_t size, const char *dir, int64_t frame) {
+    snprintf(buf, size, "%s/checkpoint_%05lld.pbfck", dir, (long long)frame);
+}
+
+/* ---- the checkpoints of a directory ------------------------------------------------------- */
+
+/* Frame of "checkpoint_NNNNN.pbfck" (digits only, at most 10), or -1. */
+static int64_t checkpoint_frame_of(const char *name) {
+    static const char prefix[] = "checkpoint_", suffix[] = ".pbfck";
+    size_t lp = sizeof prefix - 1, ls = sizeof suffix - 1, n = strlen(name);
+    if (n <= lp + ls || strncmp(name, prefix, lp) != 0 || strcmp(name + n - ls, suffix) != 0)
+        return -1;
+    size_t digits = n - lp - ls;
+    if (digits > 10) return -1;
+    int64_t v = 0;
+    for (size_t i = lp; i < lp + digits; ++i) {
+        if (name[i] < '0' || name[i] > '9') return -1;
+        v = v * 10 + (name[i] - '0');
+    }
+    return v;
+}
+
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int pbfapp_checkpoint_prune(const char *dir, int64_t before) {
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int removed = 0;
+    char path[4400];
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        int64_t f = checkpoint_frame_of(name);
+        int leftover = ends_with(name, ".tmp") &&
+                       (strncmp(name, "checkpoint_", 11) == 0 || strncmp(name, "frame_", 6) == 0 ||
+                        strcmp(name, "stats.jsonl.tmp") == 0 || strcmp(name, "scene.json.tmp") == 0);
+        if ((f >= 0 && f < before) || leftover) {
+            snprintf(path, sizeof path, "%s/%s", dir, name);
+            struct stat sb;
+            if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && unlink(path) == 0) ++removed;
+        }
+    }
+    closedir(d);
+    return removed;
+}
+
+pbf_status pbfapp_checkpoint_save(const char *dir, const pbf_world *world, int64_t frame,
+                                  uint64_t scene_hash, int64_t keep_from, char *written_path,
+                                  size_t path_size, pbf_error *err) {
+    pbf_snapshot s = pbf_world_snapshot(world);
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    pbf_status st = pbfapp_checkpoint_encode(&s, frame, scene_hash, &buf, &len, err);
+    if (st != PBF_OK) return st;
+    char path[4400];
+    pbfapp_checkpoint_path(path, sizeof path, dir, frame);
+    st = pbfapp_write_file_atomic(path, buf, len, err);
+    free(buf);
+    if (st != PBF_OK) return st;
+    if (written_path && path_size) snprintf(written_path, path_size, "%s", path);
+    if (keep_from >= 0 && keep_from < frame) pbfapp_checkpoint_prune(dir, keep_from);
+    return PBF_OK;
+}
+
+static int cmp_desc_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x > y ? -1 : x < y;
+}
+
+pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t particles,
+                                  FILE *log, pbfapp_checkpoint *out, char *found_path,
+                                  size_t path_size, pbf_error *err) {
+    memset(out, 0, sizeof *out);
+    DIR *d = opendir(dir);
+    if (!d) return fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
+    int64_t *frames = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int64_t f = checkpoint_frame_of(e->d_name);
+        if (f < 0) continue;
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            int64_t *g = realloc(frames, nc * sizeof *g);
+            if (!g) {
+                free(frames);
+                closedir(d);
+                return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
+            }
+            frames = g;
+            cap = nc;
+        }
+        frames[n++] = f;
+    }
+    closedir(d);
+    if (n == 0) {
+        free(frames);
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: no checkpoint to resume from (no checkpoint_*.pbfck files; a run writes "
+                    "them with --checkpoint-every N, and when stopped by SIGINT/SIGTERM)",
+                    dir);
+    }
+    qsort(frames, n, sizeof *frames, cmp_desc_i64);
+    char reasons[480];
+    size_t used = 0;
+    reasons[0] = '\0';
+    pbf_status result = PBF_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < n; ++i) {
+        char path[4400];
+        pbfapp_checkpoint_path(path, sizeof path, dir, frames[i]);
+        pbf_error e1;
+        memset(&e1, 0, sizeof e1);
+        pbfapp_checkpoint c;
+        pbf_status st = pbfapp_checkpoint_read(path, &c, &e1);
+        if (st == PBF_OK && c.frame != frames[i]) {
+            fail(&e1, PBF_ERR_INVALID_ARGUMENT, "%s: holds frame %lld, not the frame of its name",
+                 path, (long long)c.frame);
+            pbfapp_checkpoint_free(&c);
+            st = PBF_ERR_INVALID_ARGUMENT;
+        }
+        if (st == PBF_OK && c.scene_hash != scene_hash) {
+            fail(&e1, PBF_ERR_INVALID_ARGUMENT,
+                 "%s: written for another scene (scene hash %016llx; the scene of this run, "
+                 "after --set overrides, hashes to %016llx); refused",
+                 path, (unsigned long long)c.scene_hash, (unsigned long long)scene_hash);
+            pbfapp_checkpoint_free(&c);
+            st = PBF_ERR_INVALID_ARGUMENT;
+        }
+        if (st == PBF_OK && particles >= 0 && c.count != particles) {
+            fail(&e1, PBF_ERR_INVALID_ARGUMENT, "%s: holds %d particles, the scene has %lld; refused",
+                 path, c.count, (long long)particles);
+            pbfapp_checkpoint_free(&c);
+            st = PBF_ERR_INVALID_ARGUMENT;
+        }
+        if (st == PBF_OK) {
+            *out = c;
+            if (found_path && path_size) snprintf(found_path, path_size, "%s", path);
+            if (i > 0 && log) {
+                fprintf(log, "pbf: using %s (frame %lld), the newest valid checkpoint\n", path,
+                        (long long)c.frame);
+                fflush(log);
+            }
+            result = PBF_OK;
+            break;
+        }
+        if (st == PBF_ERR_OUT_OF_MEMORY) result = st;
+        if (log) {
+            fprintf(log, "pbf: %s%s\n", e1.message,
+                    i + 1 < n ? "; trying the previous checkpoint" : "");
+            fflush(log);
+        }
+        const char *base = strrchr(path, '/');
+        base = base ? base + 1 : path;
+        const char *why = e1.message;
+        size_t pl = strlen(path);
+        if (strncmp(why, path, pl) == 0 && why[pl] == ':') why += pl + 2;
+        if (used < sizeof reasons)
+            used += (size_t)snprintf(reasons + used, sizeof reasons - used, "%s%s: %.120s",
+                                     used ? "; " : "", base, why);
+    }
+    free(frames);
+    if (result == PBF_OK) return PBF_OK;
+    return fail(err, result, "%s: no valid checkpoint to resume from (%s)", dir, reasons);
+}
+
+/* ---- stats.jsonl -------------------------------------------------------------------------- */
+
+/* The "frame" of a stats line, or -1. */
+static long long line_frame(const char *line, size_t len) {
+    static const char key[] = "{\"frame\":";
+    size_t k = sizeof key - 1;
+    if (len <= k || strncmp(line, key, k) != 0) return -1;
+    long long v = 0;
+    size_t i = k, digits = 0;
+    while (i < len && line[i] >= '0' && line[i] <= '9' && digits < 12) {
+        v = v * 10 + (line[i] - '0');
+        ++i;
+        ++digits;
+    }
+    if (digits == 0 || i >= len || line[i] != ',') return -1;
+    return v;
+}
+
+pbf_status pbfapp_stats_truncate(const char *dir, int64_t frame, pbf_error *err) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    size_t len = 0;
+    if (f) {
+        struct stat sb;
+        if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            fclose(f);
+            return fail(err, PBF_ERR_IO, "%s: is not a regular file", path);
+        }
+        size_t size = (size_t)sb.st_size;
+        text = malloc(size + 1);
+        if (!text) {
+            fclose(f);
+            return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        }
+        len = fread(text, 1, size, f);
+        int bad = ferror(f);
+        int e = errno;
+        fclose(f);
+        if (bad) {
+            free(text);
+            return fail(err, PBF_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+        }
+    } else if (errno != ENOENT) {
+        return fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    /* Keep complete lines 0, 1, 2, ... in order up to `frame`. */
+    size_t keep = 0;
+    long long next = 0;
+    for (size_t at = 0; at < len && next <= frame;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        if (!nl) break;
+        size_t ll = (size_t)(nl - (text + at));
+        if (line_frame(text + at, ll) != next) break;
+        ++next;
+        at += ll + 1;
+        keep = at;
+    }
+    pbf_status st = pbfapp_write_file_atomic(path, text ? text : "", keep, err);
+    free(text);
+    if (st != PBF_OK) return st;
+    if (next != frame + 1)
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: has the lines of frames 0 to %lld only, the checkpoint is of frame %lld",
+                    path, next - 1, (long long)frame);
+    return PBF_OK;
+}

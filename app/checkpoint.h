@@ -1,0 +1,136 @@
+/*
+ * Checkpoints: the complete state of a run in one file, so that a run killed at any moment can be
+ * resumed and end bit-identical to an uninterrupted one (`pbf run --checkpoint-every N`,
+ * `pbf run --resume DIR`).
+ *
+ * Files in the output directory DIR:
+ *   scene.json               the effective scene (file + --set overrides; pbfapp_scene_write),
+ *                            written at the start of every run; --resume DIR reads the scene
+ *                            from it
+ *   checkpoint_00040.pbfck   the state after frame 40 (the last two are kept)
+ *
+ * Checkpoint format, version 1. Every field is in the byte order of the machine that wrote it; the
+ * marker tells a reader of the other byte order to refuse the file.
+ *
+ *   offset size
+ *        0    8  magic "PBFCKPT\0"
+ *        8    4  uint32 format version (1)
+ *       12    4  uint32 byte-order marker 0x01020304
+ *       16    4  uint32 header size in bytes (64)
+ *       20    4  int32  particle count n
+ *       24    8  int64  frame index (the frame file written last before the checkpoint)
+ *       32    8  double simulated time, s
+ *       40    8  int64  solver steps taken
+ *       48    8  uint64 scene hash (pbfapp_scene_hash of the effective scene)
+ *       56    8  uint64 reserved (0)
+ *       64  4n   float  x[n], then y, z, vx, vy, vz, density (7 arrays of 4n bytes each)
+ *   64+28n  4n   uint32 id[n]
+ *   64+32n   8   uint64 checksum: FNV-1a 64 of every byte before it
+ *
+ * The arrays are pbf_snapshot's, in the world's memory order (which is part of the state).
+ * Every file is written atomically: NAME.tmp, write, fflush, fsync, rename, fsync of the directory.
+ */
+#ifndef PBFAPP_CHECKPOINT_H
+#define PBFAPP_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pbf/pbf.h"
+#include "scene.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PBFAPP_CHECKPOINT_VERSION 1u
+#define PBFAPP_CHECKPOINT_HEADER_BYTES 64u
+#define PBFAPP_CHECKPOINT_KEEP 2 /* checkpoints kept in the output directory */
+
+/* FNV-1a 64 of `n` bytes, continuing from `h` (start with PBFAPP_FNV_OFFSET). */
+#define PBFAPP_FNV_OFFSET 14695981039346656037ull
+uint64_t pbfapp_fnv1a64(uint64_t h, const void *data, size_t n);
+
+/* Hash of everything in a scene that determines the simulated state or the frame files: every
+ * world parameter except `threads`, the run parameters fps, substeps and format, every fluid
+ * block and box. Not included (they may change between a run and its resume): frames, threads,
+ * guard_density_error, adaptive, checkpoint_every, name, description. */
+uint64_t pbfapp_scene_hash(const pbfapp_scene *scene);
+
+/* Writes `length` bytes to `path` atomically (PATH.tmp, fsync, rename, fsync of the directory).
+ * On failure nothing is left behind and the message names the file. */
+pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t length,
+                                    pbf_error *err);
+
+/* fsync of a directory (after a rename in it). Filesystems that cannot sync directories count
+ * as success. */
+pbf_status pbfapp_sync_dir(const char *dir, pbf_error *err);
+
+/* A checkpoint read back. The arrays point into `data` (owned) or are NULL when count is 0. */
+typedef struct pbfapp_checkpoint {
+    uint32_t version;
+    int count;
+    int64_t frame;
+    double time;
+    int64_t steps;
+    uint64_t scene_hash;
+    uint64_t checksum;
+    pbf_snapshot snapshot; /* aliases `data` */
+    unsigned char *data;   /* owned copy of the file (pbfapp_checkpoint_free) */
+} pbfapp_checkpoint;
+
+/* Bytes of a checkpoint of n particles. */
+uint64_t pbfapp_checkpoint_size(int64_t count);
+
+/* Serialises a snapshot into a malloc'ed buffer of pbfapp_checkpoint_size(count) bytes. */
+pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64_t scene_hash,
+                                    unsigned char **out, size_t *length, pbf_error *err);
+
+/* Checks and decodes a checkpoint held in memory (copied). `name` only names it in messages.
+ * Checks, in order: size of the header, magic, version, byte order, header size, particle count
+ * against the size, checksum, frame/time/steps, finite values, unique ids. Never reads outside
+ * the buffer and allocates only after the size matched. Status PBF_ERR_INVALID_ARGUMENT for a
+ * damaged or foreign file. */
+pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char *name,
+                                    pbfapp_checkpoint *out, pbf_error *err);
+
+/* Reads and decodes the file at `path` (regular file, size checked before reading). */
+pbf_status pbfapp_checkpoint_read(const char *path, pbfapp_checkpoint *out, pbf_error *err);
+
+void pbfapp_checkpoint_free(pbfapp_checkpoint *c);
+
+/* "DIR/checkpoint_%05d.pbfck" into buf. */
+void pbfapp_checkpoint_path(char *buf, size_t size, const char *dir, int64_t frame);
+
+/* Writes the checkpoint of frame `frame` into dir atomically, then deletes the checkpoints of
+ * frames older than `keep_from` (the previous checkpoint; -1 deletes none). Sets *written_path
+ * (buf of `path_size`) to the file written. */
+pbf_status pbfapp_checkpoint_save(const char *dir, const pbf_world *world, int64_t frame,
+                                  uint64_t scene_hash, int64_t keep_from, char *written_path,
+                                  size_t path_size, pbf_error *err);
+
+/* Deletes the checkpoint files of `dir` with a frame < `before` (all: INT64_MAX) and the
+ * leftovers of interrupted writes (checkpoint_*.tmp, frame_*.tmp, stats.jsonl.tmp,
+ * scene.json.tmp). Returns the number of files deleted. */
+int pbfapp_checkpoint_prune(const char *dir, int64_t before);
+
+/* Finds the newest valid checkpoint in `dir` for a scene of hash `scene_hash` and `particles`
+ * particles. Damaged checkpoints, and those of another scene, are reported on `log` (one line
+ * each, "pbf: ...") and skipped. Fails (PBF_ERR_INVALID_ARGUMENT) when none is usable, with a
+ * message listing why each was refused. */
+pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t particles,
+                                  FILE *log, pbfapp_checkpoint *out, char *found_path,
+                                  size_t path_size, pbf_error *err);
+
+/* Rewrites DIR/stats.jsonl atomically keeping its complete lines of frames 0, 1, ... up to
+ * `frame` (the frames on disk when the checkpoint was taken), so that the resumed run appends
+ * without duplicates. Returns PBF_ERR_INVALID_ARGUMENT, after rewriting, when lines of frames
+ * 0..frame are missing (the caller may warn and go on). */
+pbf_status pbfapp_stats_truncate(const char *dir, int64_t frame, pbf_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PBFAPP_CHECKPOINT_H */

@@ -1,0 +1,299 @@
+/* Frame file readers for `pbf render` (see frame_read.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "frame_read.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->status = status;
+    }
+    return status;
+}
+
+void pbfapp_frame_data_free(pbfapp_frame_data *f) {
+    if (!f) return;
+    free(f->x);
+    free(f->y);
+    free(f->z);
+    free(f->vx);
+    free(f->vy);
+    free(f->vz);
+    free(f->density);
+    free(f->id);
+    memset(f, 0, sizeof *f);
+}
+
+pbf_particles pbfapp_frame_particles(const pbfapp_frame_data *f) {
+    pbf_particles p;
+    p.count = f->count;
+    p.x = f->x;
+    p.y = f->y;
+    p.z = f->z;
+    p.vx = f->vx;
+    p.vy = f->vy;
+    p.vz = f->vz;
+    p.density = f->density;
+    p.id = f->id;
+    return p;
+}
+
+static pbf_status alloc_arrays(pbfapp_frame_data *f, size_t n, const char *path, pbf_error *err) {
+    size_t m = n ? n : 1;
+    f->x = malloc(m * 4);
+    f->y = malloc(m * 4);
+    f->z = malloc(m * 4);
+    f->vx = malloc(m * 4);
+    f->vy = malloc(m * 4);
+    f->vz = malloc(m * 4);
+    f->density = malloc(m * 4);
+    f->id = malloc(m * 4);
+    if (!f->x || !f->y || !f->z || !f->vx || !f->vy || !f->vz || !f->density || !f->id)
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu particles", path, n);
+    f->count = (int)n;
+    return PBF_OK;
+}
+
+/* The whole file in memory, NUL-terminated. */
+static pbf_status slurp(const char *path, char **out, size_t *size, pbf_error *err) {
+    *out = NULL;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(fp);
+        return fail(err, PBF_ERR_IO, "%s: not a regular file", path);
+    }
+    size_t n = (size_t)sb.st_size;
+    char *buf = malloc(n + 1);
+    if (!buf) {
+        fclose(fp);
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory reading %zu bytes", path, n);
+    }
+    size_t got = fread(buf, 1, n, fp);
+    int bad = ferror(fp);
+    fclose(fp);
+    if (bad || got != n) {
+        free(buf);
+        return fail(err, PBF_ERR_IO, "%s: read failed", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *size = n;
+    return PBF_OK;
+}
+
+static uint32_t le32(const unsigned char *b) {
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static uint64_t le64(const unsigned char *b) {
+    return (uint64_t)le32(b) | (uint64_t)le32(b + 4) << 32;
+}
+
+static float lef(const unsigned char *b) {
+    uint32_t u = le32(b);
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* The value of attribute `attr` in the XML element that contains `Name="name"`. */
+static int vtp_attr(const char *header, const char *name, const char *attr, unsigned long long *v) {
+    char key[96];
+    snprintf(key, sizeof key, "Name=\"%s\"", name);
+    const char *at = strstr(header, key);
+    if (!at) return 0;
+    const char *end = strchr(at, '>');
+    char a[64];
+    snprintf(a, sizeof a, "%s=\"", attr);
+    /* The attribute may sit before or after Name= inside the same element. */
+    const char *start = at;
+    while (start > header && *start != '<') --start;
+    const char *p = strstr(start, a);
+    if (!p || (end && p > end)) return 0;
+    char *stop = NULL;
+    *v = strtoull(p + strlen(a), &stop, 10);
+    return stop && *stop == '"';
+}
+
+static pbf_status read_vtp(const char *path, const char *buf, size_t size, pbfapp_frame_data *f,
+                           pbf_error *err) {
+    const char *marker = strstr(buf, "<AppendedData encoding=\"raw\">");
+    const char *points_at = strstr(buf, "NumberOfPoints=\"");
+    if (!marker || !points_at || points_at > marker)
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: not a VTK PolyData file with raw appended data as `pbf run` writes", path);
+    const char *us = strchr(marker, '_');
+    if (!us) return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: no appended data", path);
+    size_t base = (size_t)(us + 1 - buf);
+    size_t hlen = (size_t)(marker - buf);
+    char *header = malloc(hlen + 1);
+    if (!header) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    memcpy(header, buf, hlen);
+    header[hlen] = '\0';
+    unsigned long long n = strtoull(points_at + strlen("NumberOfPoints=\""), NULL, 10);
+    unsigned long long off[4];
+    static const char *const names[4] = {"Points", "velocity", "density", "id"};
+    static const int comps[4] = {3, 3, 1, 1};
+    int ok = strstr(header, "header_type=\"UInt64\"") != NULL &&
+             strstr(header, "byte_order=\"LittleEndian\"") != NULL && n <= 0x7fffffffULL;
+    for (int k = 0; ok && k < 4; ++k) ok = vtp_attr(header, names[k], "offset", &off[k]);
+    const char *tv = strstr(header, "Name=\"TimeValue\"");
+    double time = 0;
+    int has_time = 0;
+    if (tv && (tv = strchr(tv, '>')) != NULL) {
+        char *stop = NULL;
+        time = strtod(tv + 1, &stop);
+        has_time = stop != tv + 1 && isfinite(time);
+    }
+    free(header);
+    if (!ok)
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: not a .vtp file as `pbf run` writes (UInt64 headers, little endian, "
+                    "arrays Points, velocity, density, id)",
+                    path);
+    for (int k = 0; k < 4; ++k) {
+        uint64_t want = (uint64_t)n * 4u * (uint64_t)comps[k];
+        if (off[k] > size || base + off[k] + 8 + want > size ||
+            le64((const unsigned char *)buf + base + off[k]) != want)
+            return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                        "%s: array %s: the data is truncated or its size is not %llu x %d values",
+                        path, names[k], n, comps[k]);
+    }
+    pbf_status st = alloc_arrays(f, (size_t)n, path, err);
+    if (st != PBF_OK) return st;
+    const unsigned char *pts = (const unsigned char *)buf + base + off[0] + 8;
+    const unsigned char *vel = (const unsigned char *)buf + base + off[1] + 8;
+    const unsigned char *den = (const unsigned char *)buf + base + off[2] + 8;
+    const unsigned char *ids = (const unsigned char *)buf + base + off[3] + 8;
+    for (size_t i = 0; i < (size_t)n; ++i) {
+        f->x[i] = lef(pts + 12 * i);
+        f->y[i] = lef(pts + 12 * i + 4);
+        f->z[i] = lef(pts + 12 * i + 8);
+        f->vx[i] = lef(vel + 12 * i);
+        f->vy[i] = lef(vel + 12 * i + 4);
+        f->vz[i] = lef(vel + 12 * i + 8);
+        f->density[i] = lef(den + 4 * i);
+        f->id[i] = le32(ids + 4 * i);
+    }
+    f->time = time;
+    f->has_time = has_time;
+    return PBF_OK;
+}
+
+static pbf_status read_ply(const char *path, const char *buf, size_t size, pbfapp_frame_data *f,
+                           pbf_error *err) {
+    static const char *const expect = "property float x\nproperty float y\nproperty float z\n"
+                                      "property float vx\nproperty float vy\nproperty float vz\n"
+                                      "property float density\nproperty uint id\nend_header\n";
+    const char *end = strstr(buf, "end_header\n");
+    const char *vert = strstr(buf, "element vertex ");
+    const char *props = strstr(buf, "property float x\n");
+    if (strncmp(buf, "ply\nformat binary_little_endian 1.0\n", 36) != 0 || !end || !vert ||
+        !props || vert > end || strncmp(props, expect, strlen(expect)) != 0)
+        return fail(
+            err, PBF_ERR_INVALID_ARGUMENT,
+            "%s: not a binary little-endian PLY with x y z vx vy vz density id as `pbf run` "
+            "writes",
+            path);
+    unsigned long long n = strtoull(vert + strlen("element vertex "), NULL, 10);
+    size_t data = (size_t)(end - buf) + strlen("end_header\n");
+    if (n > 0x7fffffffULL || data + (size_t)n * 32 > size)
+        return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: truncated: %llu vertices need %llu bytes",
+                    path, n, (unsigned long long)(data + n * 32));
+    const char *tc = strstr(buf, " time ");
+    double time = 0;
+    int has_time = 0;
+    if (tc && tc < end) {
+        char *stop = NULL;
+        time = strtod(tc + 6, &stop);
+        has_time = stop != tc + 6 && isfinite(time);
+    }
+    pbf_status st = alloc_arrays(f, (size_t)n, path, err);
+    if (st != PBF_OK) return st;
+    const unsigned char *d = (const unsigned char *)buf + data;
+    for (size_t i = 0; i < (size_t)n; ++i, d += 32) {
+        f->x[i] = lef(d);
+        f->y[i] = lef(d + 4);
+        f->z[i] = lef(d + 8);
+        f->vx[i] = lef(d + 12);
+        f->vy[i] = lef(d + 16);
+        f->vz[i] = lef(d + 20);
+        f->density[i] = lef(d + 24);
+        f->id[i] = le32(d + 28);
+    }
+    f->time = time;
+    f->has_time = has_time;
+    return PBF_OK;
+}
+
+static pbf_status read_csv(const char *path, char *buf, pbfapp_frame_data *f, pbf_error *err) {
+    const char *head = "x,y,z,vx,vy,vz,density\n";
+    if (strncmp(buf, head, strlen(head)) != 0)
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: the first line is not the header x,y,z,vx,vy,vz,density", path);
+    char *p = buf + strlen(head);
+    size_t n = 0;
+    for (char *c = p; *c; ++c)
+        if (*c == '\n') ++n;
+    if (n > 0x7fffffffu) return fail(err, PBF_ERR_LIMIT, "%s: too many lines", path);
+    pbf_status st = alloc_arrays(f, n, path, err);
+    if (st != PBF_OK) return st;
+    for (size_t i = 0; i < n; ++i) {
+        float *dst[7] = {f->x + i,  f->y + i,  f->z + i,      f->vx + i,
+                         f->vy + i, f->vz + i, f->density + i};
+        for (int k = 0; k < 7; ++k) {
+            char *stop = NULL;
+            errno = 0;
+            *dst[k] = strtof(p, &stop);
+            char want = k < 6 ? ',' : '\n';
+            if (stop == p || *stop != want)
+                return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                            "%s: line %zu: expected 7 numbers separated by commas", path, i + 2);
+            p = stop + 1;
+        }
+        f->id[i] = (uint32_t)i;
+    }
+    f->time = 0;
+    f->has_time = 0;
+    return PBF_OK;
+}
+
+pbf_status pbfapp_read_frame(const char *path, pbfapp_frame_data *f, pbf_error *err) {
+    pbfapp_frame_data_free(f);
+    const char *dot = strrchr(path, '.');
+    if (!dot || (strcmp(dot, ".vtp") && strcmp(dot, ".ply") && strcmp(dot, ".csv")))
+        return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: unknown frame format (vtp, ply, csv)",
+                    path);
+    char *buf = NULL;
+    size_t size = 0;
+    pbf_status st = slurp(path, &buf, &size, err);
+    if (st != PBF_OK) return st;
+    if (strcmp(dot, ".vtp") == 0)
+        st = read_vtp(path, buf, size, f, err);
+    else if (strcmp(dot, ".ply") == 0)
+        st = read_ply(path, buf, size, f, err);
+    else
+        st = read_csv(path, buf, f, err);
+    free(buf);
+    if (st != PBF_OK) pbfapp_frame_data_free(f);
+    return st;
+}

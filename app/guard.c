@@ -1,0 +1,167 @@
+/* Instability guard with adaptive retries, and the stop signals of `pbf run`. */
+#define _XOPEN_SOURCE 700
+
+#include "guard.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void pbfapp_guard_init(pbfapp_guard *g, double density_limit, int adaptive) {
+    memset(g, 0, sizeof *g);
+    g->density_limit = density_limit;
+    g->adaptive = adaptive;
+}
+
+void pbfapp_guard_free(pbfapp_guard *g) {
+    if (!g) return;
+    free(g->buf);
+    free(g->ids);
+    g->buf = NULL;
+    g->ids = NULL;
+    g->cap = 0;
+}
+
+/* Copies the world's state into the guard (for a retry from the frame's start). */
+static pbf_status save_start(pbfapp_guard *g, const pbf_world *w, pbf_snapshot *out,
+                             pbf_error *err) {
+    pbf_snapshot s = pbf_world_snapshot(w);
+    size_t n = s.count > 0 ? (size_t)s.count : 0;
+    if (n > g->cap) {
+        float *b = realloc(g->buf, 7 * n * sizeof *b);
+        if (b) g->buf = b;
+        uint32_t *i = realloc(g->ids, n * sizeof *i);
+        if (i) g->ids = i;
+        if (!b || !i) {
+            if (err) {
+                err->status = PBF_ERR_OUT_OF_MEMORY;
+                snprintf(err->message, sizeof err->message,
+                         "out of memory copying %zu particles for --adaptive", n);
+            }
+            return PBF_ERR_OUT_OF_MEMORY;
+        }
+        g->cap = n;
+    }
+    const float *src[7] = {s.x, s.y, s.z, s.vx, s.vy, s.vz, s.density};
+    float *dst[7];
+    for (int k = 0; k < 7; ++k) {
+        dst[k] = g->buf + (size_t)k * n;
+        if (n) memcpy(dst[k], src[k], n * sizeof(float));
+    }
+    if (n) memcpy(g->ids, s.id, n * sizeof(uint32_t));
+    *out = s;
+    out->x = dst[0];
+    out->y = dst[1];
+    out->z = dst[2];
+    out->vx = dst[3];
+    out->vy = dst[4];
+    out->vz = dst[5];
+    out->density = dst[6];
+    out->id = g->ids;
+    return PBF_OK;
+}
+
+pbf_status pbfapp_guard_frame(pbfapp_guard *g, pbf_world *world, int frame, double fps,
+                              int substeps, pbfapp_progress *progress, pbfapp_frame_report *r,
+                              pbf_error *err) {
+    memset(r, 0, sizeof *r);
+    r->diag.ok = 1;
+    r->diag.index = -1;
+    r->factor = 1;
+    pbf_snapshot start;
+    memset(&start, 0, sizeof start);
+    if (g->adaptive) {
+        pbf_status st = save_start(g, world, &start, err);
+        if (st != PBF_OK) return st;
+    }
+    for (int factor = 1;; factor *= 2) {
+        int n = substeps * factor;
+        const float dt = (float)(1.0 / (fps * (double)n));
+        r->factor = factor;
+        r->substeps = n;
+        r->diag.ok = 1;
+        for (int s = 0; s < n; ++s) {
+            double t0 = pbfapp_now();
+            pbf_status st = pbf_world_step(world, dt, err);
+            r->step_seconds += pbfapp_now() - t0;
+            if (st != PBF_OK) return st;
+            ++r->steps;
+            pbf_diagnosis d = pbf_world_diagnose(world, g->density_limit);
+            if (!d.ok) {
+                r->diag = d;
+                r->step = pbf_world_stats(world).steps;
+                r->substep = s + 1;
+                break;
+            }
+        }
+        if (r->diag.ok) return PBF_OK;
+        if (!g->adaptive || factor * 2 > PBFAPP_ADAPTIVE_MAX_FACTOR) return PBF_OK;
+        char what[640];
+        pbfapp_guard_describe(g, r, frame, what, sizeof what);
+        if (progress) pbfapp_progress_finish(progress);
+        fprintf(stderr,
+                "pbf: %s\npbf: --adaptive: retrying frame %d from its start with %dx substeps "
+                "(%d steps of %.4g ms)\n",
+                what, frame, factor * 2, substeps * factor * 2,
+                1000.0 / (fps * (double)(substeps * factor * 2)));
+        fflush(stderr);
+        pbf_status st = pbf_world_restore(world, &start, err);
+        if (st != PBF_OK) return st;
+    }
+}
+
+void pbfapp_guard_describe(const pbfapp_guard *g, const pbfapp_frame_report *r, int frame,
+                           char *buf, size_t size) {
+    const pbf_diagnosis *d = &r->diag;
+    char where[200], who[200], what[220];
+    snprintf(where, sizeof where, "step %lld (frame %d, substep %d of %d%s)", (long long)r->step,
+             frame, r->substep, r->substeps, r->factor > 1 ? ", adaptive" : "");
+    if (d->index >= 0)
+        snprintf(who, sizeof who, "particle index %d (id %u) at (%.6g, %.6g, %.6g)", d->index,
+                 (unsigned)d->id, (double)d->position.x, (double)d->position.y,
+                 (double)d->position.z);
+    else
+        snprintf(who, sizeof who, "no particle identified");
+    const char *check = d->check ? d->check : "unknown";
+    if (strcmp(check, "density") == 0)
+        snprintf(what, sizeof what, "density error %.6g%% > guard_density_error %.6g%%", d->value,
+                 g->density_limit);
+    else if (strcmp(check, "escaped") == 0)
+        snprintf(what, sizeof what, "%.6g m outside the container", d->value);
+    else if (strcmp(check, "non-finite") == 0)
+        snprintf(what, sizeof what, "a non-finite position or velocity (value %g)", d->value);
+    else
+        snprintf(what, sizeof what, "value %g", d->value);
+    snprintf(buf, size, "unstable simulation at %s: check \"%s\" failed, stage %s%s%s: %s: %s",
+             where, check, d->stage ? "\"" : "", d->stage ? d->stage : "-",
+             d->stage ? "\"" : "", who, what);
+}
+
+/* ---- stop signals ------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_signal = 0;
+
+static void on_stop_signal(int sig) {
+    stop_signal = sig; /* async-signal-safe: one store */
+}
+
+void pbfapp_stop_install(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C stops at once */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    struct sigaction ign;
+    memset(&ign, 0, sizeof ign);
+    ign.sa_handler = SIG_IGN;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGXFSZ, &ign, NULL);
+}
+
+int pbfapp_stop_requested(void) {
+    return (int)stop_signal;
+}

@@ -1,0 +1,602 @@
+/* Headless software renderer and PNG writer (see render.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "render.h"
+
+#include <errno.h>
+#include <math.h>
+#include <png.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "font5x7.h"
+
+static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+        err->status = status;
+    }
+    return status;
+}
+
+pbf_status pbfapp_image_init(pbfapp_image *img, int width, int height, pbf_error *err) {
+    memset(img, 0, sizeof *img);
+    if (width < PBFAPP_IMAGE_MIN_SIZE || height < PBFAPP_IMAGE_MIN_SIZE ||
+        width > PBFAPP_IMAGE_MAX_SIZE || height > PBFAPP_IMAGE_MAX_SIZE)
+        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "image size %dx%d: width and height must be in [%d, %d]", width, height,
+                    PBFAPP_IMAGE_MIN_SIZE, PBFAPP_IMAGE_MAX_SIZE);
+    size_t n = (size_t)width * (size_t)height;
+    img->rgb = malloc(n * 3);
+    img->depth = malloc(n * sizeof *img->depth);
+    if (!img->rgb || !img->depth) {
+        pbfapp_image_free(img);
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory for a %dx%d image", width, height);
+    }
+    img->width = width;
+    img->height = height;
+    return PBF_OK;
+}
+
+void pbfapp_image_free(pbfapp_image *img) {
+    if (!img) return;
+    free(img->rgb);
+    free(img->depth);
+    memset(img, 0, sizeof *img);
+}
+
+float pbfapp_render_vmax(const pbf_world_def *def) {
+    double g =
+        sqrt((double)def->gravity.x * def->gravity.x + (double)def->gravity.y * def->gravity.y +
+             (double)def->gravity.z * def->gravity.z);
+    double h = (double)def->domain_max.y - (double)def->domain_min.y;
+    double v = sqrt(2.0 * g * (h > 0 ? h : 0));
+    return v > 1e-6 && isfinite(v) ? (float)v : 1.0f;
+}
+
+/* ---- camera ------------------------------------------------------------------------------- */
+
+typedef struct view {
+    float pos[3], f[3], s[3], u[3]; /* eye, forward, right, up (orthonormal) */
+    float focal;                    /* pixels per unit of x/d */
+    float cx, cy;                   /* image centre, pixels */
+} view;
+
+static float dot3(const float a[3], const float b[3]) {
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+static void normalize3(float v[3]) {
+    float n = sqrtf(dot3(v, v));
+    if (n > 0)
+        for (int k = 0; k < 3; ++k) v[k] /= n;
+}
+
+static void cross3(const float a[3], const float b[3], float o[3]) {
+    o[0] = a[1] * b[2] - a[2] * b[1];
+    o[1] = a[2] * b[0] - a[0] * b[2];
+    o[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* The same eye frame as pbf_camera_matrices (x right, y up, looking along f). */
+static void make_view(const pbf_camera *c, int width, int height, view *v) {
+    for (int k = 0; k < 3; ++k) {
+        v->pos[k] = c->position[k];
+        v->f[k] = c->target[k] - c->position[k];
+    }
+    normalize3(v->f);
+    cross3(v->f, c->up, v->s);
+    normalize3(v->s);
+    cross3(v->s, v->f, v->u);
+    float fov = c->fov_deg > 1 && c->fov_deg < 170 ? c->fov_deg : 45.0f;
+    v->focal = 0.5f * (float)height / tanf(0.5f * fov * 3.14159265f / 180.0f);
+    v->cx = 0.5f * (float)width;
+    v->cy = 0.5f * (float)height;
+}
+
+/* World point -> eye coordinates (x right, y up, d = distance along the view axis). */
+static void to_eye(const view *v, const float p[3], float *ex, float *ey, float *d) {
+    float q[3] = {p[0] - v->pos[0], p[1] - v->pos[1], p[2] - v->pos[2]};
+    *ex = dot3(q, v->s);
+    *ey = dot3(q, v->u);
+    *d = dot3(q, v->f);
+}
+
+#define NEAR_PLANE 1e-4f
+
+int pbfapp_render_project(const pbf_camera *camera, int width, int height, const float p[3],
+                          float *sx, float *sy, float *dist, float *focal) {
+    view v;
+    make_view(camera, width, height, &v);
+    float ex, ey, d;
+    to_eye(&v, p, &ex, &ey, &d);
+    *dist = d;
+    *focal = v.focal;
+    if (!(d > NEAR_PLANE)) return 0;
+    *sx = v.cx + v.focal * ex / d;
+    *sy = v.cy - v.focal * ey / d;
+    return 1;
+}
+
+/* ---- pixels ------------------------------------------------------------------------------- */
+
+static unsigned char to_u8(float v) {
+    if (!(v > 0)) return 0;
+    if (v >= 1) return 255;
+    return (unsigned char)(v * 255.0f + 0.5f);
+}
+
+static void put(pbfapp_image *img, int x, int y, const float rgb[3]) {
+    if (x < 0 || y < 0 || x >= img->width || y >= img->height) return;
+    unsigned char *p = img->rgb + ((size_t)y * (size_t)img->width + (size_t)x) * 3;
+    p[0] = to_u8(rgb[0]);
+    p[1] = to_u8(rgb[1]);
+    p[2] = to_u8(rgb[2]);
+}
+
+static const float bg_top[3] = {0.97f, 0.98f, 0.99f};
+static const float bg_bottom[3] = {0.74f, 0.78f, 0.84f};
+
+static void draw_background(pbfapp_image *img) {
+    const int w = img->width, h = img->height;
+    for (int y = 0; y < h; ++y) {
+        float t = h > 1 ? (float)y / (float)(h - 1) : 0;
+        unsigned char c[3];
+        for (int k = 0; k < 3; ++k) c[k] = to_u8(bg_top[k] + (bg_bottom[k] - bg_top[k]) * t);
+        unsigned char *row = img->rgb + (size_t)y * (size_t)w * 3;
+        float *drow = img->depth + (size_t)y * (size_t)w;
+        for (int x = 0; x < w; ++x) {
+            row[3 * x] = c[0];
+            row[3 * x + 1] = c[1];
+            row[3 * x + 2] = c[2];
+            drow[x] = INFINITY;
+        }
+    }
+}
+
+/* A "nice" tile size (1, 2 or 5 times a power of ten) giving about 16 tiles along `extent`. */
+static float tile_size(float extent) {
+    float raw = extent / 16.0f;
+    if (!(raw > 0)) return 1;
+    float p = powf(10.0f, floorf(log10f(raw)));
+    float m = raw / p;
+    return p * (m < 1.5f ? 1.0f : m < 3.5f ? 2.0f : 5.0f);
+}
+
+/* The floor y = domain_min.y inside the box: ray cast per pixel, rows split among threads. */
+static void draw_floor(pbfapp_image *img, const view *v, const pbfapp_render_input *in) {
+    const float *lo = in->domain_min, *hi = in->domain_max;
+    float ext = hi[0] - lo[0] > hi[2] - lo[2] ? hi[0] - lo[0] : hi[2] - lo[2];
+    const float tile = tile_size(ext);
+    const float ca[3] = {0.86f, 0.87f, 0.88f}, cb[3] = {0.78f, 0.80f, 0.82f};
+    const int w = img->width, h = img->height;
+    if (!(v->pos[1] > lo[1])) return; /* seen from below: no floor */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int y = 0; y < h; ++y) {
+        for (int x = 0; x < w; ++x) {
+            float a = ((float)x + 0.5f - v->cx) / v->focal;
+            float b = -((float)y + 0.5f - v->cy) / v->focal;
+            float dir[3];
+            for (int k = 0; k < 3; ++k) dir[k] = v->f[k] + a * v->s[k] + b * v->u[k];
+            if (!(dir[1] < 0)) continue;
+            float t = (lo[1] - v->pos[1]) / dir[1]; /* distance along the view axis */
+            if (!(t > NEAR_PLANE)) continue;
+            float hx = v->pos[0] + t * dir[0], hz = v->pos[2] + t * dir[2];
+            if (hx < lo[0] || hx > hi[0] || hz < lo[2] || hz > hi[2]) continue;
+            long ix = (long)floorf((hx - lo[0]) / tile), iz = (long)floorf((hz - lo[2]) / tile);
+            const float *c = ((ix + iz) & 1) ? cb : ca;
+            size_t idx = (size_t)y * (size_t)w + (size_t)x;
+            img->depth[idx] = t;
+            put(img, x, y, c);
+        }
+    }
+}
+
+/* ---- spheres ------------------------------------------------------------------------------ */
+
+typedef struct splat {
+    float sx, sy, rs, d; /* screen centre, screen radius (pixels), view distance */
+    float rgb[3];
+} splat;
+
+#define BAND_ROWS 16
+
+/* Band rows [y_lo, y_hi): first the nearest sphere surface of every pixel (depth test only,
+ * remembering which sphere won in `owner`), then one Blinn-Phong shading per covered pixel. */
+static void shade_band(pbfapp_image *img, int *owner, const splat *sp, const int *list, int n,
+                       int y_lo, int y_hi, float radius) {
+    const int w = img->width;
+    for (int k = 0; k < n; ++k) {
+        const splat *s = &sp[list[k]];
+        int y0 = (int)floorf(s->sy - s->rs), y1 = (int)ceilf(s->sy + s->rs);
+        int x0 = (int)floorf(s->sx - s->rs), x1 = (int)ceilf(s->sx + s->rs);
+        if (y0 < y_lo) y0 = y_lo;
+        if (y1 > y_hi - 1) y1 = y_hi - 1;
+        if (x0 < 0) x0 = 0;
+        if (x1 > w - 1) x1 = w - 1;
+        const float inv = 1.0f / s->rs;
+        for (int y = y0; y <= y1; ++y) {
+            float dy = ((float)y + 0.5f - s->sy) * inv;
+            float dy2 = dy * dy;
+            if (dy2 >= 1) continue;
+            float *drow = img->depth + (size_t)y * (size_t)w;
+            int *orow = owner + (size_t)y * (size_t)w;
+            for (int x = x0; x <= x1; ++x) {
+                float dx = ((float)x + 0.5f - s->sx) * inv;
+                float q = dx * dx + dy2;
+                if (q >= 1) continue;
+                float depth = s->d - radius * sqrtf(1.0f - q);
+                if (!(depth < drow[x])) continue;
+                drow[x] = depth;
+                orow[x] = list[k];
+            }
+        }
+    }
+    /* Light from the upper left, in front; the viewer along +z (eye space). */
+    float L[3] = {-0.35f, 0.55f, 0.75f};
+    normalize3(L);
+    float H[3] = {L[0], L[1], L[2] + 1.0f};
+    normalize3(H);
+    for (int y = y_lo; y < y_hi; ++y) {
+        const int *orow = owner + (size_t)y * (size_t)w;
+        unsigned char *row = img->rgb + (size_t)y * (size_t)w * 3;
+        for (int x = 0; x < w; ++x) {
+            if (orow[x] < 0) continue;
+            const splat *s = &sp[orow[x]];
+            const float inv = 1.0f / s->rs;
+            float dx = ((float)x + 0.5f - s->sx) * inv, dy = ((float)y + 0.5f - s->sy) * inv;
+            float q = dx * dx + dy * dy;
+            float nz = sqrtf(q < 1 ? 1.0f - q : 0.0f);
+            float nv[3] = {dx, -dy, nz};
+            float diff = dot3(nv, L);
+            if (diff < 0) diff = 0;
+            float nh = dot3(nv, H);
+            float spec = 0;
+            if (nh > 0) { /* nh^48 = nh^32 * nh^16 */
+                float p2 = nh * nh, p4 = p2 * p2, p8 = p4 * p4, p16 = p8 * p8;
+                spec = p16 * p16 * p16;
+            }
+            float lit = 0.30f + 0.70f * diff;
+            row[3 * x] = to_u8(s->rgb[0] * lit + 0.35f * spec);
+            row[3 * x + 1] = to_u8(s->rgb[1] * lit + 0.35f * spec);
+            row[3 * x + 2] = to_u8(s->rgb[2] * lit + 0.35f * spec);
+        }
+    }
+}
+
+static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_render_input *in,
+                               pbf_error *err) {
+    const int n = in->count, h = img->height, w = img->width;
+    if (n <= 0) return PBF_OK;
+    splat *sp = malloc((size_t)n * sizeof *sp);
+    const int nbands = (h + BAND_ROWS - 1) / BAND_ROWS;
+    int *start = calloc((size_t)nbands + 1, sizeof *start);
+    int *owner = malloc((size_t)w * (size_t)h * sizeof *owner);
+    if (!sp || !start || !owner) {
+        free(sp);
+        free(start);
+        free(owner);
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory rendering %d particles", n);
+    }
+    const float r = in->radius;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int k = 0; k < n; ++k) {
+        int i = in->order ? (int)in->order[k] : k;
+        float p[3] = {in->x[i], in->y[i], in->z[i]};
+        float ex, ey, d;
+        to_eye(v, p, &ex, &ey, &d);
+        splat *s = &sp[k];
+        s->rs = 0;
+        if (!(d - r > NEAR_PLANE) || !isfinite(ex) || !isfinite(ey)) continue;
+        s->d = d;
+        s->sx = v->cx + v->focal * ex / d;
+        s->sy = v->cy - v->focal * ey / d;
+        s->rs = v->focal * r / d;
+        if (s->sx + s->rs < 0 || s->sx - s->rs > (float)w || s->sy + s->rs < 0 ||
+            s->sy - s->rs > (float)h)
+            s->rs = 0;
+        float speed = 0;
+        if (in->vx && in->vy && in->vz)
+            speed = sqrtf(in->vx[i] * in->vx[i] + in->vy[i] * in->vy[i] + in->vz[i] * in->vz[i]);
+        float rho = in->density ? in->density[i] : in->rest_density;
+        float t = pbf_color_value(in->color, rho, speed, in->rest_density, in->vmax);
+        pbf_colormap(in->color, t, s->rgb);
+    }
+    /* Bands of rows: count, prefix sums, fill (in drawing order). */
+    for (int k = 0; k < n; ++k) {
+        if (!(sp[k].rs > 0)) continue;
+        int b0 = (int)floorf(sp[k].sy - sp[k].rs), b1 = (int)ceilf(sp[k].sy + sp[k].rs);
+        b0 = b0 < 0 ? 0 : b0 >= h ? nbands - 1 : b0 / BAND_ROWS;
+        b1 = b1 < 0 ? 0 : b1 >= h ? nbands - 1 : b1 / BAND_ROWS;
+        for (int b = b0; b <= b1; ++b) ++start[b + 1];
+    }
+    for (int b = 0; b < nbands; ++b) start[b + 1] += start[b];
+    int *list = malloc(((size_t)start[nbands] + 1) * sizeof *list);
+    int *fill = malloc((size_t)nbands * sizeof *fill);
+    if (!list || !fill) {
+        free(sp);
+        free(start);
+        free(owner);
+        free(list);
+        free(fill);
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory rendering %d particles", n);
+    }
+    memcpy(fill, start, (size_t)nbands * sizeof *fill);
+    for (int k = 0; k < n; ++k) {
+        if (!(sp[k].rs > 0)) continue;
+        int b0 = (int)floorf(sp[k].sy - sp[k].rs), b1 = (int)ceilf(sp[k].sy + sp[k].rs);
+        b0 = b0 < 0 ? 0 : b0 >= h ? nbands - 1 : b0 / BAND_ROWS;
+        b1 = b1 < 0 ? 0 : b1 >= h ? nbands - 1 : b1 / BAND_ROWS;
+        for (int b = b0; b <= b1; ++b) list[fill[b]++] = k;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1)
+#endif
+    for (int b = 0; b < nbands; ++b) {
+        int y_hi = (b + 1) * BAND_ROWS < h ? (b + 1) * BAND_ROWS : h;
+        for (size_t i = (size_t)b * BAND_ROWS * (size_t)w; i < (size_t)y_hi * (size_t)w; ++i)
+            owner[i] = -1;
+        shade_band(img, owner, sp, list + start[b], start[b + 1] - start[b], b * BAND_ROWS, y_hi,
+                   r);
+    }
+    free(owner);
+    free(sp);
+    free(start);
+    free(list);
+    free(fill);
+    return PBF_OK;
+}
+
+/* ---- lines -------------------------------------------------------------------------------- */
+
+/* A 3-D segment, clipped to the near plane, drawn with a square brush of `th` pixels; a pixel is
+ * drawn where the segment is not behind what the depth buffer holds (lines do not write depth). */
+static void draw_line3(pbfapp_image *img, const view *v, const float a[3], const float b[3], int th,
+                       const float rgb[3]) {
+    float ax, ay, ad, bx, by, bd;
+    to_eye(v, a, &ax, &ay, &ad);
+    to_eye(v, b, &bx, &by, &bd);
+    const float nearp = 1e-3f;
+    if (ad < nearp && bd < nearp) return;
+    if (ad < nearp || bd < nearp) {
+        float t = (nearp - ad) / (bd - ad);
+        float cx = ax + (bx - ax) * t, cy = ay + (by - ay) * t;
+        if (ad < nearp) {
+            ax = cx;
+            ay = cy;
+            ad = nearp;
+        } else {
+            bx = cx;
+            by = cy;
+            bd = nearp;
+        }
+    }
+    float x0 = v->cx + v->focal * ax / ad, y0 = v->cy - v->focal * ay / ad;
+    float x1 = v->cx + v->focal * bx / bd, y1 = v->cy - v->focal * by / bd;
+    float len = fabsf(x1 - x0) > fabsf(y1 - y0) ? fabsf(x1 - x0) : fabsf(y1 - y0);
+    if (!isfinite(len) || len > 1e5f) return;
+    int steps = (int)ceilf(len) + 1;
+    float ia = 1.0f / ad, ib = 1.0f / bd;
+    const int w = img->width, h = img->height;
+    for (int k = 0; k <= steps; ++k) {
+        float t = (float)k / (float)steps;
+        float px = x0 + (x1 - x0) * t, py = y0 + (y1 - y0) * t;
+        float depth = 1.0f / (ia + (ib - ia) * t);
+        int cx = (int)floorf(px - 0.5f * (float)(th - 1)),
+            cy = (int)floorf(py - 0.5f * (float)(th - 1));
+        for (int oy = 0; oy < th; ++oy)
+            for (int ox = 0; ox < th; ++ox) {
+                int x = cx + ox, y = cy + oy;
+                if (x < 0 || y < 0 || x >= w || y >= h) continue;
+                float zb = img->depth[(size_t)y * (size_t)w + (size_t)x];
+                if (depth <= zb * 1.002f + 1e-4f) put(img, x, y, rgb);
+            }
+    }
+}
+
+static void draw_box_edges(pbfapp_image *img, const view *v, const float lo[3], const float hi[3],
+                           int th, const float rgb[3]) {
+    for (int e = 0; e < 12; ++e) {
+        /* Edge e runs along axis e / 4; the other two axes take the corners of bits of e % 4. */
+        int axis = e / 4, bits = e % 4;
+        int o1 = (axis + 1) % 3, o2 = (axis + 2) % 3;
+        float a[3], b[3];
+        a[axis] = lo[axis];
+        b[axis] = hi[axis];
+        a[o1] = b[o1] = (bits & 1) ? hi[o1] : lo[o1];
+        a[o2] = b[o2] = (bits & 2) ? hi[o2] : lo[o2];
+        draw_line3(img, v, a, b, th, rgb);
+    }
+}
+
+/* ---- text --------------------------------------------------------------------------------- */
+
+static const pbfapp_glyph *find_glyph(char c) {
+    for (size_t i = 0; i < sizeof pbfapp_font5x7 / sizeof pbfapp_font5x7[0]; ++i)
+        if (pbfapp_font5x7[i].c == c) return &pbfapp_font5x7[i];
+    return NULL;
+}
+
+/* Text with its top-left corner at (x, y); each glyph cell is 6 x 8 font pixels of `scale`. */
+static void draw_text(pbfapp_image *img, int x, int y, int scale, const char *text,
+                      const float rgb[3]) {
+    for (const char *c = text; *c; ++c, x += 6 * scale) {
+        const pbfapp_glyph *g = find_glyph(*c);
+        if (!g) continue;
+        for (int r = 0; r < 7; ++r)
+            for (int col = 0; col < 5; ++col)
+                if (g->rows[r][col] == '#')
+                    for (int sy = 0; sy < scale; ++sy)
+                        for (int sx = 0; sx < scale; ++sx)
+                            put(img, x + col * scale + sx, y + r * scale + sy, rgb);
+    }
+}
+
+static int text_width(const char *text, int scale) {
+    int n = (int)strlen(text);
+    return n > 0 ? (6 * n - 1) * scale : 0;
+}
+
+static void fill_rect(pbfapp_image *img, int x0, int y0, int x1, int y1, const float rgb[3]) {
+    for (int y = y0; y < y1; ++y)
+        for (int x = x0; x < x1; ++x) put(img, x, y, rgb);
+}
+
+static void draw_legend(pbfapp_image *img, const pbfapp_render_input *in, int scale) {
+    static const float ink[3] = {0.10f, 0.11f, 0.14f};
+    char title[64], lo[32], hi[32];
+    switch (in->color) {
+    case PBF_COLOR_DENSITY:
+        snprintf(title, sizeof title, "density (kg/m3)");
+        snprintf(lo, sizeof lo, "%.0f", 0.9 * (double)in->rest_density);
+        snprintf(hi, sizeof hi, "%.0f", 1.1 * (double)in->rest_density);
+        break;
+    case PBF_COLOR_SPEED:
+        snprintf(title, sizeof title, "speed (m/s)");
+        snprintf(lo, sizeof lo, "0");
+        snprintf(hi, sizeof hi, "%.2f", (double)in->vmax);
+        break;
+    case PBF_COLOR_WATER:
+    default:
+        snprintf(title, sizeof title, "water: speed (m/s)");
+        snprintf(lo, sizeof lo, "0");
+        snprintf(hi, sizeof hi, "%.2f", (double)in->vmax);
+        break;
+    }
+    const int w = img->width, h = img->height, m = 8 * scale;
+    int bw = 100 * scale;
+    if (bw > w / 3) bw = w / 3;
+    const int bh = 8 * scale;
+    const int bx = w - m - bw;
+    const int by = h - m - 8 * scale - 3 * scale - bh;
+    draw_text(img, w - m - text_width(title, scale), by - 10 * scale, scale, title, ink);
+    fill_rect(img, bx - 1, by - 1, bx + bw + 1, by + bh + 1, ink);
+    for (int x = 0; x < bw; ++x) {
+        float rgb[3];
+        pbf_colormap(in->color, bw > 1 ? (float)x / (float)(bw - 1) : 0, rgb);
+        fill_rect(img, bx + x, by, bx + x + 1, by + bh, rgb);
+    }
+    draw_text(img, bx, by + bh + 3 * scale, scale, lo, ink);
+    draw_text(img, bx + bw - text_width(hi, scale), by + bh + 3 * scale, scale, hi, ink);
+}
+
+/* ---- the whole picture -------------------------------------------------------------------- */
+
+pbf_status pbfapp_render(const pbfapp_render_input *in, pbfapp_image *img, pbf_error *err) {
+    if (!in || !img || !img->rgb || !img->depth)
+        return fail(err, PBF_ERR_INVALID_ARGUMENT, "render: NULL argument");
+    if (in->count < 0 || (in->count > 0 && (!in->x || !in->y || !in->z)))
+        return fail(err, PBF_ERR_INVALID_ARGUMENT, "render: %d particles with NULL position arrays",
+                    in->count);
+    view v;
+    make_view(&in->camera, img->width, img->height, &v);
+    draw_background(img);
+    if (!(in->flags & PBFAPP_RENDER_NO_FLOOR)) draw_floor(img, &v, in);
+    pbf_status st = draw_spheres(img, &v, in, err);
+    if (st != PBF_OK) return st;
+    int scale = (img->height + 180) / 360;
+    if (scale < 1) scale = 1;
+    if (!(in->flags & PBFAPP_RENDER_NO_LINES)) {
+        const int th = img->height >= 540 ? 2 : 1;
+        static const float edge[3] = {0.22f, 0.24f, 0.28f};
+        static const float obstacle[3] = {0.85f, 0.40f, 0.10f};
+        draw_box_edges(img, &v, in->domain_min, in->domain_max, th, edge);
+        for (int b = 0; b < in->box_count; ++b)
+            draw_box_edges(img, &v, in->boxes[b].min, in->boxes[b].max, th, obstacle);
+    }
+    if (!(in->flags & PBFAPP_RENDER_NO_TEXT)) {
+        static const float ink[3] = {0.10f, 0.11f, 0.14f};
+        char line[160];
+        snprintf(line, sizeof line, "t = %.3f s", in->time);
+        draw_text(img, 8 * scale, 8 * scale, scale, line, ink);
+        if (in->title && in->title[0]) {
+            snprintf(line, sizeof line, "%.60s", in->title);
+            draw_text(img, 8 * scale, 8 * scale + 10 * scale, scale, line, ink);
+        }
+        draw_legend(img, in, scale);
+    }
+    return PBF_OK;
+}
+
+/* ---- PNG ---------------------------------------------------------------------------------- */
+
+typedef struct png_errbuf {
+    char message[256];
+} png_errbuf;
+
+static void png_error_fn(png_structp png, png_const_charp msg) {
+    png_errbuf *e = png_get_error_ptr(png);
+    if (e) snprintf(e->message, sizeof e->message, "%s", msg ? msg : "libpng error");
+    png_longjmp(png, 1);
+}
+
+static void png_warning_fn(png_structp png, png_const_charp msg) {
+    (void)png;
+    (void)msg;
+}
+
+pbf_status pbfapp_write_png(const char *path, const pbfapp_image *img, pbf_error *err) {
+    char tmp[4200];
+    int n = snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (n < 0 || (size_t)n >= sizeof tmp) return fail(err, PBF_ERR_IO, "%s: path too long", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    png_errbuf ebuf;
+    ebuf.message[0] = '\0';
+    png_structp png =
+        png_create_write_struct(PNG_LIBPNG_VER_STRING, &ebuf, png_error_fn, png_warning_fn);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!png || !info) {
+        png_destroy_write_struct(png ? &png : NULL, NULL);
+        fclose(f);
+        unlink(tmp);
+        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory for the PNG writer", path);
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        fclose(f);
+        unlink(tmp);
+        return fail(err, PBF_ERR_IO, "%s: PNG write failed: %s", tmp, ebuf.message);
+    }
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)img->width, (png_uint_32)img->height, 8,
+                 PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_set_compression_level(png, 3);
+    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
+    png_write_info(png, info);
+    for (int y = 0; y < img->height; ++y)
+        png_write_row(png, img->rgb + (size_t)y * (size_t)img->width * 3);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    int e = 0;
+    if (ferror(f) || fflush(f) != 0) e = errno ? errno : EIO;
+    if (!e && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS) e = errno;
+    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+    if (e) {
+        unlink(tmp);
+        return fail(err, PBF_ERR_IO, "%s: write failed: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        return fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
+    }
+    return PBF_OK;
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# End-to-end checks of the images and videos of `pbf` on scenes/quick.json:
+#   - `pbf run --render --frames 3 --size 320x180` writes frame_00000.png .. frame_00003.png
+#     (frame 0, the initial state, included: frames + 1 images), valid 320x180 PNGs, byte-identical
+#     across two runs;
+#   - `pbf render DIR` re-renders the written frames to the same bytes;
+#   - `pbf run --video FILE.mp4` writes no PNG and a video that ffprobe reads as h264, yuv420p,
+#     320x180, frames + 1 frames;
+#   - without ffmpeg on PATH, --video fails before simulating (exit 1, message names ffmpeg).
+#
+#   bash tests/run_render.sh PATH/TO/pbf
+set -uo pipefail
+
+if [[ $# -ne 1 ]]; then
+    echo "usage: run_render.sh PATH/TO/pbf" >&2
+    exit 2
+fi
+pbf="$1"
+if [[ "${pbf}" != /* ]]; then pbf="$(pwd)/${pbf}"; fi
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+scene="${here}/../scenes/quick.json"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/pbf_render.XXXXXX")"
+trap 'rm -rf "${tmp}"' EXIT
+failed=0
+passed=0
+frames=3
+
+check() { # check NAME CONDITION-EXIT-CODE
+    if [[ "$2" -eq 0 ]]; then
+        passed=$((passed + 1))
+        echo "ok   $1"
+    else
+        failed=$((failed + 1))
+        echo "FAIL $1"
+    fi
+}
+
+# PNG width and height from the IHDR chunk (bytes 16..23, big endian).
+png_size() {
+    od -An -tu1 -j16 -N8 "$1" | awk '{printf "%dx%d", $1*16777216+$2*65536+$3*256+$4, $5*16777216+$6*65536+$7*256+$8}'
+}
+
+for run in a b; do
+    rc=0
+    "${pbf}" run "${scene}" --out "${tmp}/${run}" --frames ${frames} --render --size 320x180 -q \
+        > "${tmp}/${run}.log" 2>&1 || rc=$?
+    check "run ${run}: --render exit 0 (got ${rc}: $(tail -n 2 "${tmp}/${run}.log"))" ${rc}
+done
+n=$(find "${tmp}/a" -name 'frame_*.png' | wc -l)
+[[ ${n} -eq $((frames + 1)) ]]
+check "--render: ${n} PNG files, expected $((frames + 1)) (frame 0 included)" $?
+same=0
+for f in "${tmp}"/a/frame_*.png; do
+    [[ "$(head -c 8 "${f}" | od -An -tx1 | tr -d ' \n')" == "89504e470d0a1a0a" ]] || same=1
+    [[ "$(png_size "${f}")" == "320x180" ]] || same=1
+    cmp -s "${f}" "${tmp}/b/$(basename "${f}")" || same=1
+done
+check "--render: PNG signature, 320x180, identical bytes across two runs" ${same}
+[[ -z "$(find "${tmp}/a" -name '*.tmp')" ]]
+check "--render: no .tmp file left" $?
+[[ -f "${tmp}/a/scene.json" ]]
+check "run writes scene.json for pbf render" $?
+
+rc=0
+"${pbf}" render "${tmp}/a" --out "${tmp}/c" --size 320x180 -q > "${tmp}/c.log" 2>&1 || rc=$?
+check "pbf render DIR: exit 0 (got ${rc}: $(tail -n 2 "${tmp}/c.log"))" ${rc}
+same=0
+for f in "${tmp}"/a/frame_*.png; do cmp -s "${f}" "${tmp}/c/$(basename "${f}")" || same=1; done
+check "pbf render DIR gives the same bytes as pbf run --render" ${same}
+
+if ! command -v ffprobe > /dev/null 2>&1; then
+    check "ffprobe on PATH (install ffmpeg: scripts/setup-debian.sh)" 1
+else
+    rc=0
+    "${pbf}" run "${scene}" --out "${tmp}/v" --frames ${frames} --size 320x180 \
+        --video "${tmp}/v/quick.mp4" -q > "${tmp}/v.log" 2>&1 || rc=$?
+    check "--video: exit 0 (got ${rc}: $(tail -n 3 "${tmp}/v.log"))" ${rc}
+    [[ -z "$(find "${tmp}/v" -name '*.png' -o -name '*.tmp*')" ]]
+    check "--video alone writes no PNG and leaves no temporary file" $?
+    probe="$(ffprobe -v error -count_frames -select_streams v:0 \
+        -show_entries stream=codec_name,nb_read_frames,pix_fmt,width,height \
+        -of default=noprint_wrappers=1 "${tmp}/v/quick.mp4" 2>&1)"
+    echo "     ffprobe: ${probe//$'\n'/ }"
+    [[ "${probe}" == *"codec_name=h264"* && "${probe}" == *"pix_fmt=yuv420p"* &&
+        "${probe}" == *"width=320"* && "${probe}" == *"height=180"* &&
+        "${probe}" == *"nb_read_frames=$((frames + 1))"* ]]
+    check "--video: h264, yuv420p, 320x180, $((frames + 1)) frames (frame 0 included)" $?
+
+    rc=0
+    "${pbf}" render "${tmp}/a" --video "${tmp}/r.mp4" --size 320x180 -q > "${tmp}/r.log" 2>&1 || rc=$?
+    n=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames \
+        -of csv=p=0 "${tmp}/r.mp4" 2> /dev/null)
+    [[ ${rc} -eq 0 && "${n}" == "$((frames + 1))" ]]
+    check "pbf render DIR --video: exit ${rc}, ${n} frames" $?
+fi
+
+# No ffmpeg: a clear error before any simulation (no frame written).
+rc=0
+PATH="${tmp}/empty-path" "${pbf}" run "${scene}" --out "${tmp}/nf" --frames 1 \
+    --video "${tmp}/nf.mp4" > "${tmp}/nf.log" 2>&1 || rc=$?
+[[ ${rc} -eq 1 && "$(cat "${tmp}/nf.log")" == *"ffmpeg was not found"* && ! -e "${tmp}/nf" ]]
+check "--video without ffmpeg: exit 1 (got ${rc}), names ffmpeg, nothing simulated" $?
+
+"${pbf}" render --help > "${tmp}/help.txt" 2>&1 &&
+    grep -q -- "--video" "${tmp}/help.txt" && grep -q -- "--color" "${tmp}/help.txt"
+check "pbf render --help" $?
+"${pbf}" run --help > "${tmp}/run_help.txt" 2>&1
+for key in --render --video --color --size camera; do
+    grep -q -- "${key}" "${tmp}/run_help.txt" || { echo "     run --help lacks ${key}"; false; }
+done
+check "pbf run --help lists --render --video --color --size camera" $?
+
+echo "run_render: ${passed} passed, ${failed} failed"
+[[ ${failed} -eq 0 ]]

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `pbf view` end to end: screenshots under Xvfb with Mesa's software rasteriser (llvmpipe), in
+# sphere and in screen-space fluid mode, checked by tests/viewer_png_check.py; and the error
+# paths (no display: exit 1 with a message; bad option: exit 2). Fails, never skips, when
+# xvfb-run or python3 is missing or pbf was built without the viewer.
+#
+# usage: run_viewer.sh PBF PYTHON3 SCENE WORKDIR
+set -u
+pbf=$1 py=$2 scene=$3 work=$4
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+failures=0
+fail() {
+    echo "viewer: FAIL: $*"
+    failures=$((failures + 1))
+}
+
+command -v xvfb-run >/dev/null ||
+    { echo "viewer: FAIL: xvfb-run not found: install xvfb and xauth (scripts/setup-debian.sh)"; exit 1; }
+[[ -n "${py}" && -x "${py}" ]] ||
+    { echo "viewer: FAIL: no python3 (\"${py}\"): run scripts/setup-debian.sh"; exit 1; }
+if "${pbf}" view --help 2>&1 | grep -q "built without the viewer"; then
+    echo "viewer: FAIL: pbf was built without the viewer: install libglfw3-dev and libepoxy-dev" \
+        "(scripts/setup-debian.sh) and rebuild"
+    exit 1
+fi
+rm -rf "${work}" && mkdir -p "${work}" || exit 1
+export LIBGL_ALWAYS_SOFTWARE=1
+
+# No display: a clear message and exit status 1, not a crash.
+out=$(env -u DISPLAY -u WAYLAND_DISPLAY "${pbf}" view "${scene}" --frames 1 2>&1)
+rc=$?
+[[ ${rc} -eq 1 ]] || fail "without a display: exit status ${rc}, expected 1; output: ${out}"
+grep -q "cannot open a window" <<<"${out}" || fail "without a display: no clear message: ${out}"
+
+# A bad option: usage error, exit status 2, before any window is opened.
+out=$("${pbf}" view "${scene}" --color purple 2>&1)
+rc=$?
+[[ ${rc} -eq 2 ]] || fail "--color purple: exit status ${rc}, expected 2; output: ${out}"
+
+# Screenshots after 10 frames at 320x240: spheres, then the fluid surface.
+for mode in spheres fluid; do
+    png="${work}/shot_${mode}.png"
+    extra=()
+    [[ ${mode} == fluid ]] && extra=(--fluid)
+    echo "viewer: ${mode}: pbf view ${scene} --screenshot ${png} --frames 10 --size 320x240 ${extra[*]}"
+    xvfb-run -a -s "-screen 0 1280x720x24" \
+        "${pbf}" view "${scene}" --screenshot "${png}" --frames 10 --size 320x240 "${extra[@]}"
+    rc=$?
+    if [[ ${rc} -ne 0 ]]; then
+        fail "${mode}: pbf view exited with status ${rc}"
+    elif [[ ! -s "${png}" ]]; then
+        fail "${mode}: no screenshot written"
+    else
+        "${py}" "${here}/viewer_png_check.py" "${png}" 320 240 || fail "${mode}: ${png}"
+    fi
+done
+
+if [[ ${failures} -ne 0 ]]; then
+    echo "viewer: ${failures} check(s) failed"
+    exit 1
+fi
+echo "viewer: all checks passed"

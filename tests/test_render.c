@@ -1,0 +1,411 @@
+/*
+ * The headless renderer (app/render.c) on tiny synthetic inputs, and its helpers: colour ramps,
+ * the default camera, PNG files read back with libpng, the frame readers of `pbf render` and the
+ * scene.json that `pbf run` writes for it.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "test.h"
+
+#include <png.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "camera.h"
+#include "colormap.h"
+#include "frame_read.h"
+#include "output.h"
+#include "render.h"
+#include "scene.h"
+
+enum { W = 160, H = 120 };
+
+/* A camera on the +z axis looking at the origin: x right, y up. */
+static pbf_camera front_camera(void) {
+    pbf_camera c = {{0, 0, 5}, {0, 0, 0}, {0, 1, 0}, 30};
+    return c;
+}
+
+static pbfapp_render_input plain_input(int n, const float *x, const float *y, const float *z,
+                                       float radius) {
+    pbfapp_render_input in;
+    memset(&in, 0, sizeof in);
+    in.count = n;
+    in.x = x;
+    in.y = y;
+    in.z = z;
+    in.radius = radius;
+    for (int a = 0; a < 3; ++a) {
+        in.domain_min[a] = -1;
+        in.domain_max[a] = 1;
+    }
+    in.color = PBF_COLOR_WATER;
+    in.rest_density = 1000;
+    in.vmax = 1;
+    in.camera = front_camera();
+    in.flags = PBFAPP_RENDER_NO_FLOOR | PBFAPP_RENDER_NO_LINES | PBFAPP_RENDER_NO_TEXT;
+    return in;
+}
+
+static void test_colormap(void) {
+    ENSURE_EQ_INT(pbf_color_field_from_name("water"), PBF_COLOR_WATER);
+    ENSURE_EQ_INT(pbf_color_field_from_name("density"), PBF_COLOR_DENSITY);
+    ENSURE_EQ_INT(pbf_color_field_from_name("speed"), PBF_COLOR_SPEED);
+    ENSURE_EQ_INT(pbf_color_field_from_name("Speed"), -1);
+    ENSURE_EQ_INT(pbf_color_field_from_name(""), -1);
+    for (int f = 0; f < 3; ++f)
+        ENSURE_EQ_INT(pbf_color_field_from_name(pbf_color_field_name((pbf_color_field)f)), f);
+    float a[3], b[3];
+    for (int f = 0; f < 3; ++f) {
+        /* clamped: below 0 is 0, above 1 is 1; every component in [0, 1] */
+        pbf_colormap((pbf_color_field)f, -3.0f, a);
+        pbf_colormap((pbf_color_field)f, 0.0f, b);
+        ENSURE(memcmp(a, b, sizeof a) == 0);
+        pbf_colormap((pbf_color_field)f, 7.0f, a);
+        pbf_colormap((pbf_color_field)f, 1.0f, b);
+        ENSURE(memcmp(a, b, sizeof a) == 0);
+        for (int k = 0; k <= 20; ++k) {
+            pbf_colormap((pbf_color_field)f, (float)k / 20.0f, a);
+            for (int c = 0; c < 3; ++c) ENSURE(a[c] >= 0.0f && a[c] <= 1.0f);
+        }
+    }
+    /* water: deep blue at 0, lighter at 1 */
+    pbf_colormap(PBF_COLOR_WATER, 0, a);
+    pbf_colormap(PBF_COLOR_WATER, 1, b);
+    ENSURE(a[2] > a[0] && a[2] > a[1]);
+    ENSURE(b[0] + b[1] + b[2] > a[0] + a[1] + a[2] + 1.0f);
+    /* normalisation */
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 1000, 0, 1000, 1), 0.5, 1e-6);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 900, 0, 1000, 1), 0.0, 1e-6);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 1100, 0, 1000, 1), 1.0, 1e-6);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 5000, 0, 1000, 1), 1.0, 0);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_SPEED, 0, 1.5f, 1000, 3), 0.5, 1e-6);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_SPEED, 0, 9.0f, 1000, 3), 1.0, 0);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_WATER, 0, 0.75f, 1000, 3), 0.25, 1e-6);
+}
+
+static void test_camera(void) {
+    const float boxes[3][2][3] = {{{0, 0, 0}, {1.6f, 0.8f, 0.6f}},
+                                  {{-1, -1, -1}, {1, 1, 1}},
+                                  {{0, 0, 0}, {0.1f, 2.0f, 0.1f}}};
+    const float aspects[3] = {16.0f / 9.0f, 1.0f, 0.5f};
+    for (int b = 0; b < 3; ++b)
+        for (int a = 0; a < 3; ++a) {
+            const float *lo = boxes[b][0], *hi = boxes[b][1];
+            pbf_camera c = pbf_camera_default(lo, hi, aspects[a]);
+            /* from the front-right-above */
+            ENSURE(c.position[2] > hi[2] && c.position[1] > hi[1] &&
+                   c.position[0] > 0.5f * (lo[0] + hi[0]));
+            float view[16], proj[16];
+            pbf_camera_matrices(&c, aspects[a], 0.01f, 100.0f, view, proj);
+            int touches = 0;
+            for (int k = 0; k < 8; ++k) {
+                float p[4] = {(k & 1) ? hi[0] : lo[0], (k & 2) ? hi[1] : lo[1],
+                              (k & 4) ? hi[2] : lo[2], 1};
+                float e[4] = {0}, clip[4] = {0};
+                for (int r = 0; r < 4; ++r)
+                    for (int cc = 0; cc < 4; ++cc) e[r] += view[cc * 4 + r] * p[cc];
+                for (int r = 0; r < 4; ++r)
+                    for (int cc = 0; cc < 4; ++cc) clip[r] += proj[cc * 4 + r] * e[cc];
+                ENSURE(clip[3] > 0);
+                float nx = clip[0] / clip[3], ny = clip[1] / clip[3], nz = clip[2] / clip[3];
+                ENSURE(fabsf(nx) <= 1.0f && fabsf(ny) <= 1.0f && nz > -1.0f && nz < 1.0f);
+                if (fabsf(nx) > 0.8f || fabsf(ny) > 0.8f) touches = 1;
+            }
+            ENSURE(touches); /* framed well: not a speck in the middle */
+            /* the target projects to the image centre */
+            int W2 = (int)(aspects[a] * 100), H2 = 100;
+            float sx, sy, d, f;
+            ENSURE(pbfapp_render_project(&c, W2, H2, c.target, &sx, &sy, &d, &f));
+            ENSURE_NEAR(sx, 0.5 * W2, 1e-3);
+            ENSURE_NEAR(sy, 0.5 * H2, 1e-3);
+        }
+}
+
+/* Colour of pixel (x, y). */
+static const unsigned char *px(const pbfapp_image *img, int x, int y) {
+    return img->rgb + ((size_t)y * (size_t)img->width + (size_t)x) * 3;
+}
+
+static void test_spheres_where_projected(void) {
+    const float x[3] = {-0.6f, 0.3f, 0.5f}, y[3] = {0.2f, -0.3f, 0.4f}, z[3] = {0, 0.5f, -0.8f};
+    const float r = 0.22f;
+    pbfapp_image img, bg;
+    ENSURE(pbfapp_image_init(&img, W, H, NULL) == PBF_OK);
+    ENSURE(pbfapp_image_init(&bg, W, H, NULL) == PBF_OK);
+    pbfapp_render_input in = plain_input(3, x, y, z, r);
+    ENSURE(pbfapp_render(&in, &img, NULL) == PBF_OK);
+    pbfapp_render_input empty = plain_input(0, x, y, z, r);
+    ENSURE(pbfapp_render(&empty, &bg, NULL) == PBF_OK);
+    /* The background is a vertical gradient: rows differ, columns do not. */
+    ENSURE(memcmp(px(&bg, 0, 0), px(&bg, 0, H - 1), 3) != 0);
+    ENSURE(memcmp(px(&bg, 0, 7), px(&bg, W - 1, 7), 3) == 0);
+    float sx[3], sy[3], rs[3];
+    for (int i = 0; i < 3; ++i) {
+        float p[3] = {x[i], y[i], z[i]}, d, f;
+        ENSURE(pbfapp_render_project(&in.camera, W, H, p, &sx[i], &sy[i], &d, &f));
+        rs[i] = r * f / d;
+        ENSURE(rs[i] > 3);
+    }
+    int inside = 0, outside = 0;
+    for (int j = 0; j < H; ++j)
+        for (int i = 0; i < W; ++i) {
+            float qmin = 1e30f;
+            for (int k = 0; k < 3; ++k) {
+                float dx = ((float)i + 0.5f - sx[k]) / rs[k],
+                      dy = ((float)j + 0.5f - sy[k]) / rs[k];
+                float q = dx * dx + dy * dy;
+                if (q < qmin) qmin = q;
+            }
+            const unsigned char *a = px(&img, i, j), *b = px(&bg, i, j);
+            if (qmin < 0.9f) {
+                ++inside;
+                /* water: blue dominates */
+                if (!(memcmp(a, b, 3) != 0 && a[2] > a[0] && a[2] > a[1]))
+                    test_fail_(__FILE__, __LINE__, "pixel (%d, %d) inside a disc is %d,%d,%d", i, j,
+                               a[0], a[1], a[2]);
+                ENSURE(isfinite(img.depth[(size_t)j * W + (size_t)i]));
+            } else if (qmin > 1.1f) {
+                ++outside;
+                if (memcmp(a, b, 3) != 0)
+                    test_fail_(__FILE__, __LINE__,
+                               "pixel (%d, %d) outside every disc is not "
+                               "background",
+                               i, j);
+                ENSURE(isinf(img.depth[(size_t)j * W + (size_t)i]));
+            }
+        }
+    ENSURE(inside > 300 && outside > 10000);
+    pbfapp_image_free(&img);
+    pbfapp_image_free(&bg);
+}
+
+static void test_near_hides_far(void) {
+    /* Two overlapping spheres, the near one (z = 0.5) dense (yellow on viridis), the far one
+     * (z = -0.5) light (purple); in either drawing order the near one covers the overlap. */
+    const float x[2] = {0.0f, 0.15f}, y[2] = {0.0f, 0.0f}, z[2] = {0.5f, -0.5f};
+    const float rho[2] = {1100, 900};
+    pbfapp_image a, b;
+    ENSURE(pbfapp_image_init(&a, W, H, NULL) == PBF_OK);
+    ENSURE(pbfapp_image_init(&b, W, H, NULL) == PBF_OK);
+    pbfapp_render_input in = plain_input(2, x, y, z, 0.3f);
+    in.density = rho;
+    in.color = PBF_COLOR_DENSITY;
+    ENSURE(pbfapp_render(&in, &a, NULL) == PBF_OK);
+    const uint32_t reversed[2] = {1, 0};
+    in.order = reversed;
+    ENSURE(pbfapp_render(&in, &b, NULL) == PBF_OK);
+    ENSURE(memcmp(a.rgb, b.rgb, (size_t)W * H * 3) == 0);
+    float sx, sy, d, f;
+    float near_c[3] = {x[0], y[0], z[0]}, far_c[3] = {x[1], y[1], z[1]};
+    ENSURE(pbfapp_render_project(&in.camera, W, H, near_c, &sx, &sy, &d, &f));
+    /* the near sphere's centre: yellow (red and green high, blue low) */
+    const unsigned char *c = px(&a, (int)sx, (int)sy);
+    ENSURE(c[0] > 150 && c[1] > 150 && c[2] < 100);
+    /* a point of the far sphere outside the near disc: purple (blue above green) */
+    float fsx, fsy;
+    ENSURE(pbfapp_render_project(&in.camera, W, H, far_c, &fsx, &fsy, &d, &f));
+    float rs_far = 0.3f * f / d;
+    c = px(&a, (int)(fsx + 0.8f * rs_far), (int)fsy);
+    ENSURE(c[2] > c[1]);
+    pbfapp_image_free(&a);
+    pbfapp_image_free(&b);
+}
+
+/* A small cloud with floor, lines, text and legend: the same bytes every time, any threads. */
+static void test_deterministic(void) {
+    enum { N = 500 };
+    static float x[N], y[N], z[N], vx[N], vy[N], vz[N], rho[N];
+    uint32_t state = 12345u;
+    for (int i = 0; i < N; ++i) {
+        float u[7];
+        for (int k = 0; k < 7; ++k) {
+            state = state * 1664525u + 1013904223u;
+            u[k] = (float)(state >> 8) / 16777216.0f;
+        }
+        x[i] = u[0] * 1.6f;
+        y[i] = u[1] * 0.5f;
+        z[i] = u[2] * 0.6f;
+        vx[i] = u[3] - 0.5f;
+        vy[i] = u[4] - 0.5f;
+        vz[i] = u[5] - 0.5f;
+        rho[i] = 950 + 100 * u[6];
+    }
+    pbfapp_render_box box = {{0.6f, 0, 0.2f}, {0.8f, 0.2f, 0.4f}};
+    pbfapp_render_input in = plain_input(N, x, y, z, 0.02f);
+    in.vx = vx;
+    in.vy = vy;
+    in.vz = vz;
+    in.density = rho;
+    in.flags = 0;
+    in.domain_min[0] = in.domain_min[1] = in.domain_min[2] = 0;
+    in.domain_max[0] = 1.6f;
+    in.domain_max[1] = 0.8f;
+    in.domain_max[2] = 0.6f;
+    in.boxes = &box;
+    in.box_count = 1;
+    in.time = 0.25;
+    in.title = "test";
+    in.camera = pbf_camera_default(in.domain_min, in.domain_max, 320.0f / 180.0f);
+    for (int f = 0; f < 3; ++f) {
+        in.color = (pbf_color_field)f;
+        pbfapp_image a, b;
+        ENSURE(pbfapp_image_init(&a, 320, 180, NULL) == PBF_OK);
+        ENSURE(pbfapp_image_init(&b, 320, 180, NULL) == PBF_OK);
+#ifdef _OPENMP
+        omp_set_num_threads(1);
+#endif
+        ENSURE(pbfapp_render(&in, &a, NULL) == PBF_OK);
+#ifdef _OPENMP
+        omp_set_num_threads(3);
+#endif
+        ENSURE(pbfapp_render(&in, &b, NULL) == PBF_OK);
+        ENSURE(memcmp(a.rgb, b.rgb, 320 * 180 * 3) == 0);
+        /* not empty: many pixels differ from the background alone */
+        pbfapp_render_input none = in;
+        none.count = 0;
+        none.flags = PBFAPP_RENDER_NO_FLOOR | PBFAPP_RENDER_NO_LINES | PBFAPP_RENDER_NO_TEXT;
+        ENSURE(pbfapp_render(&none, &b, NULL) == PBF_OK);
+        int differ = 0;
+        for (int i = 0; i < 320 * 180; ++i)
+            if (memcmp(a.rgb + 3 * i, b.rgb + 3 * i, 3) != 0) ++differ;
+        ENSURE(differ > 320 * 180 / 10);
+        pbfapp_image_free(&a);
+        pbfapp_image_free(&b);
+    }
+}
+
+static void test_png_roundtrip(void) {
+    pbfapp_image img;
+    ENSURE(pbfapp_image_init(&img, 37, 21, NULL) == PBF_OK);
+    for (int i = 0; i < 37 * 21 * 3; ++i) img.rgb[i] = (unsigned char)(i * 7 + 3);
+    char path[] = "test_render_png_XXXXXX";
+    int fd = mkstemp(path);
+    ENSURE(fd >= 0);
+    close(fd);
+    pbf_error err;
+    ENSURE(pbfapp_write_png(path, &img, &err) == PBF_OK);
+    png_image pi;
+    memset(&pi, 0, sizeof pi);
+    pi.version = PNG_IMAGE_VERSION;
+    ENSURE(png_image_begin_read_from_file(&pi, path));
+    ENSURE_EQ_INT((int)pi.width, 37);
+    ENSURE_EQ_INT((int)pi.height, 21);
+    pi.format = PNG_FORMAT_RGB;
+    unsigned char back[37 * 21 * 3];
+    ENSURE(png_image_finish_read(&pi, NULL, back, 0, NULL));
+    ENSURE(memcmp(back, img.rgb, sizeof back) == 0);
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    ENSURE(access(tmp, F_OK) != 0); /* renamed, nothing left behind */
+    unlink(path);
+    /* an unwritable place: an error naming the file, no crash */
+    ENSURE(pbfapp_write_png("/proc/no/such/dir/x.png", &img, &err) == PBF_ERR_IO);
+    ENSURE(strstr(err.message, "/proc/no/such/dir/x.png") != NULL);
+    pbfapp_image_free(&img);
+    ENSURE(pbfapp_image_init(&img, 8, 100, &err) == PBF_ERR_INVALID_ARGUMENT);
+}
+
+/* The readers of `pbf render` give back exactly what the writers of `pbf run` wrote. */
+static void test_frame_readers(void) {
+    enum { N = 29 };
+    float x[N], y[N], z[N], vx[N], vy[N], vz[N], rho[N];
+    uint32_t id[N], order[N];
+    for (int i = 0; i < N; ++i) {
+        id[i] = (uint32_t)((i * 7 + 3) % N);
+        x[i] = 0.1f * (float)id[i] + 1.0f / 3.0f;
+        y[i] = -0.2f * (float)id[i];
+        z[i] = 0.3f;
+        vx[i] = 1e-3f * (float)i;
+        vy[i] = -2.5f;
+        vz[i] = 3.0f / 7.0f;
+        rho[i] = 1000.0f + (float)i / 9.0f;
+    }
+    pbf_particles p = {N, x, y, z, vx, vy, vz, rho, id};
+    ENSURE(pbfapp_id_order(&p, order, NULL) == PBF_OK);
+    const char *exts[3] = {"vtp", "ply", "csv"};
+    for (int e = 0; e < 3; ++e) {
+        char path[64];
+        snprintf(path, sizeof path, "test_render_frame.%s", exts[e]);
+        pbf_error err;
+        pbf_status st = e == 0   ? pbfapp_write_vtp(path, &p, order, 0.125, &err)
+                        : e == 1 ? pbfapp_write_ply(path, &p, order, 0.125, &err)
+                                 : pbfapp_write_csv(path, &p, order, &err);
+        ENSURE(st == PBF_OK);
+        pbfapp_frame_data f;
+        memset(&f, 0, sizeof f);
+        ENSURE(pbfapp_read_frame(path, &f, &err) == PBF_OK);
+        ENSURE_EQ_INT(f.count, N);
+        ENSURE_EQ_INT(f.has_time, e < 2);
+        if (e < 2) ENSURE(f.time == 0.125);
+        for (int k = 0; k < N; ++k) {
+            uint32_t i = order[k];
+            ENSURE(f.x[k] == x[i] && f.y[k] == y[i] && f.z[k] == z[i]);
+            ENSURE(f.vx[k] == vx[i] && f.vy[k] == vy[i] && f.vz[k] == vz[i]);
+            ENSURE(f.density[k] == rho[i]);
+            ENSURE_EQ_INT((int)f.id[k], k);
+        }
+        pbfapp_frame_data_free(&f);
+        unlink(path);
+    }
+    pbfapp_frame_data f;
+    memset(&f, 0, sizeof f);
+    pbf_error err;
+    ENSURE(pbfapp_read_frame("no_such_frame.vtp", &f, &err) == PBF_ERR_IO);
+    ENSURE(strstr(err.message, "no_such_frame.vtp") != NULL);
+}
+
+/* scene.json written by `pbf run` loads back to the same scene. */
+static void test_scene_write_roundtrip(void) {
+    const char *text =
+        "{\"name\": \"round \\\"trip\\\"\", \"domain_max\": [1.6, 0.8, 0.6], "
+        "\"particle_radius\": 0.0075, \"frames\": 7, \"fps\": 30, \"xsph_viscosity\": 0.0123,"
+        "\"camera\": {\"position\": [2, 1.5, 3], \"target\": [0.8, 0.2, 0.3], \"fov\": 33.3},"
+        "\"obstacles\": [{\"min\": [0.7, 0, 0.2], \"max\": [0.9, 0.1, 0.4]}],"
+        "\"moving_walls\": [{\"min\": [1.4, 0, 0], \"max\": [1.45, 0.8, 0.6], \"motion\": "
+        "{\"type\": \"oscillate\", \"direction\": [-1, 0, 0], \"amplitude\": 0.1, \"period\": 1.7,"
+        " \"phase\": 0.3}}],"
+        "\"fluid\": [{\"min\": [0, 0, 0], \"max\": [0.3, 0.3, 0.3], \"velocity\": [0.1, 0, 0]}]}";
+    pbfapp_scene a, b;
+    pbf_error err;
+    pbf_status st = pbfapp_scene_parse("mem.json", text, strlen(text), NULL, 0, &a, &err);
+    if (st != PBF_OK) test_fail_(__FILE__, __LINE__, "%s", err.message);
+    ENSURE(st == PBF_OK);
+    ENSURE(a.has_camera);
+    ENSURE_NEAR(a.camera.fov_deg, 33.3, 1e-5);
+    ENSURE(a.camera.up[1] == 1.0f && a.camera.up[0] == 0.0f);
+    const char *path = "test_render_scene.json";
+    ENSURE(pbfapp_scene_write(&a, path, &err) == PBF_OK);
+    st = pbfapp_scene_load(path, NULL, 0, &b, &err);
+    if (st != PBF_OK) test_fail_(__FILE__, __LINE__, "%s", err.message);
+    ENSURE(st == PBF_OK);
+    ENSURE(strcmp(a.name, b.name) == 0);
+    ENSURE(memcmp(&a.def, &b.def, sizeof a.def) == 0);
+    ENSURE(memcmp(&a.run, &b.run, sizeof a.run) == 0);
+    ENSURE(memcmp(&a.camera, &b.camera, sizeof a.camera) == 0 && b.has_camera);
+    ENSURE_EQ_INT(b.box_count, 2);
+    ENSURE_EQ_INT(b.obstacle_count, 1);
+    ENSURE(memcmp(a.boxes, b.boxes, 2 * sizeof *a.boxes) == 0);
+    ENSURE_EQ_INT(b.block_count, 1);
+    ENSURE(memcmp(a.blocks, b.blocks, sizeof *a.blocks) == 0);
+    unlink(path);
+    pbfapp_scene_free(&a);
+    pbfapp_scene_free(&b);
+}
+
+int main(int argc, char **argv) {
+    test_begin(argc, argv);
+    RUN_SUBTEST(test_colormap);
+    RUN_SUBTEST(test_camera);
+    RUN_SUBTEST(test_spheres_where_projected);
+    RUN_SUBTEST(test_near_hides_far);
+    RUN_SUBTEST(test_deterministic);
+    RUN_SUBTEST(test_png_roundtrip);
+    RUN_SUBTEST(test_frame_readers);
+    RUN_SUBTEST(test_scene_write_roundtrip);
+    return test_end();
+}
