@@ -30,7 +30,8 @@ static const pbf_param_info world_params[] = {
     {"relaxation", PBF_PARAM_FLOAT, "1", 0.01, {0}, 0, 100, 0, NULL, F(relaxation),
      "constraint force mixing epsilon (eq. 11), relative to sum|grad C|^2 of a rest particle"},
     {"constraint", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, constraint_names, F(constraint),
-     "unilateral: only compression is corrected; bilateral: C_i = 0 as in the paper"},
+     "unilateral: only compression is corrected; bilateral: C_i = 0 as in the paper "
+     "(needs relaxation ~1, the paper's large epsilon, to stay stable)"},
     {"scorr_k", PBF_PARAM_FLOAT, "1", 0.1, {0}, 0, 10, 0, NULL, F(scorr_k),
      "tensile correction strength k (eq. 13), relative to a rest particle's lambda scale"},
     {"scorr_n", PBF_PARAM_INT, "1", 4, {0}, 1, 16, 0, NULL, F(scorr_n),

@@ -108,6 +108,28 @@ static void test_resting_column(void) {
     pbf_world_destroy(w);
 }
 
+/* The paper's bilateral constraint with its large relaxation epsilon also holds a column. */
+static void test_bilateral_column(void) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = 0.0125f;
+    def.domain_max = (pbf_vec3){0.3f, 0.8f, 0.3f};
+    def.constraint = PBF_CONSTRAINT_BILATERAL;
+    def.relaxation = 1.0f;
+    pbf_world *w = make(&def);
+    ENSURE(w);
+    ENSURE(add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.3f, 0.5f, 0.3f}, (pbf_vec3){0, 0, 0}));
+    for (int s = 0; s < 240; ++s) ENSURE(pbf_world_step(w, 1.0f / 240.0f, NULL) == PBF_OK);
+    pbf_stats st = pbf_world_stats(w);
+    printf("  bilateral column: density error avg %.3f %% max %.3f %%, max speed %.4f m/s\n",
+           st.density_error_avg, st.density_error_max, st.max_speed);
+    ENSURE(st.density_error_avg < 2.0);
+    ENSURE(st.density_error_max < 6.0);
+    ENSURE(st.max_speed < 0.5);
+    ENSURE_EQ_INT(st.escaped, 0);
+    ENSURE_EQ_INT(st.nonfinite, 0);
+    pbf_world_destroy(w);
+}
+
 /* A fast dam break stays in its container, finite and within the CFL speed limit. */
 static void test_dam_break_contained(void) {
     pbf_world_def def = pbf_default_world_def();
@@ -376,6 +398,7 @@ int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_delta_p_conserves_momentum);
     RUN_SUBTEST(test_resting_column);
+    RUN_SUBTEST(test_bilateral_column);
     RUN_SUBTEST(test_dam_break_contained);
     RUN_SUBTEST(test_moving_wall);
     RUN_SUBTEST(test_friction);
