@@ -37,12 +37,14 @@ pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, pbf_erro
     const double spiky = 15.0 / (PI_D * pow(hd, 6));
     size_t n3 = (size_t)nodes * nodes * nodes;
     size_t m1 = (size_t)m + 1;
-    double *cum = calloc(m1 * m1 * m1, sizeof *cum);
+    /* acc[j][k] = sum of W over samples i' >= i, j' >= j, k' >= k, built slice by slice from the
+     * top, so only two m1 x m1 planes are held (the full cube would be m1^3 doubles) */
+    double *acc = calloc(m1 * m1, sizeof *acc);
     double *plane = calloc(m1 * m1, sizeof *plane);
     t->F = malloc(n3 * sizeof *t->F);
     t->G = malloc(n3 * sizeof *t->G);
-    if (!cum || !plane || !t->F || !t->G) {
-        free(cum);
+    if (!acc || !plane || !t->F || !t->G) {
+        free(acc);
         free(plane);
         pbf_wall_tables_free(t);
         pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "wall tables: out of memory");
@@ -52,36 +54,38 @@ pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, pbf_erro
     t->h = h;
     t->inv_step = (float)((nodes - 1) / (2.0 * hd));
 
-    /* F: suffix sums of W sampled at cell midpoints. cum[i][j][k] = sum over samples >= (i,j,k) */
-#define CUM(i, j, k) cum[((size_t)(i) * m1 + (size_t)(j)) * m1 + (size_t)(k)]
-    for (int i = m - 1; i >= 0; --i) {
-        double ux = -hd + (i + 0.5) * ds;
-        for (int j = m - 1; j >= 0; --j) {
-            double uy = -hd + (j + 0.5) * ds;
-            for (int k = m - 1; k >= 0; --k) {
-                double uz = -hd + (k + 0.5) * ds;
-                double r2 = ux * ux + uy * uy + uz * uz, w = 0.0;
-                if (r2 < hd * hd) {
-                    double d = hd * hd - r2;
-                    w = poly6 * d * d * d * dv;
+#define PL(j, k) plane[(size_t)(j) * m1 + (size_t)(k)]
+#define ACC(j, k) acc[(size_t)(j) * m1 + (size_t)(k)]
+    for (int i = m; i >= 0; --i) {
+        if (i < m) {
+            double ux = -hd + (i + 0.5) * ds;
+            /* 2-D suffix sums of slice i, added into the running 3-D suffix sums */
+            for (int j = m - 1; j >= 0; --j) {
+                double uy = -hd + (j + 0.5) * ds;
+                for (int k = m - 1; k >= 0; --k) {
+                    double uz = -hd + (k + 0.5) * ds;
+                    double r2 = ux * ux + uy * uy + uz * uz, w = 0.0;
+                    if (r2 < hd * hd) {
+                        double d = hd * hd - r2;
+                        w = poly6 * d * d * d * dv;
+                    }
+                    PL(j, k) = w + PL(j + 1, k) + PL(j, k + 1) - PL(j + 1, k + 1);
                 }
-                CUM(i, j, k) = w + CUM(i + 1, j, k) + CUM(i, j + 1, k) + CUM(i, j, k + 1) -
-                               CUM(i + 1, j + 1, k) - CUM(i + 1, j, k + 1) - CUM(i, j + 1, k + 1) +
-                               CUM(i + 1, j + 1, k + 1);
             }
+            for (size_t q = 0; q < m1 * m1; ++q) acc[q] += plane[q];
         }
+        if (i % sub == 0)
+            for (int b2 = 0; b2 < nodes; ++b2)
+                for (int c = 0; c < nodes; ++c)
+                    t->F[((size_t)(i / sub) * nodes + b2) * nodes + c] = (float)ACC(b2 * sub, c * sub);
     }
-    double total = CUM(0, 0, 0); /* analytically 1; normalise the quadrature error away */
-    for (int a = 0; a < nodes; ++a)
-        for (int b = 0; b < nodes; ++b)
-            for (int c = 0; c < nodes; ++c)
-                t->F[((size_t)a * nodes + b) * nodes + c] =
-                    (float)(CUM(a * sub, b * sub, c * sub) / total);
-#undef CUM
+    double total = ACC(0, 0); /* analytically 1; normalise the quadrature error away */
+    for (size_t q = 0; q < n3; ++q) t->F[q] = (float)(t->F[q] / total);
+#undef ACC
+    free(acc);
 
     /* G: for each node plane u.x = a, 2-D suffix sums of W_spiky on that plane. */
     double da = ds * ds;
-#define PL(j, k) plane[(size_t)(j) * m1 + (size_t)(k)]
     for (int a = 0; a < nodes; ++a) {
         double ux = -hd + a * (2.0 * hd / (nodes - 1));
         memset(plane, 0, m1 * m1 * sizeof *plane);
@@ -102,7 +106,6 @@ pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, pbf_erro
                 t->G[((size_t)a * nodes + b) * nodes + c] = (float)PL(b * sub, c * sub);
     }
 #undef PL
-    free(cum);
     free(plane);
     return PBF_OK;
 }
