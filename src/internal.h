@@ -62,6 +62,7 @@ struct pbf_world {
     float eps_abs;                      /* relaxation in 1/m^2 */
     float scorr_inv_wdq;                /* 1 / W(dq) */
     float r_min;                        /* 1e-6 h: distance floor of the spiky gradient */
+    float wall_scale;                   /* pbf_wall_calibration */
 
     int count, capacity;
     int nthreads;
@@ -138,6 +139,8 @@ float pbf_box_integral(const pbf_wall_tables *t, const float lo[3], const float 
  * gradient. */
 float pbf_wall_density(const pbf_world *w, const float p[3], float grad[3]);
 void pbf_boxes_update(pbf_world *w, double t);
+/* Scale of the wall density that puts a lattice layer at a flat wall at rest density. */
+float pbf_wall_calibration(const pbf_world *w);
 /* Collision response for one particle: pushes it out of boxes and into the container,
  * applies friction using its start-of-step position (ox, oy, oz). */
 void pbf_collide(const pbf_world *w, float *x, float *y, float *z, float ox, float oy, float oz);

@@ -156,6 +156,7 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
     }
     s = pbf_grid_init(&w->grid, def, w->h * 1.0001f, err);
     if (s == PBF_OK) s = pbf_wall_tables_init(&w->walls, w->h, WALL_TABLE_NODES, err);
+    if (s == PBF_OK) w->wall_scale = pbf_wall_calibration(w);
     if (s == PBF_OK && def->max_particles > 0) s = reserve(w, def->max_particles, err);
     if (s != PBF_OK) {
         pbf_world_destroy(w);

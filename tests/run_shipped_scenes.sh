@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every shipped scene runs a few frames: no non-finite value, no particle outside the container,
+# the particle count constant, the density error bounded. Usage: run_shipped_scenes.sh PBF SCENES_DIR
+set -euo pipefail
+pbf=$1
+scenes=$2
+frames=${PBF_SHIPPED_FRAMES:-2}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+for scene in "$scenes"/*.json; do
+    name=$(basename "$scene" .json)
+    out="$tmp/$name"
+    if ! "$pbf" run "$scene" --out "$out" --frames "$frames" --format csv --quiet; then
+        echo "FAIL $name: pbf run exited non-zero"
+        fail=1
+        continue
+    fi
+    lines=$(wc -l <"$out/stats.jsonl")
+    if [[ $lines -ne $((frames + 1)) ]]; then
+        echo "FAIL $name: stats.jsonl has $lines lines, expected $((frames + 1))"
+        fail=1
+    fi
+    # every frame: nonfinite 0, escaped 0, same particle count as frame 0, density error < 50 %
+    if ! awk -v name="$name" '
+        {
+            match($0, /"particles": *[0-9]+/); p = substr($0, RSTART, RLENGTH); sub(/.*: */, "", p)
+            match($0, /"nonfinite": *[0-9]+/); nf = substr($0, RSTART, RLENGTH); sub(/.*: */, "", nf)
+            match($0, /"escaped": *[0-9]+/); es = substr($0, RSTART, RLENGTH); sub(/.*: */, "", es)
+            match($0, /"density_error_max": *[-0-9.eE+]+/); dm = substr($0, RSTART, RLENGTH); sub(/.*: */, "", dm)
+            if (NR == 1) first = p
+            if (p != first || nf != 0 || es != 0 || dm + 0 > 50) {
+                printf "FAIL %s frame %d: particles %s (first %s) nonfinite %s escaped %s density_error_max %s\n", name, NR - 1, p, first, nf, es, dm
+                bad = 1
+            }
+        }
+        END { exit bad }' "$out/stats.jsonl"; then
+        fail=1
+    else
+        echo "ok   $name: $(head -n1 "$out/stats.jsonl" | grep -o '"particles": *[0-9]*'), $frames frames"
+    fi
+done
+exit $fail
