@@ -67,9 +67,9 @@ uint32_t pbf_grid_cell_of(const pbf_grid *g, float x, float y, float z) {
 }
 
 void pbf_grid_build(pbf_grid *g, int n, const float *x, const float *y, const float *z,
-                    uint32_t *key, uint32_t *perm) {
+                    uint32_t *key, uint32_t *perm, int nthreads) {
     uint32_t *start = g->cell_start;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(nthreads)
     for (int i = 0; i < n; ++i) key[i] = pbf_grid_cell_of(g, x[i], y[i], z[i]);
 
     /* Counting sort: histogram, exclusive prefix sum, stable scatter. Sequential and O(n +

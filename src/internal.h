@@ -104,7 +104,7 @@ uint32_t pbf_grid_cell_of(const pbf_grid *g, float x, float y, float z);
  * perm[k] is the old index of the particle that goes to position k; cell_start as prefix sums.
  * Stable: particles of one cell keep their previous relative order. */
 void pbf_grid_build(pbf_grid *g, int n, const float *x, const float *y, const float *z,
-                    uint32_t *key, uint32_t *perm);
+                    uint32_t *key, uint32_t *perm, int nthreads);
 
 /* The 9 contiguous index ranges holding every particle of the 27 cells around `cell`. */
 static inline int pbf_grid_neighbour_ranges(const pbf_grid *g, uint32_t cell, uint32_t begin[9],

@@ -107,7 +107,14 @@ pbf_status pbf_param_check_number(const pbf_param_info *p, double value, const c
                       value);
         return PBF_ERR_INVALID_ARGUMENT;
     }
-    if (value < p->min || value > p->max || (p->min_exclusive && value <= p->min)) {
+    /* float fields are checked against the float nearest each bound, so that a bound such as
+     * 0.99 (stored as 0.99000001f) accepts the value it names */
+    double lo = p->min, hi = p->max;
+    if (p->type == PBF_PARAM_FLOAT || p->type == PBF_PARAM_VEC3) {
+        lo = (double)(float)lo;
+        hi = (double)(float)hi;
+    }
+    if (value < lo || value > hi || (p->min_exclusive && value <= lo)) {
         format_range(p, range, sizeof range);
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: value %.9g is out of range %s (%s)", where,
                       value, range, p->unit);

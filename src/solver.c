@@ -205,7 +205,7 @@ void pbf_stage_grid(pbf_world *w) {
      * as the sort permutation and the reorder scratch: no memory is set aside for sorting */
     uint32_t *perm = (uint32_t *)w->lambda;
     void *scratch = w->density;
-    pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, perm);
+    pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, perm, w->nthreads);
     void **arrays[] = {(void **)&w->px, (void **)&w->py, (void **)&w->pz, (void **)&w->qx,
                        (void **)&w->qy, (void **)&w->qz, (void **)&w->vx, (void **)&w->vy,
                        (void **)&w->vz, (void **)&w->id, (void **)&w->cell};

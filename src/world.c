@@ -181,7 +181,8 @@ static int vec3_finite(pbf_vec3 v) { return isfinite(v.x) && isfinite(v.y) && is
 /* Lattice sites along one axis of [lo, hi] at spacing d, the first half a spacing inside. */
 static int64_t axis_count(float lo, float hi, float d) {
     double n = floor(((double)hi - (double)lo) / (double)d + 1e-4);
-    return n > 0 ? (int64_t)n : 0;
+    if (!(n > 0.0)) return 0;              /* also NaN */
+    return n < 4.0e18 ? (int64_t)n : INT64_MAX / 4; /* no out-of-range conversion */
 }
 
 int64_t pbf_fluid_block_count(const pbf_world_def *def, const pbf_fluid_block *b) {
@@ -191,7 +192,7 @@ int64_t pbf_fluid_block_count(const pbf_world_def *def, const pbf_fluid_block *b
     int64_t nx = axis_count(b->min.x, b->max.x, d), ny = axis_count(b->min.y, b->max.y, d),
             nz = axis_count(b->min.z, b->max.z, d);
     double total = (double)nx * (double)ny * (double)nz;
-    return total > 9.0e18 ? INT64_MAX : nx * ny * nz;
+    return total > 9.0e18 ? INT64_MAX : nx * ny * nz;  /* the product is exact below 9e18 */
 }
 
 static const char *const AXIS = "xyz";

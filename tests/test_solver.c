@@ -392,6 +392,14 @@ static void test_errors(void) {
     pbf_world_destroy(w);
     pbf_world_destroy(NULL);
     ENSURE(pbf_world_create(NULL, &w, &err) == PBF_ERR_INVALID_ARGUMENT);
+    /* a float bound accepts the value it names (0.99 is stored as 0.99000001f) */
+    def = pbf_default_world_def();
+    def.scorr_dq = 0.99f;
+    ENSURE(pbf_world_def_validate(&def, &err) == PBF_OK);
+    /* absurd counts saturate instead of overflowing (UBSan checks the conversion) */
+    def.particle_radius = 1e-30f;
+    pbf_fluid_block huge = {{0, 0, 0}, {1, 1, 1}, {0, 0, 0}};
+    ENSURE(pbf_fluid_block_count(&def, &huge) > (int64_t)1e18);
 }
 
 int main(int argc, char **argv) {
