@@ -70,17 +70,26 @@ static const double PEER_BLOCK_CENTRE[3] = {-1.45, 0.55, 0.0};
 
 typedef struct bench_case {
     char name[16];
-    float radius;      /* m */
+    double radius;     /* m (nominal; the world gets it as a float) */
     int side;          /* particles per side of the cube */
     double scale;      /* of the peer's geometry */
     int64_t particles; /* side^3 */
 } bench_case;
 
-enum { ST_PREDICT, ST_GRID, ST_LAMBDA, ST_DELTA_P, ST_COLLIDE, ST_VELOCITY, ST_STATS, ST_OTHER,
-       ST_TOTAL, ST_COUNT };
-static const char *const STAGE_NAMES[ST_COUNT] = {"predict", "grid",     "lambda", "delta_p",
-                                                  "collide", "velocity", "stats",  "other",
-                                                  "total"};
+enum {
+    ST_PREDICT,
+    ST_GRID,
+    ST_LAMBDA,
+    ST_DELTA_P,
+    ST_COLLIDE,
+    ST_VELOCITY,
+    ST_STATS,
+    ST_OTHER,
+    ST_TOTAL,
+    ST_COUNT
+};
+static const char *const STAGE_NAMES[ST_COUNT] = {
+    "predict", "grid", "lambda", "delta_p", "collide", "velocity", "stats", "other", "total"};
 
 /* Plain data (no pointers): a forked child sends it through a pipe. */
 typedef struct bench_result {
@@ -93,11 +102,11 @@ typedef struct bench_result {
     double ms_mean, ms_min, ms_median, ms_max; /* wall time of one pbf_world_step, ms */
     double stage_ms[ST_COUNT];                 /* pbf_world_timings per measured step, ms */
     double particle_steps_per_s;
-    double setup_s;               /* pbf_world_create + fluid block, s */
-    long rss_baseline_kib;        /* ru_maxrss before the world was created */
-    long rss_peak_kib;            /* ru_maxrss after the last step */
-    long rss_now_before_kib;      /* current resident set before the world (-1: unknown) */
-    long rss_now_end_kib;         /* current resident set after the last step, world alive */
+    double setup_s;          /* pbf_world_create + fluid block, s */
+    long rss_baseline_kib;   /* ru_maxrss before the world was created */
+    long rss_peak_kib;       /* ru_maxrss after the last step */
+    long rss_now_before_kib; /* current resident set before the world (-1: unknown) */
+    long rss_now_end_kib;    /* current resident set after the last step, world alive */
     double density_error_avg, density_error_max, max_speed, sim_time;
     int nonfinite, escaped;
     double speedup; /* filled by the parent: ms_mean at 1 thread / ms_mean here; < 0 unknown */
@@ -122,43 +131,46 @@ typedef struct bench_options {
 } bench_options;
 
 void pbfapp_bench_print_help(FILE *f) {
-    fprintf(f,
-            "usage: pbf bench [options]\n"
-            "\n"
-            "Times the solver on standard cases that need no scene file: the dam break of the\n"
-            "SPlisHSPlasH peer (water block 19, 39 or 79 particles per side in a 4 x 3 x 1.5 m\n"
-            "box), at a fixed time step and iteration count, with no output I/O. Each case runs\n"
-            "once per thread count: --warmup steps (not measured), then --steps measured steps.\n"
-            "Reports ms per step (mean, min, median), the per-stage breakdown, particle-steps per\n"
-            "second, peak resident memory, the speed-up from 1 thread and the final density error.\n"
-            "\n"
-            "options:\n"
-            "  --case LIST         comma-separated cases (default: small,medium):\n"
-            "                        small   r = 0.025 m,   19^3 =   6,859 particles\n"
-            "                        medium  r = 0.0125 m,  39^3 =  59,319 particles\n"
-            "                        large   r = 0.00625 m, 79^3 = 493,039 particles\n"
-            "  --particles N       a cube of ceil(cbrt(N))^3 particles at r = 0.025 m, the box\n"
-            "                      and block of 'small' scaled by side/19 (N <= 10,000,000);\n"
-            "                      replaces the default cases (add --case to run both)\n"
-            "  --dt S              time step, s (default 0.005, as the peer)\n"
-            "  --iterations N      solver iterations per step (default 4, as the peer)\n"
-            "  --steps N           measured steps per run (default: %.0e / particles, within\n"
-            "                      [%d, %d], a few seconds per run)\n"
-            "  --warmup N          steps before the measured ones, excluded (default 5)\n"
-            "  --threads LIST      comma-separated thread counts, 'all' = the OpenMP default\n"
-            "                      (default: 1,all)\n"
-            "  --set KEY=VALUE     override a world parameter (see `pbf run --help`), after the\n"
-            "                      case's own settings; may be repeated\n"
-            "  --json FILE         also write the results as JSON to FILE ('-': stdout, the table\n"
-            "                      then goes to stderr)\n"
-            "  -q, --quiet         no progress lines on stderr\n"
-            "  -h, --help          this help\n"
-            "\n"
-            "Memory: 'RSS' is the peak resident set (getrusage ru_maxrss) of the run minus the\n"
-            "resident set before the world was created (the process baseline); both are in the\n"
-            "JSON. With more than one run each run is a forked child process, so each peak is its\n"
-            "own. Exit status: 0 success, 1 runtime error, 2 usage error.\n",
-            BENCH_STEP_BUDGET, BENCH_MIN_STEPS, BENCH_MAX_STEPS);
+    fprintf(
+        f,
+        "usage: pbf bench [options]\n"
+        "\n"
+        "Times the solver on standard cases that need no scene file: the dam break of the\n"
+        "SPlisHSPlasH peer (water block 19, 39 or 79 particles per side in a 4 x 3 x 1.5 m\n"
+        "box), at a fixed time step and iteration count, with no output I/O. Each case runs\n"
+        "once per thread count: --warmup steps (not measured), then --steps measured steps.\n"
+        "Reports ms per step (mean, min, median), the per-stage breakdown, particle-steps per\n"
+        "second, peak resident memory, the speed-up from 1 thread and the final density error.\n"
+        "\n"
+        "options:\n"
+        "  --case LIST         comma-separated cases (default: small,medium):\n"
+        "                        small   r = 0.025 m,   19^3 =   6,859 particles\n"
+        "                        medium  r = 0.0125 m,  39^3 =  59,319 particles\n"
+        "                        large   r = 0.00625 m, 79^3 = 493,039 particles\n"
+        "  --particles N       a cube of ceil(cbrt(N))^3 particles at r = 0.025 m, the box\n"
+        "                      and block of 'small' scaled by side/19 (N <= 10,000,000);\n"
+        "                      replaces the default cases (add --case to run both)\n"
+        "  --dt S              time step, s (default 0.005, as the peer)\n"
+        "  --iterations N      solver iterations per step (default 4, as the peer)\n"
+        "  --steps N           measured steps per run (default: %.0e / particles, within\n"
+        "                      [%d, %d], a few seconds per run)\n"
+        "  --warmup N          steps before the measured ones, excluded (default 5)\n"
+        "  --threads LIST      comma-separated thread counts, 'all' = the OpenMP default\n"
+        "                      (default: 1,all)\n"
+        "  --set KEY=VALUE     override a world parameter (see `pbf run --help`), after the\n"
+        "                      case's own settings; may be repeated\n"
+        "  --json FILE         also write the results as JSON to FILE ('-': stdout, the table\n"
+        "                      then goes to stderr)\n"
+        "  -q, --quiet         no progress lines on stderr\n"
+        "  -h, --help          this help\n"
+        "\n"
+        "Memory: 'peak' is the peak resident set (getrusage ru_maxrss) of the run minus\n"
+        "ru_maxrss before the world was created (the process baseline; both in the JSON);\n"
+        "'live' the resident set after the last step, world alive, minus the resident set\n"
+        "before the world, also per particle. With more than one run each run is a forked\n"
+        "child process, so each peak is its own.\n"
+        "Exit status: 0 success, 1 runtime error (a run failed), 2 usage error.\n",
+        BENCH_STEP_BUDGET, BENCH_MIN_STEPS, BENCH_MAX_STEPS);
 }
 
 static int usage(const char *fmt, const char *a) {
@@ -192,7 +204,7 @@ static int parse_long(const char *s, long long lo, long long hi, long long *out)
     return 1;
 }
 
-static void make_case(bench_case *c, const char *name, float radius, int side, double scale) {
+static void make_case(bench_case *c, const char *name, double radius, int side, double scale) {
     snprintf(c->name, sizeof c->name, "%s", name);
     c->radius = radius;
     c->side = side;
@@ -204,11 +216,11 @@ static int add_named_case(bench_options *o, const char *name) {
     if (o->ncases >= BENCH_MAX_CASES) return 0;
     bench_case *c = &o->cases[o->ncases];
     if (strcmp(name, "small") == 0)
-        make_case(c, "small", 0.025f, 19, 1.0);
+        make_case(c, "small", 0.025, 19, 1.0);
     else if (strcmp(name, "medium") == 0)
-        make_case(c, "medium", 0.0125f, 39, 1.0);
+        make_case(c, "medium", 0.0125, 39, 1.0);
     else if (strcmp(name, "large") == 0)
-        make_case(c, "large", 0.00625f, 79, 1.0);
+        make_case(c, "large", 0.00625, 79, 1.0);
     else
         return -1;
     for (int k = 0; k < o->ncases; ++k)
@@ -232,8 +244,8 @@ static void case_geometry(const bench_case *c, pbf_world_def *def, pbf_fluid_blo
                                  (float)(s * PEER_BOX_MIN[2])};
     def->domain_max = (pbf_vec3){(float)(s * PEER_BOX_MAX[0]), (float)(s * PEER_BOX_MAX[1]),
                                  (float)(s * PEER_BOX_MAX[2])};
-    def->particle_radius = c->radius;
-    double half = 0.5 * (double)c->side * 2.0 * (double)c->radius;
+    def->particle_radius = (float)c->radius;
+    double half = 0.5 * (double)c->side * 2.0 * (double)(float)c->radius;
     float mn[3], mx[3];
     for (int a = 0; a < 3; ++a) {
         double centre = s * PEER_BLOCK_CENTRE[a];
@@ -434,8 +446,7 @@ static void run_forked(const bench_options *o, int ci, int threads, bench_result
     }
     close(fd[0]);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (got != sizeof *r) {
         memset(r, 0, sizeof *r);
         r->case_index = ci;
@@ -443,8 +454,7 @@ static void run_forked(const bench_options *o, int ci, int threads, bench_result
         r->speedup = -1.0;
         if (WIFSIGNALED(status))
             snprintf(r->error, sizeof r->error, "the run was killed by signal %d%s",
-                     WTERMSIG(status),
-                     WTERMSIG(status) == 9 ? " (out of memory?)" : "");
+                     WTERMSIG(status), WTERMSIG(status) == 9 ? " (out of memory?)" : "");
         else
             snprintf(r->error, sizeof r->error, "the run ended without a result (exit %d)",
                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -510,7 +520,9 @@ static void get_machine(machine_facts *m) {
 
 /* ---- output ------------------------------------------------------------------------------- */
 
-static double mib(long kib) { return (double)kib / 1024.0; }
+static double mib(long kib) {
+    return (double)kib / 1024.0;
+}
 
 static long rss_world_kib(const bench_result *r) {
     return r->rss_peak_kib > r->rss_baseline_kib ? r->rss_peak_kib - r->rss_baseline_kib : 0;
@@ -529,11 +541,12 @@ static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
             m->cpu, m->cores, m->omp_max_threads, m->compiler);
     fprintf(f, "build %s: %s%s%s\n", PBF_BENCH_BUILD_TYPE, PBF_BENCH_FLAGS,
             PBF_BENCH_GIT[0] ? "; commit " : "", PBF_BENCH_GIT);
-    fprintf(f,
-            "dt %g s, %d iterations, %d warm-up steps excluded. Memory: peak = ru_maxrss of the run "
-            "minus ru_maxrss before the world was created;\nlive = resident set after the last "
-            "step (world alive) minus the resident set before the world, also per particle\n\n",
-            o->dt, o->iterations, o->warmup);
+    fprintf(
+        f,
+        "dt %g s, %d iterations, %d warm-up steps excluded. Memory: peak = ru_maxrss of the run "
+        "minus ru_maxrss before the world was created;\nlive = resident set after the last "
+        "step (world alive) minus the resident set before the world, also per particle\n\n",
+        o->dt, o->iterations, o->warmup);
     fprintf(f, "%-8s %9s %3s %5s %9s %9s %9s %8s %8s %8s %8s %6s %15s\n", "case", "particles",
             "thr", "steps", "ms/step", "min", "median", "Mpst/s", "speed-up", "peak MiB",
             "live MiB", "B/part", "dens.err avg/max");
@@ -541,8 +554,8 @@ static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
         const bench_result *r = &res[k];
         const bench_case *c = &o->cases[r->case_index];
         if (!r->ok) {
-            fprintf(f, "%-8s %9lld %3d  failed: %s\n", c->name, (long long)c->particles,
-                    r->threads, r->error);
+            fprintf(f, "%-8s %9lld %3d  failed: %s\n", c->name, (long long)c->particles, r->threads,
+                    r->error);
             continue;
         }
         char sp[16] = "-", live[16] = "-", per[16] = "-";
@@ -559,9 +572,8 @@ static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
                 r->nonfinite || r->escaped ? "  UNSTABLE" : "");
     }
     fprintf(f, "(Mpst/s: million particle-steps per second; density error in %% above rest)\n");
-    fprintf(f,
-            "\nstages, ms per step (pbf_world_timings; grid = sort + reorder, collide = apply + "
-            "collisions + friction, velocity = velocity + vorticity + XSPH):\n");
+    fprintf(f, "\nstages, ms per step (pbf_world_timings; grid = sort + reorder, collide = apply + "
+               "collisions + friction, velocity = velocity + vorticity + XSPH):\n");
     fprintf(f, "%-8s %3s", "case", "thr");
     for (int s = 0; s < ST_COUNT; ++s) fprintf(f, " %8s", STAGE_NAMES[s]);
     fputc('\n', f);
@@ -574,8 +586,8 @@ static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
     }
 }
 
-static cJSON *json_results(const bench_options *o, const machine_facts *m,
-                           const bench_result *res, int nres) {
+static cJSON *json_results(const bench_options *o, const machine_facts *m, const bench_result *res,
+                           int nres) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "tool", "pbf bench");
     cJSON_AddStringToObject(root, "pbf_version", PBF_VERSION_STRING);
@@ -638,7 +650,8 @@ static cJSON *json_results(const bench_options *o, const machine_facts *m,
         cJSON_AddNumberToObject(rj, "ms_per_step_median", r->ms_median);
         cJSON_AddNumberToObject(rj, "ms_per_step_max", r->ms_max);
         cJSON *st = cJSON_AddObjectToObject(rj, "stages_ms");
-        for (int s = 0; s < ST_COUNT; ++s) cJSON_AddNumberToObject(st, STAGE_NAMES[s], r->stage_ms[s]);
+        for (int s = 0; s < ST_COUNT; ++s)
+            cJSON_AddNumberToObject(st, STAGE_NAMES[s], r->stage_ms[s]);
         cJSON_AddNumberToObject(rj, "particle_steps_per_s", r->particle_steps_per_s);
         if (r->speedup > 0)
             cJSON_AddNumberToObject(rj, "speedup_vs_1_thread", r->speedup);
@@ -773,39 +786,49 @@ int pbfapp_bench_command(int argc, char **argv) {
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
             o.quiet = 1;
         } else if ((m = opt_value(argc, argv, &i, "--case", &v)) != 0) {
-            if (m < 0) rc = usage("%s needs a value", "--case");
-            else case_list = v;
+            if (m < 0)
+                rc = usage("%s needs a value", "--case");
+            else
+                case_list = v;
         } else if ((m = opt_value(argc, argv, &i, "--particles", &v)) != 0) {
             if (m < 0 || !parse_long(v, 1, BENCH_MAX_PARTICLES, &n))
                 rc = usage("--particles %s: expected a whole number from 1 to 10000000",
                            m < 0 ? "" : v);
-            else particles = n;
+            else
+                particles = n;
         } else if ((m = opt_value(argc, argv, &i, "--dt", &v)) != 0) {
             char *end = NULL;
             double d = m < 0 ? 0.0 : strtod(v, &end);
             if (m < 0 || !end || *end || !(d > 0.0) || !(d <= 1.0))
                 rc = usage("--dt %s: expected a time step in seconds, in (0, 1]", m < 0 ? "" : v);
-            else o.dt = d;
+            else
+                o.dt = d;
         } else if ((m = opt_value(argc, argv, &i, "--iterations", &v)) != 0) {
             if (m < 0 || !parse_long(v, 1, 1000, &n))
                 rc = usage("--iterations %s: expected a whole number from 1 to 1000",
                            m < 0 ? "" : v);
-            else o.iterations = (int)n;
+            else
+                o.iterations = (int)n;
         } else if ((m = opt_value(argc, argv, &i, "--steps", &v)) != 0) {
             if (m < 0 || !parse_long(v, 1, 10000000, &n))
                 rc = usage("--steps %s: expected a whole number from 1", m < 0 ? "" : v);
-            else o.steps = (int)n;
+            else
+                o.steps = (int)n;
         } else if ((m = opt_value(argc, argv, &i, "--warmup", &v)) != 0) {
             if (m < 0 || !parse_long(v, 0, 10000000, &n))
                 rc = usage("--warmup %s: expected a whole number from 0", m < 0 ? "" : v);
-            else o.warmup = (int)n;
+            else
+                o.warmup = (int)n;
         } else if ((m = opt_value(argc, argv, &i, "--threads", &v)) != 0) {
-            if (m < 0) rc = usage("%s needs a value, e.g. --threads 1,2 or --threads 1,all",
-                                  "--threads");
-            else threads_list = v;
+            if (m < 0)
+                rc = usage("%s needs a value, e.g. --threads 1,2 or --threads 1,all", "--threads");
+            else
+                threads_list = v;
         } else if ((m = opt_value(argc, argv, &i, "--json", &v)) != 0) {
-            if (m < 0 || !v[0]) rc = usage("%s needs a file name ('-' for stdout)", "--json");
-            else o.json = v;
+            if (m < 0 || !v[0])
+                rc = usage("%s needs a file name ('-' for stdout)", "--json");
+            else
+                o.json = v;
         } else if ((m = opt_value(argc, argv, &i, "--set", &v)) != 0) {
             const char *eq = m < 0 ? NULL : strchr(v, '=');
             if (!eq || eq == v) {
@@ -855,7 +878,7 @@ int pbfapp_bench_command(int argc, char **argv) {
     if (particles) {
         int side = cube_side(particles);
         /* below 8 per side the box would get too thin for the kernel: keep it at 8/19 */
-        make_case(&o.cases[o.ncases], "custom", 0.025f, side, (double)(side < 8 ? 8 : side) / 19.0);
+        make_case(&o.cases[o.ncases], "custom", 0.025, side, (double)(side < 8 ? 8 : side) / 19.0);
         ++o.ncases;
     }
     /* Check every case's definition (and the --set overrides) before running anything. */

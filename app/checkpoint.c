@@ -94,8 +94,7 @@ static uint64_t hash_param(uint64_t h, const pbf_param_info *p, const void *base
 
 /* Run parameters that shape the simulated state or the frame files. */
 static int run_param_hashed(const char *name) {
-    return strcmp(name, "fps") == 0 || strcmp(name, "substeps") == 0 ||
-           strcmp(name, "format") == 0;
+    return strcmp(name, "fps") == 0 || strcmp(name, "substeps") == 0 || strcmp(name, "format") == 0;
 }
 
 uint64_t pbfapp_scene_hash(const pbfapp_scene *s) {
@@ -156,7 +155,8 @@ pbf_status pbfapp_sync_dir(const char *dir, pbf_error *err) {
                            | O_DIRECTORY
 #endif
     );
-    if (fd < 0) return fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
+    if (fd < 0)
+        return fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
     int e = 0;
     if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS && errno != EBADF) e = errno;
     close(fd);
@@ -168,7 +168,8 @@ pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t l
                                     pbf_error *err) {
     char tmp[4200];
     int n = snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (n < 0 || (size_t)n >= sizeof tmp) return fail(err, PBF_ERR_IO, "%.200s...: path too long", path);
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        return fail(err, PBF_ERR_IO, "%.200s...: path too long", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) return fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
     int e = 0;
@@ -208,8 +209,8 @@ pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64
                                     unsigned char **out, size_t *length, pbf_error *err) {
     *out = NULL;
     *length = 0;
-    if (s->count < 0 || (s->count > 0 && (!s->x || !s->y || !s->z || !s->vx || !s->vy ||
-                                          !s->vz || !s->density || !s->id)))
+    if (s->count < 0 || (s->count > 0 && (!s->x || !s->y || !s->z || !s->vx || !s->vy || !s->vz ||
+                                          !s->density || !s->id)))
         return fail(err, PBF_ERR_INVALID_ARGUMENT, "checkpoint: invalid snapshot");
     uint64_t total = pbfapp_checkpoint_size(s->count);
     if (total > SIZE_MAX)
@@ -260,20 +261,20 @@ static int cmp_u32(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char *name,
-                                    pbfapp_checkpoint *out, pbf_error *err) {
-    memset(out, 0, sizeof *out);
-    const unsigned char *p = data;
+/* The header checks, on the first `avail` bytes of a file or buffer of `total` bytes: magic,
+ * version, byte order, header size, particle count, and the size that count implies. */
+static pbf_status check_header(const unsigned char *p, size_t avail, uint64_t total,
+                               const char *name, int32_t *count_out, pbf_error *err) {
     const pbf_status bad = PBF_ERR_INVALID_ARGUMENT;
-    if (length == 0) return fail(err, bad, "%s: empty (0 bytes)", name);
-    if (length < sizeof magic && memcmp(p, magic, length) == 0)
-        return fail(err, bad, "%s: truncated: %zu bytes, shorter than the %u-byte header", name,
-                    length, PBFAPP_CHECKPOINT_HEADER_BYTES);
-    if (length < sizeof magic || memcmp(p, magic, sizeof magic) != 0)
+    if (total == 0) return fail(err, bad, "%s: empty (0 bytes)", name);
+    if (avail < sizeof magic && memcmp(p, magic, avail) == 0)
+        return fail(err, bad, "%s: truncated: %llu bytes, shorter than the %u-byte header", name,
+                    (unsigned long long)total, PBFAPP_CHECKPOINT_HEADER_BYTES);
+    if (avail < sizeof magic || memcmp(p, magic, sizeof magic) != 0)
         return fail(err, bad, "%s: not a pbf checkpoint (no PBFCKPT magic at the start)", name);
-    if (length < PBFAPP_CHECKPOINT_HEADER_BYTES)
-        return fail(err, bad, "%s: truncated: %zu bytes, shorter than the %u-byte header", name,
-                    length, PBFAPP_CHECKPOINT_HEADER_BYTES);
+    if (avail < PBFAPP_CHECKPOINT_HEADER_BYTES)
+        return fail(err, bad, "%s: truncated: %llu bytes, shorter than the %u-byte header", name,
+                    (unsigned long long)total, PBFAPP_CHECKPOINT_HEADER_BYTES);
     uint32_t version, marker, header;
     int32_t count;
     get(p, 8, &version, 4);
@@ -304,11 +305,24 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
     if (count < 0)
         return fail(err, bad, "%s: damaged header (particle count %d)", name, (int)count);
     uint64_t expect = pbfapp_checkpoint_size(count);
-    if ((uint64_t)length != expect)
-        return fail(err, bad,
-                    "%s: %s: %zu bytes, but a checkpoint of %d particles has %llu bytes", name,
-                    (uint64_t)length < expect ? "truncated" : "too long", length, (int)count,
-                    (unsigned long long)expect);
+    if (total != expect)
+        return fail(err, bad, "%s: %s: %llu bytes, but a checkpoint of %d particles has %llu bytes",
+                    name, total < expect ? "truncated" : "too long", (unsigned long long)total,
+                    (int)count, (unsigned long long)expect);
+    *count_out = count;
+    return PBF_OK;
+}
+
+pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char *name,
+                                    pbfapp_checkpoint *out, pbf_error *err) {
+    memset(out, 0, sizeof *out);
+    const unsigned char *p = data;
+    const pbf_status bad = PBF_ERR_INVALID_ARGUMENT;
+    int32_t count = 0;
+    pbf_status hst = check_header(p, length, (uint64_t)length, name, &count, err);
+    if (hst != PBF_OK) return hst;
+    uint32_t version;
+    get(p, 8, &version, 4);
     uint64_t stored, sum = pbfapp_fnv1a64(PBFAPP_FNV_OFFSET, p, length - 8);
     get(p, length - 8, &stored, 8);
     if (stored != sum)
@@ -409,28 +423,13 @@ pbf_status pbfapp_checkpoint_read(const char *path, pbfapp_checkpoint *out, pbf_
         fclose(f);
         return fail(err, PBF_ERR_IO, "%s: cannot read: %s", path, strerror(e));
     }
-    if (got < sizeof head) {
+    int32_t count = 0;
+    pbf_status hst = check_header(head, got, (uint64_t)sb.st_size, path, &count, err);
+    if (hst != PBF_OK) {
         fclose(f);
-        return pbfapp_checkpoint_decode(head, got, path, out, err);
+        return hst;
     }
-    int32_t count;
-    memcpy(&count, head + 20, 4);
     uint64_t expect = pbfapp_checkpoint_size(count);
-    if (count < 0 || (uint64_t)sb.st_size != expect || expect > SIZE_MAX) {
-        fclose(f);
-        /* decode reports the precise reason from the header and the size */
-        unsigned char probe[PBFAPP_CHECKPOINT_HEADER_BYTES];
-        memcpy(probe, head, sizeof probe);
-        pbf_status st = pbfapp_checkpoint_decode(probe, sizeof probe, path, out, err);
-        if (st == PBF_OK) pbfapp_checkpoint_free(out);
-        if (st != PBF_OK && err && strstr(err->message, "truncated") == NULL &&
-            strstr(err->message, "too long") == NULL)
-            return st;
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
-                    "%s: %s: %lld bytes, but a checkpoint of %d particles has %llu bytes", path,
-                    (uint64_t)sb.st_size < expect ? "truncated" : "too long",
-                    (long long)sb.st_size, (int)count, (unsigned long long)expect);
-    }
     unsigned char *buf = malloc((size_t)expect);
     if (!buf) {
         fclose(f);
@@ -487,9 +486,10 @@ int pbfapp_checkpoint_prune(const char *dir, int64_t before) {
     while ((e = readdir(d)) != NULL) {
         const char *name = e->d_name;
         int64_t f = checkpoint_frame_of(name);
-        int leftover = ends_with(name, ".tmp") &&
-                       (strncmp(name, "checkpoint_", 11) == 0 || strncmp(name, "frame_", 6) == 0 ||
-                        strcmp(name, "stats.jsonl.tmp") == 0 || strcmp(name, "scene.json.tmp") == 0);
+        int leftover =
+            ends_with(name, ".tmp") &&
+            (strncmp(name, "checkpoint_", 11) == 0 || strncmp(name, "frame_", 6) == 0 ||
+             strcmp(name, "stats.jsonl.tmp") == 0 || strcmp(name, "scene.json.tmp") == 0);
         if ((f >= 0 && f < before) || leftover) {
             snprintf(path, sizeof path, "%s/%s", dir, name);
             struct stat sb;
@@ -583,8 +583,9 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
             st = PBF_ERR_INVALID_ARGUMENT;
         }
         if (st == PBF_OK && particles >= 0 && c.count != particles) {
-            fail(&e1, PBF_ERR_INVALID_ARGUMENT, "%s: holds %d particles, the scene has %lld; refused",
-                 path, c.count, (long long)particles);
+            fail(&e1, PBF_ERR_INVALID_ARGUMENT,
+                 "%s: holds %d particles, the scene has %lld; refused", path, c.count,
+                 (long long)particles);
             pbfapp_checkpoint_free(&c);
             st = PBF_ERR_INVALID_ARGUMENT;
         }
@@ -617,6 +618,28 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
     free(frames);
     if (result == PBF_OK) return PBF_OK;
     return fail(err, result, "%s: no valid checkpoint to resume from (%s)", dir, reasons);
+}
+
+int pbfapp_unfinished_run(const char *dir, int64_t *newest, int *frames) {
+    *newest = -1;
+    *frames = 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        int64_t f = checkpoint_frame_of(e->d_name);
+        if (f > *newest) *newest = f;
+    }
+    closedir(d);
+    if (*newest < 0) return 0;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/scene.json", dir);
+    pbfapp_scene s;
+    pbf_error err;
+    if (pbfapp_scene_load(path, NULL, 0, &s, &err) != PBF_OK) return 0;
+    *frames = s.run.frames;
+    pbfapp_scene_free(&s);
+    return *newest < *frames;
 }
 
 /* ---- stats.jsonl -------------------------------------------------------------------------- */

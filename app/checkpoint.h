@@ -123,6 +123,11 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
                                   FILE *log, pbfapp_checkpoint *out, char *found_path,
                                   size_t path_size, pbf_error *err);
 
+/* 1 if `dir` holds an unfinished run: checkpoint files, the newest (by name) of a frame before
+ * the `frames` of DIR/scene.json. Its frame and the run's frames go to *newest and *frames. A
+ * fresh `pbf run` refuses such a directory rather than deleting the checkpoints. */
+int pbfapp_unfinished_run(const char *dir, int64_t *newest, int *frames);
+
 /* Rewrites DIR/stats.jsonl atomically keeping its complete lines of frames 0, 1, ... up to
  * `frame` (the frames on disk when the checkpoint was taken), so that the resumed run appends
  * without duplicates. Returns PBF_ERR_INVALID_ARGUMENT, after rewriting, when lines of frames

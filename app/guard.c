@@ -135,8 +135,8 @@ void pbfapp_guard_describe(const pbfapp_guard *g, const pbfapp_frame_report *r, 
     else
         snprintf(what, sizeof what, "value %g", d->value);
     snprintf(buf, size, "unstable simulation at %s: check \"%s\" failed, stage %s%s%s: %s: %s",
-             where, check, d->stage ? "\"" : "", d->stage ? d->stage : "-",
-             d->stage ? "\"" : "", who, what);
+             where, check, d->stage ? "\"" : "", d->stage ? d->stage : "-", d->stage ? "\"" : "",
+             who, what);
 }
 
 /* ---- stop signals ------------------------------------------------------------------------- */

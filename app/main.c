@@ -6,6 +6,7 @@
  *   pbf render DIR [options]  render the frames of a run as PNG images or a video
  *   pbf view SCENE [options]  simulate live in a window (app/viewer/, built with GLFW + epoxy)
  *   pbf bench [options]       time the solver on standard cases (app/bench.c)
+ *   pbf validate [options]    fidelity report docs/validation.md (app/validate.c)
  *   pbf --help | --version
  *
  * Exit status: 0 success, 1 runtime error (I/O, disk full), 2 usage, scene or checkpoint error,
@@ -29,6 +30,7 @@
 #include "progress.h"
 #include "render_cmd.h"
 #include "scene.h"
+#include "validate.h"
 #ifdef PBF_HAVE_VIEWER
 #include "viewer.h"
 #endif
@@ -110,7 +112,8 @@ static void print_run_help(FILE *f) {
             "                in (1, 170)); default: the container from the front-right, above\n"
             "  name, description   optional strings\n"
             "\n"
-            "Every run writes DIR/scene.json (the scene with the overrides applied). After every\n"
+            "Every run writes DIR/scene.json (the scene with the overrides applied); a fresh run\n"
+            "refuses a DIR holding the checkpoints of an unfinished run. After every\n"
             "solver step the instability guard checks for non-finite values, particles outside the\n"
             "domain and a density error above guard_density_error; on failure the run stops with a\n"
             "diagnostic (exit 3). SIGINT/SIGTERM finish the current frame, write a checkpoint and\n"
@@ -128,10 +131,10 @@ static void print_help(FILE *f) {
             "usage: pbf                    same as: pbf run %s --out out\n"
             "       pbf run [SCENE] [options]\n"
             "       pbf render DIR [options]   images or a video of a run (`pbf render --help`)\n"
-            "       pbf view [SCENE] [options]     live viewer: simulate and draw in a window\n"
-            "                                      (OpenGL 3.3; `pbf view --help` for controls)\n"
-            "       pbf bench [options]        time the solver on standard cases; no files\n"
-            "                                      needed (`pbf bench --help`)\n"
+            "       pbf view [SCENE] [options] live viewer in a window (`pbf view --help`)\n"
+            "       pbf bench [options]        time the solver (`pbf bench --help`)\n"
+            "       pbf validate [--out DIR] [--fast]  fidelity report: physics and experiment\n"
+            "                                      (`pbf validate --help`)\n"
             "       pbf --help | --version\n"
             "\n",
             PBF_VERSION_STRING, default_scene());
@@ -400,8 +403,20 @@ static int simulate(const run_options *opt) {
         }
         if (st == PBF_OK) st = pbfapp_output_open_append(opt->out, run->format, &out, &err);
     } else {
+        /* an unfinished run in the same directory is not overwritten; a finished one's
+         * checkpoints are deleted (they must not be resumed into this run) */
+        int64_t newest = -1;
+        int old_frames = 0;
+        if (pbfapp_unfinished_run(opt->out, &newest, &old_frames)) {
+            fprintf(stderr,
+                    "pbf: %s holds an unfinished run (checkpoint of frame %lld of %d): resume it "
+                    "with `pbf run --resume %s`, or delete %s/checkpoint_*.pbfck to start over\n",
+                    opt->out, (long long)newest, old_frames, opt->out, opt->out);
+            pbf_world_destroy(world);
+            pbfapp_scene_free(&scene);
+            return EXIT_USAGE;
+        }
         st = pbfapp_output_open(opt->out, run->format, &out, &err);
-        /* checkpoints of an earlier run in the same directory must not be resumed into this one */
         if (st == PBF_OK) pbfapp_checkpoint_prune(opt->out, INT64_MAX);
     }
     /* DIR/scene.json: the scene as it runs, read by --resume (and by `pbf render`). */
@@ -604,6 +619,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "render") == 0) return pbfapp_render_command(argc - 2, argv + 2);
     if (strcmp(cmd, "view") == 0) return view_command(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return pbfapp_bench_command(argc - 2, argv + 2);
+    if (strcmp(cmd, "validate") == 0) return pbfapp_validate_command(argc - 2, argv + 2);
     size_t n = strlen(cmd);
     if (n > 5 && strcmp(cmd + n - 5, ".json") == 0)
         return usage_error("unknown command \"%s\"; did you mean `pbf run %s`?", cmd, cmd);

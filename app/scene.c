@@ -758,11 +758,16 @@ static pbf_status check_stored_values(const pbfapp_scene *s, pbf_error *err) {
             const pbf_param_info *p = &tables[t][i];
             if (p->type != PBF_PARAM_FLOAT && p->type != PBF_PARAM_VEC3) continue;
             for (int c = 0; c < (p->type == PBF_PARAM_VEC3 ? 3 : 1); ++c) {
+                /* the bounds as floats too: 0.99 is stored as 0.99000001 */
                 double v = pbf_param_get_number(p, bases[t], c);
-                snprintf(where, sizeof where, "%s: %s%s (stored as a 32-bit float)", s->path,
-                         p->name, p->type == PBF_PARAM_VEC3 ? (c == 0 ? "[0]" : c == 1 ? "[1]" : "[2]") : "");
-                pbf_status st = pbf_param_check_number(p, v, where, err);
-                if (st != PBF_OK) return st;
+                double lo = (double)(float)p->min, hi = (double)(float)p->max;
+                if (isfinite(v) && v >= lo && v <= hi && !(p->min_exclusive && v <= lo)) continue;
+                snprintf(where, sizeof where, "%s%s", p->name,
+                         p->type == PBF_PARAM_VEC3 ? (c == 0 ? "[0]" : c == 1 ? "[1]" : "[2]") : "");
+                return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                            "%s: %s: the value is stored as the 32-bit float %g, out of range "
+                            "%s%g, %g]",
+                            s->path, where, v, p->min_exclusive ? "(" : "[", p->min, p->max);
             }
         }
     double dt = 1.0 / ((double)s->run.fps * (double)s->run.substeps);
@@ -839,6 +844,17 @@ static pbf_status check_geometry(pbfapp_scene *s, pbf_error *err) {
     /* Particle counts and memory. */
     int64_t total = 0;
     for (int i = 0; i < s->block_count; ++i) {
+        /* A lattice far beyond any limit (particle_radius 1e-30) is refused before it is counted
+         * in integers (which would overflow). */
+        for (int ax = 0; ax < 3; ++ax) {
+            double along = ((double)vget(s->blocks[i].max, ax) - (double)vget(s->blocks[i].min, ax)) /
+                           (2.0 * (double)def->particle_radius);
+            if (!(along < 1e9))
+                return fail(err, PBF_ERR_LIMIT,
+                            "%s: fluid[%d]: the block holds about %.3g particles along %c "
+                            "(particle_radius %g m), far more than the limit of %d particles",
+                            path, i, along, axis_name[ax], (double)def->particle_radius, INT32_MAX);
+        }
         int64_t n = pbf_fluid_block_count(def, &s->blocks[i]);
         if (n <= 0) {
             fmt_vec(a, sizeof a, s->blocks[i].min);

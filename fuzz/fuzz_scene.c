@@ -23,13 +23,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size > PBFAPP_SCENE_MAX_BYTES) return 0;
     pbfapp_scene scene;
     pbf_error err;
-    pbf_status st = pbfapp_scene_parse("fuzz.json", (const char *)data, size, NULL, 0, &scene, &err);
+    pbf_status st =
+        pbfapp_scene_parse("fuzz.json", (const char *)data, size, NULL, 0, &scene, &err);
     if (st != PBF_OK) {
         if (err.message[0] == '\0') abort(); /* every failure explains itself */
         return 0;
     }
     uint64_t h = pbfapp_scene_hash(&scene);
-    if (!tmp_path[0]) snprintf(tmp_path, sizeof tmp_path, "/tmp/pbf_fuzz_scene_%d.json", (int)getpid());
+    if (!tmp_path[0])
+        snprintf(tmp_path, sizeof tmp_path, "/tmp/pbf_fuzz_scene_%d.json", (int)getpid());
     if (pbfapp_scene_write(&scene, tmp_path, &err) == PBF_OK) {
         pbfapp_scene back;
         if (pbfapp_scene_load(tmp_path, NULL, 0, &back, &err) != PBF_OK) {

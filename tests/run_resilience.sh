@@ -7,7 +7,8 @@
 #     with EFBIG): exit 1, the message names the file, the earlier files intact and readable, no
 #     .tmp left, and a resume finishes the run identical to an uninterrupted one;
 #   - SIGTERM and SIGINT: the frame is finished, a checkpoint written, exit 143 / 130 with a
-#     message saying how to resume; the resumed run ends identical;
+#     message saying how to resume; a fresh run into that directory is refused (exit 2); the
+#     resumed run ends identical;
 #   - the instability guard: exit 3 with the diagnostic (check, step, frame, stage, particle,
 #     value, last checkpoint); --adaptive retries with more substeps and finishes, or gives up
 #     (exit 3) at 8x.
@@ -130,9 +131,9 @@ run "resume a complete run" 0 "${tmp}/complete.log" run --resume "${tmp}/ref" --
 contains "resume a complete run: message" "${tmp}/complete.log" "the run is complete"
 
 # ---- disk full (ulimit -f, in KiB for bash) ----------------------------------------------------
-# stats.jsonl grows past 2 KiB at frame 13 (the frames are ~1.5 KiB).
+# stats.jsonl grows past 3 KiB at frame ~20 of 40 (frames ~1.5 KiB, scene.json ~1.2 KiB).
 rc=0
-(ulimit -f 2 && exec "${pbf}" run "${res}/drop.json" --out "${tmp}/full" --checkpoint-every 1 "${T[@]}") > "${tmp}/full.log" 2>&1 || rc=$?
+(ulimit -f 3 && exec "${pbf}" run "${res}/drop.json" --out "${tmp}/full" --checkpoint-every 1 "${T[@]}") > "${tmp}/full.log" 2>&1 || rc=$?
 [[ ${rc} -eq 1 ]]
 check "disk full (stats.jsonl): exit ${rc}, expected 1" $?
 contains "disk full: the message names the file" "${tmp}/full.log" "stats.jsonl: write failed: File too large"
@@ -163,10 +164,12 @@ check "disk full (frame file): the earlier frame_00000.vtp is intact" $?
 no_tmp "disk full (frame file)" "${tmp}/full3"
 
 # ---- SIGTERM / SIGINT ----------------------------------------------------------------------------
+# 300 frames, so that even a fast machine is still running when the signal comes.
+run "reference tiny, 300 frames" 0 "${tmp}/ref300.log" run "${tiny}" --out "${tmp}/ref300" --frames 300 "${T[@]}"
 # signal_stop NAME SIGNAL EXPECTED_RC
 signal_stop() {
     local dir="${tmp}/$1" rc=0 i
-    "${pbf}" run "${tiny}" --out "${dir}" "${T[@]}" > "${tmp}/$1.log" 2>&1 &
+    "${pbf}" run "${tiny}" --out "${dir}" --frames 300 "${T[@]}" > "${tmp}/$1.log" 2>&1 &
     local pid=$!
     for ((i = 0; i < 400; ++i)); do # wait until a few frames are written
         [[ -f "${dir}/frame_00003.vtp" ]] && break
@@ -183,8 +186,11 @@ signal_stop() {
     [[ ${n} -eq 1 ]]
     check "$1: one final checkpoint" $?
     no_tmp "$1" "${dir}"
+    run "$1: a fresh run into the unfinished run's directory is refused" 2 "${tmp}/$1.fresh.log" \
+        run "${tiny}" --out "${dir}" "${T[@]}"
+    contains "$1: refused fresh run: message" "${tmp}/$1.fresh.log" "holds an unfinished run"
     run "$1: resume" 0 "${tmp}/$1.resume.log" run --resume "${dir}" "${T[@]}"
-    same_run "$1: the resumed run ends identical" "${tmp}/ref" "${dir}"
+    same_run "$1: the resumed run ends identical" "${tmp}/ref300" "${dir}"
 }
 signal_stop sigterm SIGTERM 143
 signal_stop sigint SIGINT 130

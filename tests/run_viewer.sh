@@ -25,6 +25,8 @@ if "${pbf}" view --help 2>&1 | grep -q "built without the viewer"; then
 fi
 rm -rf "${work}" && mkdir -p "${work}" || exit 1
 export LIBGL_ALWAYS_SOFTWARE=1
+# Sanitizer builds: the OpenGL driver's own allocations are not ours to report.
+export LSAN_OPTIONS="${LSAN_OPTIONS:+${LSAN_OPTIONS}:}suppressions=${here}/viewer_lsan.supp:print_suppressions=0"
 
 # No display: a clear message and exit status 1, not a crash.
 out=$(env -u DISPLAY -u WAYLAND_DISPLAY "${pbf}" view "${scene}" --frames 1 2>&1)

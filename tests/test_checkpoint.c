@@ -27,7 +27,8 @@ static const char scene_text[] =
 
 static int load(pbfapp_scene *s, const pbfapp_override *o, size_t n) {
     pbf_error err;
-    pbf_status st = pbfapp_scene_parse("test.json", scene_text, sizeof scene_text - 1, o, n, s, &err);
+    pbf_status st =
+        pbfapp_scene_parse("test.json", scene_text, sizeof scene_text - 1, o, n, s, &err);
     if (st != PBF_OK) printf("  scene: %s\n", err.message);
     return st == PBF_OK;
 }
@@ -130,9 +131,11 @@ static void test_scene_hash(void) {
     ENSURE(load(&a, NULL, 0));
     uint64_t h = pbfapp_scene_hash(&a);
     /* unchanged by what does not change the simulation */
-    static const char *const same[][2] = {
-        {"frames", "9"}, {"threads", "3"}, {"guard_density_error", "5"},
-        {"checkpoint_every", "2"}, {"adaptive", "1"}};
+    static const char *const same[][2] = {{"frames", "9"},
+                                          {"threads", "3"},
+                                          {"guard_density_error", "5"},
+                                          {"checkpoint_every", "2"},
+                                          {"adaptive", "1"}};
     for (size_t i = 0; i < sizeof same / sizeof same[0]; ++i) {
         pbfapp_override o = {same[i][0], same[i][1], NULL};
         ENSURE(load(&b, &o, 1));
@@ -141,10 +144,16 @@ static void test_scene_hash(void) {
         pbfapp_scene_free(&b);
     }
     /* changed by every parameter that does */
-    static const char *const differ[][2] = {
-        {"relaxation", "0.02"}, {"gravity", "0,-9.8,0"}, {"solver_iterations", "5"},
-        {"fps", "61"}, {"substeps", "3"}, {"format", "ply"}, {"constraint", "bilateral"},
-        {"particle_radius", "0.0199"}, {"domain_max", "0.4,0.4,0.25"}, {"max_particles", "9999"}};
+    static const char *const differ[][2] = {{"relaxation", "0.02"},
+                                            {"gravity", "0,-9.8,0"},
+                                            {"solver_iterations", "5"},
+                                            {"fps", "61"},
+                                            {"substeps", "3"},
+                                            {"format", "ply"},
+                                            {"constraint", "bilateral"},
+                                            {"particle_radius", "0.0199"},
+                                            {"domain_max", "0.4,0.4,0.25"},
+                                            {"max_particles", "9999"}};
     for (size_t i = 0; i < sizeof differ / sizeof differ[0]; ++i) {
         pbfapp_override o = {differ[i][0], differ[i][1], NULL};
         ENSURE(load(&b, &o, 1));
@@ -247,7 +256,8 @@ static void test_directory(void) {
                      "{\"frame\":3,\"a\":1}\n{\"frame\":4,\"a");
     ENSURE(pbfapp_stats_truncate(dir, 2, &err) == PBF_OK);
     const char *t = read_text(path);
-    ENSURE(t && strcmp(t, "{\"frame\":0,\"a\":1}\n{\"frame\":1,\"a\":1}\n{\"frame\":2,\"a\":1}\n") == 0);
+    ENSURE(t &&
+           strcmp(t, "{\"frame\":0,\"a\":1}\n{\"frame\":1,\"a\":1}\n{\"frame\":2,\"a\":1}\n") == 0);
     ENSURE(pbfapp_stats_truncate(dir, 5, &err) == PBF_ERR_INVALID_ARGUMENT);
     pbf_world_destroy(w);
     pbfapp_scene_free(&sc);

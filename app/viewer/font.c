@@ -22,8 +22,7 @@ void pbfview_font_atlas(unsigned char *pixels) {
                     on = 1;
                 else if (rows && x < PBFVIEW_FONT_GLYPH_W && y < PBFVIEW_FONT_GLYPH_H)
                     on = rows[y][x] == '#';
-                pixels[(size_t)(y0 + y) * PBFVIEW_FONT_ATLAS_W + (size_t)(x0 + x)] =
-                    on ? 255 : 0;
+                pixels[(size_t)(y0 + y) * PBFVIEW_FONT_ATLAS_W + (size_t)(x0 + x)] = on ? 255 : 0;
             }
         }
     }

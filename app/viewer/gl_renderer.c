@@ -66,6 +66,8 @@ struct pbfview_renderer {
 
 /* ---- shaders ------------------------------------------------------------------------------ */
 
+/* clang-format off */
+
 static const char *const sprite_vs =
     GLSL_VERSION
     "layout(location = 0) in float a_x;\n"
@@ -128,14 +130,17 @@ static const char *const sprite_fs =
     "    o_color = vec4(base * (0.3 + 0.7 * diff) + vec3(0.35 * spec), 1.0);\n"
     "}\n";
 
-static const char *const depth_fs = SPRITE_FS_HEAD "out float o_depth;\n"
-                                                   "void main() {\n"
-                                                   "    vec3 n, pos;\n"
-                                                   "    gl_FragDepth = sphere(n, pos);\n"
-                                                   "    o_depth = -pos.z;\n"
-                                                   "}\n";
+static const char *const depth_fs =
+    SPRITE_FS_HEAD
+    "out float o_depth;\n"
+    "void main() {\n"
+    "    vec3 n, pos;\n"
+    "    gl_FragDepth = sphere(n, pos);\n"
+    "    o_depth = -pos.z;\n"
+    "}\n";
 
-static const char *const thick_fs = GLSL_VERSION
+static const char *const thick_fs =
+    GLSL_VERSION
     "uniform float u_radius;\n"
     "out float o_thickness;\n"
     "void main() {\n"
@@ -147,31 +152,38 @@ static const char *const thick_fs = GLSL_VERSION
 
 /* One triangle covering the screen; v_uv is 0..1 over the viewport. */
 static const char *const fullscreen_vs =
-    GLSL_VERSION "out vec2 v_uv;\n"
-                 "void main() {\n"
-                 "    vec2 p = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));\n"
-                 "    v_uv = p;\n"
-                 "    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);\n"
-                 "}\n";
+    GLSL_VERSION
+    "out vec2 v_uv;\n"
+    "void main() {\n"
+    "    vec2 p = vec2(float((gl_VertexID << 1) & 2), float(gl_VertexID & 2));\n"
+    "    v_uv = p;\n"
+    "    gl_Position = vec4(p * 2.0 - 1.0, 0.0, 1.0);\n"
+    "}\n";
 
-static const char *const bg_fs = GLSL_VERSION "in vec2 v_uv;\n"
-                                              "uniform vec3 u_top;\n"
-                                              "uniform vec3 u_bottom;\n"
-                                              "out vec4 o_color;\n"
-                                              "void main() {\n"
-                                              "    o_color = vec4(mix(u_bottom, u_top, v_uv.y), 1.0);\n"
-                                              "}\n";
+static const char *const bg_fs =
+    GLSL_VERSION
+    "in vec2 v_uv;\n"
+    "uniform vec3 u_top;\n"
+    "uniform vec3 u_bottom;\n"
+    "out vec4 o_color;\n"
+    "void main() {\n"
+    "    o_color = vec4(mix(u_bottom, u_top, v_uv.y), 1.0);\n"
+    "}\n";
 
-static const char *const lines_vs = GLSL_VERSION "layout(location = 0) in vec3 a_pos;\n"
-                                                 "uniform mat4 u_view;\n"
-                                                 "uniform mat4 u_proj;\n"
-                                                 "void main() {\n"
-                                                 "    gl_Position = u_proj * u_view * vec4(a_pos, 1.0);\n"
-                                                 "}\n";
+static const char *const lines_vs =
+    GLSL_VERSION
+    "layout(location = 0) in vec3 a_pos;\n"
+    "uniform mat4 u_view;\n"
+    "uniform mat4 u_proj;\n"
+    "void main() {\n"
+    "    gl_Position = u_proj * u_view * vec4(a_pos, 1.0);\n"
+    "}\n";
 
-static const char *const lines_fs = GLSL_VERSION "uniform vec4 u_color;\n"
-                                                 "out vec4 o_color;\n"
-                                                 "void main() { o_color = u_color; }\n";
+static const char *const lines_fs =
+    GLSL_VERSION
+    "uniform vec4 u_color;\n"
+    "out vec4 o_color;\n"
+    "void main() { o_color = u_color; }\n";
 
 /* Bilateral filter along u_dir. Background texels (0) stay background. A tap that falls on the
  * background is replaced by the mirror image of the opposite tap (2 d - s), so that a sloped
@@ -221,7 +233,7 @@ static const char *const composite_fs =
     "uniform mat4 u_proj;\n"
     "uniform vec3 u_light;\n"
     "uniform vec3 u_absorb;\n" /* Beer-Lambert absorption coefficients, 1/m */
-    "uniform vec3 u_water;\n"  /* colour of deep water (light scattered back) */
+    "uniform vec3 u_water;\n" /* colour of deep water (light scattered back) */
     "uniform float u_refract;\n"
     "out vec4 o_color;\n"
     "vec3 eye_pos(vec2 uv, float d) {\n"
@@ -239,7 +251,8 @@ static const char *const composite_fs =
     "    vec2 step = vec2(dir) * texel;\n"
     "    vec3 fwd = dp > 0.0 ? eye_pos(uv + step, dp) - P : vec3(0.0);\n"
     "    vec3 bwd = dm > 0.0 ? P - eye_pos(uv - step, dm) : vec3(0.0);\n"
-    "    if (dp <= 0.0 && dm <= 0.0) return vec3(step * P.z / -vec2(u_proj[0][0], u_proj[1][1]), 0.0);\n"
+    "    if (dp <= 0.0 && dm <= 0.0) return vec3(step * P.z / -vec2(u_proj[0][0], u_proj[1][1]), "
+    "0.0);\n"
     "    if (dp <= 0.0) return bwd;\n"
     "    if (dm <= 0.0) return fwd;\n"
     "    return abs(fwd.z) < abs(bwd.z) ? fwd : bwd;\n" /* the smaller one: no smearing at edges */
@@ -266,44 +279,50 @@ static const char *const composite_fs =
     "    vec3 behind = texture(u_bg, ruv).rgb;\n"
     "    vec3 refracted = mix(u_water, behind, exp(-u_absorb * T));\n"
     "    vec3 R = reflect(-V, n);\n"
-    "    vec3 sky = mix(vec3(0.45, 0.5, 0.55), vec3(0.9, 0.93, 0.97), clamp(R.y * 0.5 + 0.5, 0.0, 1.0));\n"
+    "    vec3 sky = mix(vec3(0.45, 0.5, 0.55), vec3(0.9, 0.93, 0.97), clamp(R.y * 0.5 + 0.5, 0.0, "
+    "1.0));\n"
     "    float spec = pow(max(dot(n, normalize(u_light + V)), 0.0), 80.0);\n"
     "    o_color = vec4(min(mix(refracted, sky, F) + vec3(0.8 * spec), vec3(1.0)), 1.0);\n"
     "}\n";
 
 /* The half-resolution fluid (premultiplied, bilinear) over the full-resolution background. */
 static const char *const present_fs =
-    GLSL_VERSION "in vec2 v_uv;\n"
-                 "uniform sampler2D u_bg;\n"
-                 "uniform sampler2D u_fluid;\n"
-                 "out vec4 o_color;\n"
-                 "void main() {\n"
-                 "    vec3 bg = texelFetch(u_bg, ivec2(gl_FragCoord.xy), 0).rgb;\n"
-                 "    vec4 fl = texture(u_fluid, v_uv);\n"
-                 "    o_color = vec4(bg * (1.0 - fl.a) + fl.rgb, 1.0);\n"
-                 "}\n";
+    GLSL_VERSION
+    "in vec2 v_uv;\n"
+    "uniform sampler2D u_bg;\n"
+    "uniform sampler2D u_fluid;\n"
+    "out vec4 o_color;\n"
+    "void main() {\n"
+    "    vec3 bg = texelFetch(u_bg, ivec2(gl_FragCoord.xy), 0).rgb;\n"
+    "    vec4 fl = texture(u_fluid, v_uv);\n"
+    "    o_color = vec4(bg * (1.0 - fl.a) + fl.rgb, 1.0);\n"
+    "}\n";
 
-static const char *const text_vs = GLSL_VERSION "layout(location = 0) in vec2 a_pos;\n"
-                                                "layout(location = 1) in vec2 a_uv;\n"
-                                                "layout(location = 2) in vec4 a_color;\n"
-                                                "uniform vec2 u_screen;\n"
-                                                "out vec2 v_uv;\n"
-                                                "out vec4 v_color;\n"
-                                                "void main() {\n"
-                                                "    v_uv = a_uv;\n"
-                                                "    v_color = a_color;\n"
-                                                "    gl_Position = vec4(a_pos.x / u_screen.x * 2.0 - 1.0,\n"
-                                                "                       1.0 - a_pos.y / u_screen.y * 2.0, 0.0, 1.0);\n"
-                                                "}\n";
+static const char *const text_vs =
+    GLSL_VERSION
+    "layout(location = 0) in vec2 a_pos;\n"
+    "layout(location = 1) in vec2 a_uv;\n"
+    "layout(location = 2) in vec4 a_color;\n"
+    "uniform vec2 u_screen;\n"
+    "out vec2 v_uv;\n"
+    "out vec4 v_color;\n"
+    "void main() {\n"
+    "    v_uv = a_uv;\n"
+    "    v_color = a_color;\n"
+    "    gl_Position = vec4(a_pos.x / u_screen.x * 2.0 - 1.0,\n"
+    "                       1.0 - a_pos.y / u_screen.y * 2.0, 0.0, 1.0);\n"
+    "}\n";
 
 static const char *const text_fs =
-    GLSL_VERSION "in vec2 v_uv;\n"
-                 "in vec4 v_color;\n"
-                 "uniform sampler2D u_font;\n"
-                 "out vec4 o_color;\n"
-                 "void main() {\n"
-                 "    o_color = vec4(v_color.rgb, v_color.a * texture(u_font, v_uv).r);\n"
-                 "}\n";
+    GLSL_VERSION
+    "in vec2 v_uv;\n"
+    "in vec4 v_color;\n"
+    "uniform sampler2D u_font;\n"
+    "out vec4 o_color;\n"
+    "void main() {\n"
+    "    o_color = vec4(v_color.rgb, v_color.a * texture(u_font, v_uv).r);\n"
+    "}\n";
+/* clang-format on */
 
 static GLuint compile(GLenum type, const char *src, const char *name, char *msg, size_t n) {
     GLuint s = glCreateShader(type);
@@ -469,9 +488,9 @@ static void delete_targets(pbfview_renderer *r) {
 
 void pbfview_renderer_destroy(pbfview_renderer *r) {
     if (!r) return;
-    GLuint progs[] = {r->prog_sprite, r->prog_depth,     r->prog_thick,   r->prog_bg,
-                      r->prog_lines,  r->prog_blur,      r->prog_composite, r->prog_present,
-                      r->prog_text};
+    GLuint progs[] = {r->prog_sprite,    r->prog_depth,   r->prog_thick,
+                      r->prog_bg,        r->prog_lines,   r->prog_blur,
+                      r->prog_composite, r->prog_present, r->prog_text};
     for (size_t i = 0; i < sizeof progs / sizeof progs[0]; ++i)
         if (progs[i]) glDeleteProgram(progs[i]);
     if (r->vao_particles) {
@@ -567,8 +586,9 @@ static void upload_particles(pbfview_renderer *r, const pbfview_frame *f) {
     const GLsizeiptr bytes = (GLsizeiptr)p->count * (GLsizeiptr)sizeof(float);
     for (int i = 0; i < VBO_COUNT; ++i) {
         /* the fluid surface uses positions only */
-        int need = i <= VBO_Z || (!f->fluid && ((i == VBO_DENSITY && need_density) ||
-                                                (i >= VBO_VX && need_velocity)));
+        int need =
+            i <= VBO_Z ||
+            (!f->fluid && ((i == VBO_DENSITY && need_density) || (i >= VBO_VX && need_velocity)));
         if (!need || r->uploaded[i] == f->particles_version + 1) continue;
         glBindBuffer(GL_ARRAY_BUFFER, r->vbo[i]);
         glBufferSubData(GL_ARRAY_BUFFER, 0, bytes, src[i]);
@@ -589,7 +609,8 @@ static void update_ramp(pbfview_renderer *r, pbf_color_field field) {
 static void light_eye(const pbfview_frame *f, float out[3]) {
     const float *l = f->light_dir, *v = f->view;
     float e[3];
-    for (int i = 0; i < 3; ++i) e[i] = v[0 * 4 + i] * l[0] + v[1 * 4 + i] * l[1] + v[2 * 4 + i] * l[2];
+    for (int i = 0; i < 3; ++i)
+        e[i] = v[0 * 4 + i] * l[0] + v[1 * 4 + i] * l[1] + v[2 * 4 + i] * l[2];
     float len = sqrtf(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
     if (len <= 0) len = 1;
     for (int i = 0; i < 3; ++i) out[i] = e[i] / len;
@@ -818,8 +839,10 @@ int pbfview_renderer_draw(pbfview_renderer *r, const pbfview_frame *f, char *msg
     pbfview_frame fr = *f;
     if (fr.width <= 0 || fr.height <= 0) return 0; /* minimised */
     if (fr.fluid && !ensure_targets(r, fr.width, fr.height)) {
-        snprintf(msg, n, "the screen-space fluid framebuffers (%dx%d, R32F) are not supported; "
-                 "showing spheres", fr.width, fr.height);
+        snprintf(msg, n,
+                 "the screen-space fluid framebuffers (%dx%d, R32F) are not supported; "
+                 "showing spheres",
+                 fr.width, fr.height);
         fr.fluid = 0;
         rc = -1;
     }

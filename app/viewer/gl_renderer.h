@@ -22,20 +22,20 @@ typedef struct pbfview_renderer pbfview_renderer;
 
 /* What one frame shows. */
 typedef struct pbfview_frame {
-    int width, height;         /* framebuffer size, pixels */
-    float view[16], proj[16];  /* column-major, OpenGL conventions */
+    int width, height;        /* framebuffer size, pixels */
+    float view[16], proj[16]; /* column-major, OpenGL conventions */
     const pbf_particles *particles;
     uint64_t particles_version; /* changes whenever the particle arrays change */
     float radius;               /* particle radius, m */
     float rest_density;         /* kg/m^3 */
     float vmax;                 /* speed mapped to the top of the speed/water ramps, m/s */
     pbf_color_field field;
-    int fluid;                  /* 1: screen-space fluid surface, 0: sphere sprites */
-    const float *lines;         /* xyz triples, two per segment */
-    int line_vertices;          /* number of vertices in `lines` */
-    int container_vertices;     /* the first ones are the container (grey), the rest boxes */
-    const float *light_dir;     /* world-space direction towards the light (3 floats) */
-    const char *overlay;        /* text, lines separated by '\n'; NULL for none */
+    int fluid;              /* 1: screen-space fluid surface, 0: sphere sprites */
+    const float *lines;     /* xyz triples, two per segment */
+    int line_vertices;      /* number of vertices in `lines` */
+    int container_vertices; /* the first ones are the container (grey), the rest boxes */
+    const float *light_dir; /* world-space direction towards the light (3 floats) */
+    const char *overlay;    /* text, lines separated by '\n'; NULL for none */
 } pbfview_frame;
 
 /* Compiles the shaders and makes the buffers. Returns 0, or -1 with a message. */

@@ -1,0 +1,2076 @@
+/*
+ * `pbf validate`: see validate.h. The report is docs/validation.md (OUT.md for --out OUT).
+ *
+ * Every case is a quasi-2D slab: the water is DEPTH_LAYERS particle spacings deep in z between
+ * two (density-correct, free-slip) container walls, so three resolutions stay affordable on two
+ * cores. The resolution is n, the number of particles across the column width L = 0.146 m
+ * (Koshizuka & Oka 1996); the particle radius is L / (2 n), the column 2 L high (2 n layers).
+ * Time steps shrink with the particle size: frames of 1/240 s with n / 9 substeps (dt / h is
+ * the same at every resolution, and the speed limit cfl h / dt is 3.9 m/s, above every speed of
+ * the flow up to T = 3.5). The stability envelope instead uses `pbf run`'s convention of frames
+ * of 1/60 s and 1, 2, 4, 8 substeps.
+ *
+ * Simulations are independent: with --jobs N > 1 each runs in a forked child process (one
+ * thread each; results are bit-identical for any thread count) and hands its measurements back
+ * through a file; the parent never enters an OpenMP parallel region (libgomp does not survive a
+ * fork after that).
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "validate.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pbf/pbf.h"
+#include "progress.h"
+#include "scene.h"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+#define EXIT_FAILED_CHECK 4
+
+/* ---- the cases ----------------------------------------------------------------------------- */
+
+#define KO_L 0.146        /* column width, m; the column is 2 L high */
+#define DEPTH_LAYERS 4    /* slab depth in particle spacings */
+#define TANK_LENGTH_L 5.0 /* dam-break tank length in L: the front stays clear of it for T <= 3.5 */
+#define TANK_HEIGHT_L 3.0 /* container height in L (both cases) */
+#define FRAME_FPS 240.0   /* measurement frames per simulated second */
+#define DAM_T_END 3.5     /* front runs end at T = 3.5 */
+#define LONG_T_END 1.0    /* s: energy runs and the stability envelope */
+#define HYDRO_T_END 1.0   /* s: the hydrostatic column */
+#define SETTLED_FROM 0.75 /* the last quarter of the hydrostatic run is "settled" */
+#define STAB_FPS 60.0     /* the envelope's frames, as in `pbf run` scenes */
+#define STAB_DENSITY 10.0 /* %: a larger maximum density error counts as unstable */
+#define GRAVITY 9.81
+#define N_COARSE 18
+#define N_MEDIUM 36
+#define N_FINE 72
+
+/* Koshizuka & Oka (1996), surge front, T = t sqrt(2 g / L), Z = z / L: the table of
+ * shared/validation/koshizuka_oka_1996_front.csv (as tabulated in PySPH's dam-break example). */
+static const double KO_T[] = {0.000, 0.381, 0.769, 1.153, 1.537, 1.935, 2.323, 2.719, 3.096};
+static const double KO_Z[] = {1.000, 1.111, 1.252, 1.505, 1.892, 2.241, 2.615, 3.003, 3.624};
+#define KO_POINTS ((int)(sizeof KO_T / sizeof KO_T[0]))
+#define KO_T_MAX 3.0   /* compare for T <= 3 */
+#define SHIFT_MAX 0.2  /* allowed time shift in T */
+#define FRONT_TOL 10.0 /* % */
+
+typedef enum { CASE_HYDRO = 0, CASE_DAM = 1, CASE_STAB = 2 } case_kind;
+
+typedef struct spec {
+    char name[48];
+    case_kind kind;
+    int n; /* particles across L */
+    int iterations;
+    int vort_off; /* 1: vorticity = 0 (default otherwise) */
+    double fps;   /* frames per second */
+    int substeps;
+    int frames;
+    int fast; /* part of --fast */
+} spec;
+
+/* ---- measurements -------------------------------------------------------------------------- */
+
+typedef struct frame_rec {
+    double t;
+    double err_avg, err_max; /* % */
+    double vmax, vmean;      /* m/s */
+    double front, column;    /* dam break: front x and column height at the back wall, m */
+    double surface;          /* hydrostatic: free-surface height, m */
+    double bottom;           /* hydrostatic: lower edge (half bulk number density), m */
+    double ekin, epot;       /* J (per slab), potential from the floor */
+} frame_rec;
+
+/* Plain data; a forked child writes it, then the arrays, to a file. */
+typedef struct sim_head {
+    spec sp; /* the case, so that a cached result is used only for the same case */
+    int ok;
+    char message[512];
+    int nrec, nbins, ncurve, particles;
+    int fail;      /* first failure: 0 none, 1 non-finite, 2 escaped, 3 average density error
+                        >= STAB_DENSITY */
+    double fail_t; /* s */
+    double peak_avg, peak_max; /* % over every step */
+    double max_over_t; /* first time the maximum density error reached STAB_DENSITY, or -1 */
+    int64_t steps;
+    double wall_s, mass, h0; /* h0: height the volume implies (hydrostatic), m */
+} sim_head;
+
+typedef struct sim_result {
+    sim_head h;
+    frame_rec *rec;
+    double *bins;  /* nbins x 3: y centre (m), mean rho / rho0, particles */
+    double *curve; /* ncurve x 2: y (m), number density / bulk */
+} sim_result;
+
+typedef struct pt3 {
+    float a, b, c;
+} pt3;
+
+static int cmp_pt_desc(const void *pa, const void *pb) {
+    float a = ((const pt3 *)pa)->a, b = ((const pt3 *)pb)->a;
+    return (a < b) - (a > b);
+}
+
+/* The largest coordinate `amax` among the particles whose coordinate `aband` lies in [lo, hi]
+ * and that have at least `minnb` such particles within `rad` (isolated droplets do not count).
+ * NAN if there is none. */
+static double filtered_max(const pbf_particles *p, int amax, int aband, double lo, double hi,
+                           double rad, int minnb, pt3 *buf) {
+    const float *c[3] = {p->x, p->y, p->z};
+    int o1 = (amax + 1) % 3, o2 = (amax + 2) % 3, m = 0;
+    for (int i = 0; i < p->count; ++i) {
+        double v = c[aband][i];
+        if (v < lo || v > hi) continue;
+        buf[m].a = c[amax][i];
+        buf[m].b = c[o1][i];
+        buf[m].c = c[o2][i];
+        ++m;
+    }
+    qsort(buf, (size_t)m, sizeof *buf, cmp_pt_desc);
+    double r2 = rad * rad;
+    for (int i = 0; i < m; ++i) {
+        int count = 0;
+        for (int dir = -1; dir <= 1 && count < minnb; dir += 2) {
+            for (int j = i + dir; j >= 0 && j < m && count < minnb; j += dir) {
+                double da = (double)buf[j].a - buf[i].a;
+                if (fabs(da) > rad) break;
+                double db = (double)buf[j].b - buf[i].b, dc = (double)buf[j].c - buf[i].c;
+                if (da * da + db * db + dc * dc <= r2) ++count;
+            }
+        }
+        if (count >= minnb) return buf[i].a;
+    }
+    return NAN;
+}
+
+/* Horizontally averaged number density along y (particles per m^3), a hat kernel of half-width
+ * s: a rest lattice gives a flat profile that falls to half exactly at the volume's top. */
+static void number_density(const pbf_particles *p, double s, double area, double dy, int nn,
+                           double *out) {
+    for (int k = 0; k < nn; ++k) out[k] = 0.0;
+    double norm = 1.0 / (s * area);
+    for (int i = 0; i < p->count; ++i) {
+        double y = p->y[i];
+        if (!isfinite(y)) continue;
+        int k0 = (int)ceil((y - s) / dy), k1 = (int)floor((y + s) / dy);
+        if (k0 < 0) k0 = 0;
+        if (k1 > nn - 1) k1 = nn - 1;
+        for (int k = k0; k <= k1; ++k) {
+            double u = fabs(k * dy - y) / s;
+            if (u < 1.0) out[k] += (1.0 - u) * norm;
+        }
+    }
+}
+
+static double bulk_of(const double *nd, double dy, int nn, double h0) {
+    double sum = 0.0;
+    int cnt = 0;
+    for (int k = 0; k < nn; ++k) {
+        double y = k * dy;
+        if (y >= 0.25 * h0 && y <= 0.75 * h0) {
+            sum += nd[k];
+            ++cnt;
+        }
+    }
+    return cnt ? sum / cnt : NAN;
+}
+
+/* The highest y where the number density falls to half the bulk value (linear between samples). */
+static double surface_of(const double *nd, double dy, int nn, double bulk) {
+    double half = 0.5 * bulk;
+    for (int k = nn - 2; k >= 0; --k) {
+        if (nd[k] >= half) {
+            double a = nd[k], b = nd[k + 1];
+            double f = (a - b) > 0 ? (a - half) / (a - b) : 0.0;
+            return (k + f) * dy;
+        }
+    }
+    return NAN;
+}
+
+/* The lowest y where the number density rises to half the bulk value. */
+static double bottom_of(const double *nd, double dy, int nn, double bulk) {
+    double half = 0.5 * bulk;
+    if (nd[0] >= half) return 0.0;
+    for (int k = 1; k < nn; ++k) {
+        if (nd[k] >= half) {
+            double a = nd[k - 1], b = nd[k];
+            return (k - 1 + (half - a) / (b - a)) * dy;
+        }
+    }
+    return NAN;
+}
+
+static pbf_world_def def_of(const spec *sp, int threads) {
+    pbf_world_def d = pbf_default_world_def();
+    float s = (float)(KO_L / sp->n);
+    d.particle_radius = 0.5f * s;
+    d.solver_iterations = sp->iterations;
+    if (sp->vort_off) d.vorticity = 0.0f;
+    d.threads = threads;
+    d.domain_min = (pbf_vec3){0, 0, 0};
+    double len = sp->kind == CASE_HYDRO ? KO_L : TANK_LENGTH_L * KO_L;
+    d.domain_max = (pbf_vec3){(float)len, (float)(TANK_HEIGHT_L * KO_L), DEPTH_LAYERS * s};
+    return d;
+}
+
+static pbf_fluid_block block_of(const spec *sp) {
+    float s = (float)(KO_L / sp->n);
+    pbf_fluid_block b = {
+        {0, 0, 0}, {(float)KO_L, (float)(2.0 * KO_L), DEPTH_LAYERS * s}, {0, 0, 0}};
+    return b;
+}
+
+static void measure(const pbf_world *w, const spec *sp, const pbf_world_def *def, double mass,
+                    double h0, pt3 *buf, double *nd, int nn, double dy, frame_rec *r) {
+    pbf_stats st = pbf_world_stats(w);
+    pbf_particles p = pbf_world_particles(w);
+    r->t = st.time;
+    r->err_avg = st.density_error_avg;
+    r->err_max = st.density_error_max;
+    r->vmax = st.max_speed;
+    double sv = 0.0, ek = 0.0, ep = 0.0;
+    for (int i = 0; i < p.count; ++i) {
+        double v2 =
+            (double)p.vx[i] * p.vx[i] + (double)p.vy[i] * p.vy[i] + (double)p.vz[i] * p.vz[i];
+        sv += sqrt(v2);
+        ek += 0.5 * v2;
+        ep -= (double)def->gravity.x * (p.x[i] - def->domain_min.x) +
+              (double)def->gravity.y * (p.y[i] - def->domain_min.y) +
+              (double)def->gravity.z * (p.z[i] - def->domain_min.z);
+    }
+    r->vmean = p.count ? sv / p.count : 0.0;
+    r->ekin = mass * ek;
+    r->epot = mass * ep;
+    double s = 2.0 * def->particle_radius, rad = def->particle_radius;
+    r->front = r->column = r->surface = r->bottom = NAN;
+    if (sp->kind == CASE_DAM) {
+        r->front = filtered_max(&p, 0, 1, def->domain_min.y, def->domain_min.y + 2.0 * s, 2.0 * s,
+                                4, buf) +
+                   rad - def->domain_min.x;
+        r->column = filtered_max(&p, 1, 0, def->domain_min.x, def->domain_min.x + 2.0 * s, 2.0 * s,
+                                 4, buf) +
+                    rad - def->domain_min.y;
+    } else if (sp->kind == CASE_HYDRO) {
+        double area = ((double)def->domain_max.x - def->domain_min.x) *
+                      ((double)def->domain_max.z - def->domain_min.z);
+        number_density(&p, s, area, dy, nn, nd);
+        double bulk = bulk_of(nd, dy, nn, h0);
+        r->surface = surface_of(nd, dy, nn, bulk);
+        r->bottom = bottom_of(nd, dy, nn, bulk);
+    }
+}
+
+static void sim_free(sim_result *r) {
+    free(r->rec);
+    free(r->bins);
+    free(r->curve);
+    r->rec = NULL;
+    r->bins = r->curve = NULL;
+}
+
+/* Runs one case in this process. */
+static void simulate(const spec *sp, int threads, sim_result *res) {
+    memset(res, 0, sizeof *res);
+    res->h.sp = *sp;
+    pbf_error err;
+    pbf_world *w = NULL;
+    pbf_world_def def = def_of(sp, threads);
+    pbf_fluid_block blk = block_of(sp);
+    pt3 *buf = NULL;
+    double *nd = NULL;
+    double t0 = pbfapp_now();
+    res->h.max_over_t = -1.0;
+    if (pbf_world_create(&def, &w, &err) != PBF_OK ||
+        pbf_world_add_fluid_block(w, &blk, &err) != PBF_OK) {
+        snprintf(res->h.message, sizeof res->h.message, "%s: %.400s", sp->name, err.message);
+        pbf_world_destroy(w);
+        return;
+    }
+    pbf_particles p0 = pbf_world_particles(w);
+    double s = 2.0 * def.particle_radius;
+    res->h.particles = p0.count;
+    res->h.mass = pbf_world_derived(w).mass;
+    res->h.h0 = p0.count * s * s * s /
+                (((double)def.domain_max.x - def.domain_min.x) *
+                 ((double)def.domain_max.z - def.domain_min.z));
+    double top = (double)def.domain_max.y - def.domain_min.y;
+    double dy = s / 16.0;
+    int nn = (int)ceil(top / dy) + 1;
+    res->rec = calloc((size_t)sp->frames + 1, sizeof *res->rec);
+    buf = malloc((size_t)(p0.count > 0 ? p0.count : 1) * sizeof *buf);
+    nd = malloc((size_t)nn * sizeof *nd);
+    if (!res->rec || !buf || !nd) {
+        snprintf(res->h.message, sizeof res->h.message, "%s: out of memory", sp->name);
+        goto done;
+    }
+    double dt = 1.0 / (sp->fps * sp->substeps);
+    if (sp->kind != CASE_STAB)
+        measure(w, sp, &def, res->h.mass, res->h.h0, buf, nd, nn, dy, &res->rec[0]);
+    else {
+        pbf_stats st = pbf_world_stats(w);
+        res->rec[0] = (frame_rec){.t = st.time,
+                                  .err_avg = st.density_error_avg,
+                                  .err_max = st.density_error_max,
+                                  .vmax = st.max_speed};
+    }
+    res->h.nrec = 1;
+    for (int f = 1; f <= sp->frames; ++f) {
+        int stop = 0;
+        for (int k = 0; k < sp->substeps && !stop; ++k) {
+            if (pbf_world_step(w, (float)dt, &err) != PBF_OK) {
+                snprintf(res->h.message, sizeof res->h.message, "%s: %.400s", sp->name,
+                         err.message);
+                goto done;
+            }
+            ++res->h.steps;
+            pbf_stats st = pbf_world_stats(w);
+            int fail = st.nonfinite > 0                       ? 1
+                       : st.escaped > 0                       ? 2
+                       : st.density_error_avg >= STAB_DENSITY ? 3
+                                                              : 0;
+            if (fail != 1 && st.density_error_max >= STAB_DENSITY && res->h.max_over_t < 0)
+                res->h.max_over_t = st.time;
+            if (fail && !res->h.fail) {
+                res->h.fail = fail;
+                res->h.fail_t = st.time;
+            }
+            if (fail != 1) {
+                if (st.density_error_avg > res->h.peak_avg) res->h.peak_avg = st.density_error_avg;
+                if (st.density_error_max > res->h.peak_max) res->h.peak_max = st.density_error_max;
+            }
+            if (fail == 1 || fail == 2 || (fail && sp->kind == CASE_STAB)) stop = 1;
+        }
+        if (stop) break;
+        if (sp->kind != CASE_STAB)
+            measure(w, sp, &def, res->h.mass, res->h.h0, buf, nd, nn, dy, &res->rec[f]);
+        else {
+            pbf_stats st = pbf_world_stats(w);
+            res->rec[f] = (frame_rec){.t = st.time,
+                                      .err_avg = st.density_error_avg,
+                                      .err_max = st.density_error_max,
+                                      .vmax = st.max_speed};
+        }
+        res->h.nrec = f + 1;
+    }
+    if (sp->kind == CASE_HYDRO) {
+        /* final profiles: mean density per layer of height s, number density / bulk */
+        pbf_particles p = pbf_world_particles(w);
+        int nb = (int)ceil(top / s);
+        res->bins = calloc((size_t)nb * 3, sizeof *res->bins);
+        res->curve = malloc((size_t)nn * 2 * sizeof *res->curve);
+        if (!res->bins || !res->curve) {
+            snprintf(res->h.message, sizeof res->h.message, "%s: out of memory", sp->name);
+            goto done;
+        }
+        /* hat-weighted (half-width one spacing) mean density at heights (b + 1/2) s: no
+         * aliasing between the bins and the particle layers */
+        for (int i = 0; i < p.count; ++i) {
+            double y = (double)p.y[i] - def.domain_min.y;
+            if (!isfinite(y)) continue;
+            int b0 = (int)floor(y / s - 1.5), b1 = (int)ceil(y / s + 0.5);
+            for (int b = b0 < 0 ? 0 : b0; b <= b1 && b < nb; ++b) {
+                double u = fabs((b + 0.5) * s - y) / s;
+                if (u >= 1.0) continue;
+                res->bins[3 * b + 1] += (1.0 - u) * p.density[i] / def.rest_density;
+                res->bins[3 * b + 2] += 1.0 - u;
+            }
+        }
+        int used = 0;
+        for (int b = 0; b < nb; ++b) {
+            if (res->bins[3 * b + 2] < 1.0) continue; /* less than one particle's weight */
+            res->bins[3 * used + 0] = (b + 0.5) * s;
+            res->bins[3 * used + 1] = res->bins[3 * b + 1] / res->bins[3 * b + 2];
+            res->bins[3 * used + 2] = res->bins[3 * b + 2];
+            ++used;
+        }
+        res->h.nbins = used;
+        double area = ((double)def.domain_max.x - def.domain_min.x) *
+                      ((double)def.domain_max.z - def.domain_min.z);
+        number_density(&p, s, area, dy, nn, nd);
+        double bulk = bulk_of(nd, dy, nn, res->h.h0);
+        for (int k = 0; k < nn; ++k) {
+            res->curve[2 * k] = k * dy;
+            res->curve[2 * k + 1] = nd[k] / bulk;
+        }
+        res->h.ncurve = nn;
+    }
+    res->h.ok = 1;
+done:
+    res->h.wall_s = pbfapp_now() - t0;
+    free(buf);
+    free(nd);
+    pbf_world_destroy(w);
+}
+
+/* ---- running cases in forked children -------------------------------------------------------- */
+
+static int write_all(FILE *f, const void *p, size_t size) {
+    return size == 0 || fwrite(p, size, 1, f) == 1;
+}
+
+static int save_result(const char *path, const sim_result *r) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return 0;
+    int ok = write_all(f, &r->h, sizeof r->h) &&
+             write_all(f, r->rec, (size_t)r->h.nrec * sizeof *r->rec) &&
+             write_all(f, r->bins, (size_t)r->h.nbins * 3 * sizeof *r->bins) &&
+             write_all(f, r->curve, (size_t)r->h.ncurve * 2 * sizeof *r->curve);
+    return fclose(f) == 0 && ok;
+}
+
+static int load_result(const char *path, sim_result *r) {
+    memset(r, 0, sizeof *r);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    int ok = fread(&r->h, sizeof r->h, 1, f) == 1 && r->h.nrec >= 0 && r->h.nbins >= 0 &&
+             r->h.ncurve >= 0 && r->h.nrec < 10000000 && r->h.ncurve < 10000000;
+    if (ok) {
+        r->rec = calloc((size_t)r->h.nrec + 1, sizeof *r->rec);
+        r->bins = calloc((size_t)r->h.nbins * 3 + 1, sizeof *r->bins);
+        r->curve = calloc((size_t)r->h.ncurve * 2 + 1, sizeof *r->curve);
+        ok = r->rec && r->bins && r->curve &&
+             (r->h.nrec == 0 ||
+              fread(r->rec, sizeof *r->rec, (size_t)r->h.nrec, f) == (size_t)r->h.nrec) &&
+             (r->h.nbins == 0 || fread(r->bins, sizeof *r->bins, (size_t)r->h.nbins * 3, f) ==
+                                     (size_t)r->h.nbins * 3) &&
+             (r->h.ncurve == 0 || fread(r->curve, sizeof *r->curve, (size_t)r->h.ncurve * 2, f) ==
+                                      (size_t)r->h.ncurve * 2);
+    }
+    fclose(f);
+    if (!ok) sim_free(r);
+    return ok;
+}
+
+/* Estimated cost of a case (particle-iteration-steps), to start the longest first. */
+static double cost_of(const spec *sp) {
+    double particles = 8.0 * sp->n * sp->n;
+    return particles * (sp->iterations + 1.5) * sp->frames * (double)sp->substeps;
+}
+
+typedef struct validate_options {
+    const char *out;
+    const char *report; /* NULL: OUT.md */
+    const char *cache;  /* --cache DIR: keep results there and reuse them */
+    int fast;
+    int jobs;
+    int threads;
+    int plots;
+    int quiet;
+} validate_options;
+
+static void progress_line(const validate_options *o, int done, int total, const spec *sp,
+                          const sim_result *r) {
+    if (o->quiet) return;
+    fprintf(stderr, "pbf validate: [%2d/%d] %-24s %6d particles %6lld steps %7.1f s%s%s\n", done,
+            total, sp->name, r->h.particles, (long long)r->h.steps, r->h.wall_s,
+            r->h.ok ? "" : "  FAILED: ", r->h.ok ? "" : r->h.message);
+}
+
+/* With --cache: loads the cached result of a case (1) if it is there and of the same case. */
+static int from_cache(const validate_options *o, const spec *sp, sim_result *r) {
+    if (!o->cache) return 0;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s.bin", o->cache, sp->name);
+    if (!load_result(path, r)) return 0;
+    if (r->h.ok && memcmp(&r->h.sp, sp, sizeof *sp) == 0) return 1;
+    sim_free(r);
+    memset(r, 0, sizeof *r);
+    return 0;
+}
+
+static void to_cache(const validate_options *o, const spec *sp, const sim_result *r) {
+    if (!o->cache || !r->h.ok) return;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s.bin", o->cache, sp->name);
+    if (!save_result(path, r))
+        fprintf(stderr, "pbf validate: warning: %s: cannot write the cache\n", path);
+}
+
+/* Runs every case; results[i] for specs[i]. Returns 0 on success. */
+static int run_all(const validate_options *o, const char *workdir, spec *specs, int nspec,
+                   sim_result *results) {
+    int *order = malloc((size_t)nspec * sizeof *order);
+    if (!order) return 1;
+    int done = 0, rc = 0, ntodo = 0;
+    for (int i = 0; i < nspec; ++i) {
+        if (from_cache(o, &specs[i], &results[i])) {
+            if (!o->quiet)
+                fprintf(stderr, "pbf validate: [%2d/%d] %-24s from the cache %s/\n", ++done, nspec,
+                        specs[i].name, o->cache);
+            else
+                ++done;
+        } else
+            order[ntodo++] = i;
+    }
+    for (int i = 1; i < ntodo; ++i) { /* insertion sort by cost, descending */
+        int v = order[i], j = i;
+        while (j > 0 && cost_of(&specs[order[j - 1]]) < cost_of(&specs[v])) {
+            order[j] = order[j - 1];
+            --j;
+        }
+        order[j] = v;
+    }
+    if (o->jobs <= 1) {
+        for (int k = 0; k < ntodo; ++k) {
+            int i = order[k];
+            simulate(&specs[i], o->threads, &results[i]);
+            to_cache(o, &specs[i], &results[i]);
+            progress_line(o, ++done, nspec, &specs[i], &results[i]);
+        }
+        free(order);
+        return 0;
+    }
+    pid_t *pids = calloc((size_t)nspec, sizeof *pids);
+    if (!pids) {
+        free(order);
+        return 1;
+    }
+    int next = 0, running = 0;
+    char path[4400];
+    while (done < nspec) {
+        while (running < o->jobs && next < ntodo) {
+            int i = order[next++];
+            snprintf(path, sizeof path, "%s/%s.bin", workdir, specs[i].name);
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid < 0) {
+                fprintf(stderr, "pbf validate: fork: %s\n", strerror(errno));
+                rc = 1;
+                next = ntodo;
+                break;
+            }
+            if (pid == 0) {
+                sim_result r;
+                simulate(&specs[i], o->threads, &r);
+                _exit(save_result(path, &r) ? 0 : 1);
+            }
+            pids[i] = pid;
+            ++running;
+        }
+        if (running == 0) break;
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            fprintf(stderr, "pbf validate: waitpid: %s\n", strerror(errno));
+            rc = 1;
+            break;
+        }
+        int i = -1;
+        for (int k = 0; k < nspec; ++k)
+            if (pids[k] == pid) i = k;
+        if (i < 0) continue;
+        pids[i] = 0;
+        --running;
+        snprintf(path, sizeof path, "%s/%s.bin", workdir, specs[i].name);
+        if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) || !load_result(path, &results[i])) {
+            memset(&results[i], 0, sizeof results[i]);
+            snprintf(results[i].h.message, sizeof results[i].h.message,
+                     "%s: the simulation process ended without a result (%s %d)", specs[i].name,
+                     WIFSIGNALED(status) ? "signal" : "exit",
+                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        }
+        remove(path);
+        to_cache(o, &specs[i], &results[i]);
+        progress_line(o, ++done, nspec, &specs[i], &results[i]);
+    }
+    free(pids);
+    free(order);
+    return rc;
+}
+
+/* ---- analysis -------------------------------------------------------------------------------- */
+
+static double t_scale(void) {
+    return sqrt(2.0 * GRAVITY / KO_L);
+} /* T = t * t_scale */
+
+/* Front Z at non-dimensional time T (linear interpolation; 1 before the start, NAN after the
+ * end). */
+static double front_at(const sim_result *r, double T) {
+    double ts = t_scale();
+    if (r->h.nrec < 1) return NAN;
+    if (T <= r->rec[0].t * ts) return r->rec[0].front / KO_L;
+    for (int k = 1; k < r->h.nrec; ++k) {
+        double T0 = r->rec[k - 1].t * ts, T1 = r->rec[k].t * ts;
+        if (T <= T1) {
+            double f = (T - T0) / (T1 - T0);
+            return ((1.0 - f) * r->rec[k - 1].front + f * r->rec[k].front) / KO_L;
+        }
+    }
+    return NAN;
+}
+
+/* Largest relative error (%) against the experiment for 0 < T_k <= KO_T_MAX when the
+ * simulation is delayed by `shift` (compared at T_k - shift). */
+static double front_error(const sim_result *r, double shift) {
+    double worst = 0.0;
+    for (int k = 1; k < KO_POINTS; ++k) {
+        if (KO_T[k] > KO_T_MAX) continue;
+        double z = front_at(r, KO_T[k] - shift);
+        if (!isfinite(z)) return INFINITY;
+        double e = 100.0 * fabs(z - KO_Z[k]) / KO_Z[k];
+        if (e > worst) worst = e;
+    }
+    return worst;
+}
+
+/* The shift in [-limit, limit] (steps of 0.001) that minimises front_error. */
+static double best_shift(const sim_result *r, double limit, double *err) {
+    double best = 0.0, be = front_error(r, 0.0);
+    int n = (int)lround(limit / 0.001);
+    for (int k = -n; k <= n; ++k) {
+        double sh = k * 0.001, e = front_error(r, sh);
+        if (e < be - 1e-12) {
+            be = e;
+            best = sh;
+        }
+    }
+    *err = be;
+    return best;
+}
+
+/* Largest lead over Ritter's front, Z - (1 + 2 T), over the run after the start (< 0: never
+ * ahead; at T = 0 both are 1). */
+static double ritter_lead(const sim_result *r) {
+    double worst = -INFINITY, ts = t_scale();
+    for (int k = 1; k < r->h.nrec; ++k) {
+        double T = r->rec[k].t * ts, d = r->rec[k].front / KO_L - (1.0 + 2.0 * T);
+        if (isfinite(d) && d > worst) worst = d;
+    }
+    return worst;
+}
+
+/* Hydrostatic summary. "run" values are over every frame after the first step; "settled" ones
+ * over t >= SETTLED_FROM * t_end. */
+typedef struct hydro_sum {
+    double run_avg, run_max;     /* peak of the per-frame avg / max density error, % */
+    double set_avg, set_max;     /* settled: mean of avg, peak of max, % */
+    double surface, surface_err; /* settled mean surface height (m), error vs h0 (%) */
+    double bottom;               /* settled mean lower edge (m) */
+    double set_vmax, set_vmean;  /* settled: peak max speed, mean mean speed (m/s) */
+    double vref;                 /* sqrt(g h0) */
+    double init_avg, init_max;   /* frame 0 (the initial lattice, before any step) */
+} hydro_sum;
+
+static hydro_sum hydro_summary(const sim_result *r) {
+    hydro_sum s;
+    memset(&s, 0, sizeof s);
+    if (r->h.nrec < 2) {
+        s.surface = s.surface_err = s.bottom = NAN;
+        return s;
+    }
+    double tend = r->rec[r->h.nrec - 1].t, from = SETTLED_FROM * tend;
+    double sa = 0.0, ss = 0.0, sm = 0.0, sb = 0.0;
+    int n = 0;
+    s.init_avg = r->rec[0].err_avg;
+    s.init_max = r->rec[0].err_max;
+    for (int k = 1; k < r->h.nrec; ++k) {
+        const frame_rec *f = &r->rec[k];
+        if (f->err_avg > s.run_avg) s.run_avg = f->err_avg;
+        if (f->err_max > s.run_max) s.run_max = f->err_max;
+        if (f->t < from - 1e-9) continue;
+        sa += f->err_avg;
+        ss += f->surface;
+        sb += f->bottom;
+        sm += f->vmean;
+        if (f->err_max > s.set_max) s.set_max = f->err_max;
+        if (f->vmax > s.set_vmax) s.set_vmax = f->vmax;
+        ++n;
+    }
+    s.set_avg = n ? sa / n : NAN;
+    s.surface = n ? ss / n : NAN;
+    s.bottom = n ? sb / n : NAN;
+    s.set_vmean = n ? sm / n : NAN;
+    s.surface_err = 100.0 * (s.surface - r->h.h0) / r->h.h0;
+    s.vref = sqrt(GRAVITY * r->h.h0);
+    return s;
+}
+
+/* Time-averaged mean density error of a run (frames after the first step), %. */
+static double mean_err_avg(const sim_result *r) {
+    double s = 0.0;
+    int n = 0;
+    for (int k = 1; k < r->h.nrec; ++k) {
+        s += r->rec[k].err_avg;
+        ++n;
+    }
+    return n ? s / n : NAN;
+}
+
+static double peak_err_max(const sim_result *r) {
+    double m = 0.0;
+    for (int k = 1; k < r->h.nrec; ++k)
+        if (r->rec[k].err_max > m) m = r->rec[k].err_max;
+    return m;
+}
+
+/* Largest difference of two runs' fronts (in Z) for T <= KO_T_MAX. */
+static double front_distance(const sim_result *a, const sim_result *b) {
+    double worst = 0.0;
+    for (double T = 0.0; T <= KO_T_MAX + 1e-9; T += 0.01) {
+        double d = fabs(front_at(a, T) - front_at(b, T));
+        if (!isfinite(d)) return INFINITY;
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+/* Energy: largest increase of E = Ekin + Epot between consecutive frames, relative to the
+ * initial energy (%), and the final energy relative to the initial one. */
+static void energy_summary(const sim_result *r, double from_t, double *max_inc, double *max_inc_t,
+                           double *final_rel) {
+    *max_inc = 0.0;
+    *max_inc_t = NAN;
+    *final_rel = NAN;
+    if (r->h.nrec < 2) return;
+    double e0 = r->rec[0].ekin + r->rec[0].epot;
+    for (int k = 1; k < r->h.nrec; ++k) {
+        if (r->rec[k].t < from_t - 1e-9) continue;
+        double d = (r->rec[k].ekin + r->rec[k].epot) - (r->rec[k - 1].ekin + r->rec[k - 1].epot);
+        if (100.0 * d / e0 > *max_inc) {
+            *max_inc = 100.0 * d / e0;
+            *max_inc_t = r->rec[k].t;
+        }
+    }
+    const frame_rec *l = &r->rec[r->h.nrec - 1];
+    *final_rel = (l->ekin + l->epot) / e0;
+}
+
+/* ---- the case list --------------------------------------------------------------------------- */
+
+#define MAX_SPECS 64
+
+static void add_spec(spec *v, int *count, case_kind kind, int n, int it, int vort_off,
+                     int substeps_stab, double t_end, int fast) {
+    spec *s = &v[(*count)++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->n = n;
+    s->iterations = it;
+    s->vort_off = vort_off;
+    s->fast = fast;
+    if (kind == CASE_STAB) {
+        s->fps = STAB_FPS;
+        s->substeps = substeps_stab;
+        snprintf(s->name, sizeof s->name, "stab_n%d_s%d_it%d", n, substeps_stab, it);
+    } else {
+        s->fps = FRAME_FPS;
+        s->substeps = n / 9;
+        snprintf(s->name, sizeof s->name, "%s_n%d_it%d%s", kind == CASE_HYDRO ? "hydro" : "dam", n,
+                 it, vort_off ? "_vort0" : "");
+    }
+    s->frames = (int)ceil(t_end * s->fps - 1e-9);
+}
+
+static const int RES[3] = {N_COARSE, N_MEDIUM, N_FINE};
+static const int ITERS[4] = {2, 4, 8, 16};
+static const int SUBSTEPS[4] = {1, 2, 4, 8};
+static const int STAB_ITERS[4] = {1, 2, 4, 8};
+
+static int make_specs(spec *v, int fast) {
+    int c = 0;
+    double dam_end = DAM_T_END / t_scale();
+    const int res[3] = {N_COARSE, N_MEDIUM, N_FINE};
+    for (int k = 0; k < 3; ++k) {
+        int n = res[k];
+        if (fast && n != N_COARSE) continue;
+        add_spec(v, &c, CASE_HYDRO, n, 4, 0, 0, HYDRO_T_END, n == N_COARSE);
+        if (n == N_MEDIUM)
+            for (int i = 0; i < 4; ++i)
+                if (ITERS[i] != 4) add_spec(v, &c, CASE_HYDRO, n, ITERS[i], 0, 0, HYDRO_T_END, 0);
+        for (int i = 0; i < 4; ++i) {
+            if (n == N_FINE && ITERS[i] != 4) continue;
+            /* the 4-iteration runs of n = 18, 36 are also the energy runs with confinement on:
+             * longer (--fast needs only the front: the same steps, stopped at T = 3.5) */
+            double tend = (ITERS[i] == 4 && n != N_FINE && !fast) ? LONG_T_END : dam_end;
+            add_spec(v, &c, CASE_DAM, n, ITERS[i], 0, 0, tend, n == N_COARSE);
+        }
+        if (n != N_FINE) add_spec(v, &c, CASE_DAM, n, 4, 1, 0, LONG_T_END, n == N_COARSE);
+        if (n != N_FINE)
+            for (int a = 0; a < 4; ++a)
+                for (int b = 0; b < 4; ++b)
+                    if (!fast || (SUBSTEPS[a] == 4 && STAB_ITERS[b] == 4)) /* --fast: the default */
+                        add_spec(v, &c, CASE_STAB, n, STAB_ITERS[b], 0, SUBSTEPS[a], LONG_T_END,
+                                 n == N_COARSE);
+    }
+    return c;
+}
+
+static int find_spec(const spec *v, int count, const char *name) {
+    for (int i = 0; i < count; ++i)
+        if (strcmp(v[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* The result of a case by name, NULL if it was not run or failed. */
+typedef struct run_set {
+    spec *specs;
+    sim_result *res;
+    int count;
+} run_set;
+
+static const sim_result *get(const run_set *rs, const char *fmt, int a, int b) {
+    char name[64];
+    snprintf(name, sizeof name, fmt, a, b);
+    int i = find_spec(rs->specs, rs->count, name);
+    if (i < 0 || !rs->res[i].h.ok) return NULL;
+    return &rs->res[i];
+}
+
+/* ---- data files, gnuplot scripts ---------------------------------------------------------- */
+
+static FILE *open_in(const char *dir, const char *name, char *path, size_t size) {
+    snprintf(path, size, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) fprintf(stderr, "pbf validate: %s: cannot create: %s\n", path, strerror(errno));
+    return f;
+}
+
+static int close_checked(FILE *f, const char *path) {
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "pbf validate: %s: write error: %s\n", path, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+static int write_data(const char *dir, const run_set *rs) {
+    char path[4400], name[128];
+    FILE *f = open_in(dir, "ko_experiment.dat", path, sizeof path);
+    if (!f) return 0;
+    fprintf(f, "# Koshizuka & Oka (1996) surge front: T = t sqrt(2g/L), Z = z/L\n# T Z\n");
+    for (int k = 0; k < KO_POINTS; ++k) fprintf(f, "%.3f %.3f\n", KO_T[k], KO_Z[k]);
+    if (!close_checked(f, path)) return 0;
+    for (int i = 0; i < rs->count; ++i) {
+        const spec *sp = &rs->specs[i];
+        const sim_result *r = &rs->res[i];
+        if (!r->h.ok || sp->kind == CASE_STAB) continue;
+        snprintf(name, sizeof name, "%s.dat", sp->name);
+        if (!(f = open_in(dir, name, path, sizeof path))) return 0;
+        if (sp->kind == CASE_HYDRO) {
+            double vref = sqrt(GRAVITY * r->h.h0);
+            fprintf(f,
+                    "# %s: hydrostatic column, %d particles, H0 = %.6f m (volume height)\n"
+                    "# t(s) err_avg(%%) err_max(%%) vmax(m/s) vmean(m/s) surface(m) "
+                    "surface_err(%%) vmax/sqrt(gH0) vmean/sqrt(gH0) bottom(m)\n",
+                    sp->name, r->h.particles, r->h.h0);
+            for (int k = 0; k < r->h.nrec; ++k) {
+                const frame_rec *q = &r->rec[k];
+                fprintf(f, "%.6f %.6g %.6g %.6g %.6g %.7f %.6g %.6g %.6g %.7f\n", q->t, q->err_avg,
+                        q->err_max, q->vmax, q->vmean, q->surface,
+                        100.0 * (q->surface - r->h.h0) / r->h.h0, q->vmax / vref, q->vmean / vref,
+                        q->bottom);
+            }
+            if (!close_checked(f, path)) return 0;
+            snprintf(name, sizeof name, "%s_profile.dat", sp->name);
+            if (!(f = open_in(dir, name, path, sizeof path))) return 0;
+            fprintf(f,
+                    "# %s: final state; mean density around heights one spacing apart "
+                    "(hat weights of half-width one spacing)\n# y/H0 rho/rho0 weight\n",
+                    sp->name);
+            for (int k = 0; k < r->h.nbins; ++k)
+                fprintf(f, "%.6f %.7f %.2f\n", r->bins[3 * k] / r->h.h0, r->bins[3 * k + 1],
+                        r->bins[3 * k + 2]);
+            if (!close_checked(f, path)) return 0;
+            snprintf(name, sizeof name, "%s_ndens.dat", sp->name);
+            if (!(f = open_in(dir, name, path, sizeof path))) return 0;
+            fprintf(f,
+                    "# %s: final state; horizontally averaged number density / bulk value\n"
+                    "# y/H0 n/n_bulk\n",
+                    sp->name);
+            for (int k = 0; k < r->h.ncurve; ++k)
+                fprintf(f, "%.6f %.6f\n", r->curve[2 * k] / r->h.h0, r->curve[2 * k + 1]);
+            if (!close_checked(f, path)) return 0;
+        } else {
+            double e0 = r->rec[0].ekin + r->rec[0].epot, ts = t_scale();
+            fprintf(f,
+                    "# %s: dam break, %d particles; L = %.3f m, T = t sqrt(2g/L)\n"
+                    "# t(s) T Z=front/L column/(2L) err_avg(%%) err_max(%%) vmax(m/s) "
+                    "Ekin/E0 Epot/E0 E/E0\n",
+                    sp->name, r->h.particles, KO_L);
+            for (int k = 0; k < r->h.nrec; ++k) {
+                const frame_rec *q = &r->rec[k];
+                fprintf(f, "%.6f %.5f %.6f %.6f %.6g %.6g %.6g %.8f %.8f %.8f\n", q->t, q->t * ts,
+                        q->front / KO_L, q->column / (2.0 * KO_L), q->err_avg, q->err_max, q->vmax,
+                        q->ekin / e0, q->epot / e0, (q->ekin + q->epot) / e0);
+            }
+            if (!close_checked(f, path)) return 0;
+        }
+    }
+    return 1;
+}
+
+/* Writes NAME.gp: `setup` lines, then `plot` + the plot clauses (NULL-terminated), skipping
+ * clauses whose data file (the first quoted word) is not in `dir`. Returns 0 on error, -1 if
+ * no clause is left (no figure). */
+static int write_gp(const char *dir, const char *name, const char *size, const char *setup,
+                    const char *const *clauses) {
+    char path[4400], gp[128];
+    int kept = 0;
+    snprintf(gp, sizeof gp, "%s.gp", name);
+    for (int k = 0; clauses[k]; ++k) {
+        char file[256] = "";
+        const char *q = strchr(clauses[k], '\'');
+        const char *e = q ? strchr(q + 1, '\'') : NULL;
+        if (q && e && (size_t)(e - q - 1) < sizeof file) {
+            memcpy(file, q + 1, (size_t)(e - q - 1));
+            file[e - q - 1] = '\0';
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        struct stat sb;
+        if (file[0] && strcmp(file, "+") != 0 && stat(path, &sb) == 0) ++kept;
+    }
+    if (kept == 0) return -1;
+    FILE *f = open_in(dir, gp, path, sizeof path);
+    if (!f) return 0;
+    fprintf(f,
+            "# %s.png from the .dat files of this folder; written by `pbf validate`.\n"
+            "# Redraw: cd into this folder, then `gnuplot %s.gp`.\n"
+            "set terminal pngcairo size %s noenhanced font \",11\"\n"
+            "set output '%s.png'\n"
+            "set grid\n"
+            "set key box opaque\n"
+            "%s\n",
+            name, name, size, name, setup);
+    int first = 1;
+    for (int k = 0; clauses[k]; ++k) {
+        char file[256] = "";
+        const char *q = strchr(clauses[k], '\'');
+        const char *e = q ? strchr(q + 1, '\'') : NULL;
+        if (q && e && (size_t)(e - q - 1) < sizeof file) {
+            memcpy(file, q + 1, (size_t)(e - q - 1));
+            file[e - q - 1] = '\0';
+        }
+        char p2[4400];
+        snprintf(p2, sizeof p2, "%s/%s", dir, file);
+        struct stat sb;
+        if (file[0] && strcmp(file, "+") != 0 && stat(p2, &sb) != 0) continue;
+        fprintf(f, "%s%s", first ? "plot " : ", \\\n     ", clauses[k]);
+        first = 0;
+    }
+    fputs("\n", f);
+    return close_checked(f, path);
+}
+
+/* Runs `gnuplot NAME.gp` in dir. */
+static int run_gnuplot(const char *dir, const char *name) {
+    char gp[128];
+    snprintf(gp, sizeof gp, "%s.gp", name);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
+        if (chdir(dir) != 0) _exit(126);
+        execlp("gnuplot", "gnuplot", gp, (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return 0;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+        fprintf(stderr, "pbf validate: gnuplot not found: install gnuplot-nox "
+                        "(scripts/debian-packages.txt), or use --no-plots\n");
+        return 0;
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "pbf validate: `gnuplot %s` in %s failed\n", gp, dir);
+        return 0;
+    }
+    return 1;
+}
+
+#define MAX_FIGS 16
+typedef struct figure_list {
+    char name[MAX_FIGS][64];
+    int count;
+} figure_list;
+
+static int figure(figure_list *fl, const char *dir, const char *name, const char *size,
+                  const char *setup, const char *const *clauses) {
+    int r = write_gp(dir, name, size, setup, clauses);
+    if (r == 0) return 0;
+    if (r > 0 && fl->count < MAX_FIGS) snprintf(fl->name[fl->count++], 64, "%s", name);
+    return 1;
+}
+
+static int has_figure(const figure_list *fl, const char *name) {
+    for (int k = 0; k < fl->count; ++k)
+        if (strcmp(fl->name[k], name) == 0) return 1;
+    return 0;
+}
+
+static int write_figures(const char *dir, figure_list *fl, int ref_n, double ref_shift) {
+    fl->count = 0;
+    char shifted[256];
+    snprintf(shifted, sizeof shifted,
+             "'dam_n%d_it4.dat' using ($2+%.3f):3 title 'pbf n = %d, shifted by dT = %+.3f' "
+             "with lines dt 2 lw 2 lc rgb 'black'",
+             ref_n, ref_shift, ref_n, ref_shift);
+    {
+        const char *c[] = {"'hydro_n18_it4.dat' using 1:2 title 'avg, n = 18' with lines lw 2 lc 1",
+                           "'hydro_n36_it4.dat' using 1:2 title 'avg, n = 36' with lines lw 2 lc 2",
+                           "'hydro_n72_it4.dat' using 1:2 title 'avg, n = 72' with lines lw 2 lc 3",
+                           "'hydro_n18_it4.dat' using 1:3 title 'max, n = 18' with lines dt 2 lc 1",
+                           "'hydro_n36_it4.dat' using 1:3 title 'max, n = 36' with lines dt 2 lc 2",
+                           "'hydro_n72_it4.dat' using 1:3 title 'max, n = 72' with lines dt 2 lc 3",
+                           "0.5 title 'target avg 0.5 %' with lines lc rgb 'black' dt 3",
+                           "3.0 title 'target max 3 %' with lines lc rgb 'gray30' dt 4",
+                           NULL};
+        if (!figure(fl, dir, "hydro_density", "1000,600",
+                    "set title 'Hydrostatic column: density error over time (4 iterations)'\n"
+                    "set xlabel 't (s)'\nset ylabel 'density error (%)'\nset logscale y\n"
+                    "set key outside right",
+                    c))
+            return 0;
+    }
+    {
+        const char *c[] = {"'hydro_n36_it2.dat' using 1:2 title 'avg, 2 it' with lines lw 2 lc 1",
+                           "'hydro_n36_it4.dat' using 1:2 title 'avg, 4 it' with lines lw 2 lc 2",
+                           "'hydro_n36_it8.dat' using 1:2 title 'avg, 8 it' with lines lw 2 lc 3",
+                           "'hydro_n36_it16.dat' using 1:2 title 'avg, 16 it' with lines lw 2 lc 4",
+                           "'hydro_n36_it2.dat' using 1:3 title 'max, 2 it' with lines dt 2 lc 1",
+                           "'hydro_n36_it4.dat' using 1:3 title 'max, 4 it' with lines dt 2 lc 2",
+                           "'hydro_n36_it8.dat' using 1:3 title 'max, 8 it' with lines dt 2 lc 3",
+                           "'hydro_n36_it16.dat' using 1:3 title 'max, 16 it' with lines dt 2 lc 4",
+                           NULL};
+        if (!figure(fl, dir, "hydro_iterations", "1000,600",
+                    "set title 'Hydrostatic column: density error vs solver iterations (n = 36)'\n"
+                    "set xlabel 't (s)'\nset ylabel 'density error (%)'\nset logscale y\n"
+                    "set key outside right",
+                    c))
+            return 0;
+    }
+    {
+        const char *c[] = {
+            "'hydro_n18_it4_profile.dat' using 2:1 title 'rho/rho0, n = 18' with linespoints "
+            "pt 7 ps 0.6 lc 1",
+            "'hydro_n36_it4_profile.dat' using 2:1 title 'rho/rho0, n = 36' with linespoints "
+            "pt 7 ps 0.5 lc 2",
+            "'hydro_n72_it4_profile.dat' using 2:1 title 'rho/rho0, n = 72' with linespoints "
+            "pt 7 ps 0.4 lc 3",
+            "'hydro_n36_it4_ndens.dat' using 2:1 title 'number density / bulk, n = 36' with "
+            "lines lc rgb 'gray50'",
+            "'+' using (1):($0/100.0*1.2) title 'hydrostatic expectation (incompressible): "
+            "rho0' with lines lw 2 lc rgb 'black' dt 2",
+            NULL};
+        if (!figure(fl, dir, "hydro_profile", "900,700",
+                    "set title 'Hydrostatic column: settled density against height (final state)'\n"
+                    "set ylabel 'height y / H0 (H0: height of the initial volume)'\n"
+                    "set xlabel 'mean density of a layer / rest density'\n"
+                    "set yrange [0:1.15]\nset xrange [0.9:1.04]\nset samples 101\n"
+                    "set key bottom left",
+                    c))
+            return 0;
+    }
+    {
+        const char *c[] = {
+            "'hydro_n18_it4.dat' using 1:7 title 'surface, n = 18' with lines lw 2 lc 1",
+            "'hydro_n36_it4.dat' using 1:7 title 'surface, n = 36' with lines lw 2 lc 2",
+            "'hydro_n72_it4.dat' using 1:7 title 'surface, n = 72' with lines lw 2 lc 3",
+            "'hydro_n18_it4.dat' using 1:($8*100) axes x1y2 title 'max speed, n = 18' with "
+            "lines dt 2 lc 1",
+            "'hydro_n36_it4.dat' using 1:($8*100) axes x1y2 title 'max speed, n = 36' with "
+            "lines dt 2 lc 2",
+            "'hydro_n72_it4.dat' using 1:($8*100) axes x1y2 title 'max speed, n = 72' with "
+            "lines dt 2 lc 3",
+            "1 title 'surface target +-1 %' with lines lc rgb 'black' dt 3",
+            "-1 notitle with lines lc rgb 'black' dt 3",
+            NULL};
+        if (!figure(fl, dir, "hydro_surface", "1000,600",
+                    "set title 'Hydrostatic column: free-surface height and residual speed'\n"
+                    "set xlabel 't (s)'\n"
+                    "set ylabel 'surface height error vs volume height (%)'\n"
+                    "set y2label 'max speed / sqrt(g H0) (%), log'\nset logscale y2\n"
+                    "set y2tics\nset yrange [-3:3]\nset key outside right",
+                    c))
+            return 0;
+    }
+    {
+        const char *c[] = {
+            "'ko_experiment.dat' using 1:2 title 'Koshizuka & Oka 1996 (experiment)' with "
+            "points pt 5 ps 1.4 lc rgb 'black'",
+            "1+2*x title 'Ritter (inviscid shallow water): Z = 1 + 2T' with lines lc rgb "
+            "'gray40' dt 2",
+            "'dam_n18_it4.dat' using 2:3 title 'pbf n = 18' with lines lw 2 lc 1",
+            "'dam_n36_it4.dat' using 2:3 title 'pbf n = 36' with lines lw 2 lc 2",
+            "'dam_n72_it4.dat' using 2:3 title 'pbf n = 72' with lines lw 2 lc 3",
+            ref_n > 0 ? shifted : NULL,
+            NULL};
+        if (!figure(fl, dir, "dam_front", "1000,650",
+                    "set title 'Dam break: surge front (4 iterations)'\n"
+                    "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'Z = front / L'\n"
+                    "set xrange [0:3.5]\nset yrange [0.9:5]\nset key top left",
+                    c))
+            return 0;
+    }
+    {
+        const char *c[] = {
+            "'ko_experiment.dat' using 1:2 title 'Koshizuka & Oka 1996 (experiment)' with "
+            "points pt 5 ps 1.4 lc rgb 'black'",
+            "'dam_n36_it2.dat' using 2:3 title '2 iterations' with lines lw 2 lc 1",
+            "'dam_n36_it4.dat' using 2:3 title '4 iterations' with lines lw 2 lc 2",
+            "'dam_n36_it8.dat' using 2:3 title '8 iterations' with lines lw 2 lc 3",
+            "'dam_n36_it16.dat' using 2:3 title '16 iterations' with lines lw 2 lc 4",
+            "'dam_n18_it2.dat' using 2:3 title '2 iterations (n = 18)' with lines lc 1 dt 2",
+            "'dam_n18_it16.dat' using 2:3 title '16 iterations (n = 18)' with lines lc 4 dt 2",
+            NULL};
+        if (!figure(
+                fl, dir, "dam_front_iterations", "1000,650",
+                "set title 'Dam break: surge front vs solver iterations (n = 36; dashed n = 18)'\n"
+                "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'Z = front / L'\n"
+                "set xrange [0:3.5]\nset yrange [0.9:5]\nset key top left",
+                c))
+            return 0;
+    }
+    {
+        const char *c[] = {"'dam_n18_it4.dat' using 2:4 title 'n = 18' with lines lw 2 lc 1",
+                           "'dam_n36_it4.dat' using 2:4 title 'n = 36' with lines lw 2 lc 2",
+                           "'dam_n72_it4.dat' using 2:4 title 'n = 72' with lines lw 2 lc 3", NULL};
+        if (!figure(fl, dir, "dam_column", "1000,600",
+                    "set title 'Dam break: residual column height at the back wall'\n"
+                    "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'height / initial height 2L'\n"
+                    "set xrange [0:3.5]\nset yrange [0:1.05]\nset key top right",
+                    c))
+            return 0;
+    }
+    {
+        const char *c[] = {
+            "'dam_n36_it2.dat' using 2:5 title 'avg, 2 it' with lines lw 2 lc 1",
+            "'dam_n36_it4.dat' using 2:5 title 'avg, 4 it' with lines lw 2 lc 2",
+            "'dam_n36_it8.dat' using 2:5 title 'avg, 8 it' with lines lw 2 lc 3",
+            "'dam_n36_it16.dat' using 2:5 title 'avg, 16 it' with lines lw 2 lc 4",
+            "'dam_n18_it2.dat' using 2:5 title 'avg, 2 it (n = 18)' with lines dt 2 lc 1",
+            "'dam_n18_it4.dat' using 2:5 title 'avg, 4 it (n = 18)' with lines dt 2 lc 2",
+            "'dam_n18_it8.dat' using 2:5 title 'avg, 8 it (n = 18)' with lines dt 2 lc 3",
+            "'dam_n18_it16.dat' using 2:5 title 'avg, 16 it (n = 18)' with lines dt 2 lc 4",
+            NULL};
+        if (!figure(fl, dir, "dam_density", "1000,600",
+                    "set title 'Dam break: average density error vs solver iterations'\n"
+                    "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'average density error (%)'\n"
+                    "set xrange [0:3.5]\nset logscale y\nset key outside right",
+                    c))
+            return 0;
+    }
+    {
+        const char *c[] = {
+            "'dam_n36_it4_vort0.dat' using 1:10 title 'E, vorticity 0 (n = 36)' with lines lw 2 "
+            "lc 1",
+            "'dam_n36_it4.dat' using 1:10 title 'E, vorticity 0.01 (n = 36)' with lines lw 2 lc 2",
+            "'dam_n18_it4_vort0.dat' using 1:10 title 'E, vorticity 0 (n = 18)' with lines dt 2 "
+            "lc 1",
+            "'dam_n18_it4.dat' using 1:10 title 'E, vorticity 0.01 (n = 18)' with lines dt 2 lc 2",
+            "'dam_n36_it4_vort0.dat' using 1:8 title 'kinetic, vorticity 0 (n = 36)' with lines "
+            "lc 3",
+            "'dam_n36_it4_vort0.dat' using 1:9 title 'potential, vorticity 0 (n = 36)' with "
+            "lines lc 4",
+            NULL};
+        if (!figure(fl, dir, "energy", "1000,600",
+                    "set title 'Dam break: energy (kinetic + potential from the floor) / initial'\n"
+                    "set xlabel 't (s)'\nset ylabel 'E / E(0)'\nset yrange [0:1.05]\n"
+                    "set key outside right",
+                    c))
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- scenes for `pbf run` ------------------------------------------------------------------ */
+
+static int write_scenes(const char *dir, const spec *specs, int count) {
+    char path[4400];
+    for (int i = 0; i < count; ++i) {
+        const spec *sp = &specs[i];
+        pbfapp_scene sc;
+        memset(&sc, 0, sizeof sc);
+        char name[64], desc[256];
+        snprintf(name, sizeof name, "%s", sp->name);
+        snprintf(desc, sizeof desc,
+                 "pbf validate case %s: %s, %d particles across L = 0.146 m, %d iterations%s",
+                 sp->name,
+                 sp->kind == CASE_HYDRO ? "hydrostatic column"
+                 : sp->kind == CASE_DAM ? "Koshizuka & Oka dam break"
+                                        : "dam break, stability envelope",
+                 sp->n, sp->iterations, sp->vort_off ? ", vorticity confinement off" : "");
+        sc.name = name;
+        sc.description = desc;
+        sc.def = def_of(sp, 0);
+        sc.run = pbfapp_default_run();
+        sc.run.frames = sp->frames;
+        sc.run.fps = (float)sp->fps;
+        sc.run.substeps = sp->substeps;
+        pbf_fluid_block blk = block_of(sp);
+        sc.blocks = &blk;
+        sc.block_count = 1;
+        sc.particles = pbf_fluid_block_count(&sc.def, &blk);
+        snprintf(path, sizeof path, "%s/%s.json", dir, sp->name);
+        pbf_error err;
+        if (pbfapp_scene_write(&sc, path, &err) != PBF_OK) {
+            fprintf(stderr, "pbf validate: %s\n", err.message);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ---- the command ----------------------------------------------------------------------------- */
+
+static int mkdir_p(const char *path) {
+    char buf[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) return 0;
+    memcpy(buf, path, n + 1);
+    for (size_t k = 1; k <= n; ++k) {
+        if (buf[k] == '/' || buf[k] == '\0') {
+            char c = buf[k];
+            buf[k] = '\0';
+            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+                fprintf(stderr, "pbf validate: %s: cannot create: %s\n", buf, strerror(errno));
+                return 0;
+            }
+            buf[k] = c;
+        }
+    }
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+void pbfapp_validate_print_help(FILE *f) {
+    fprintf(f,
+            "usage: pbf validate [--out DIR] [--fast] [options]\n"
+            "\n"
+            "Validates pbf against physics and experiment and writes the report DIR.md with\n"
+            "tables and PNG plots in DIR (default DIR: docs/validation, so docs/validation.md):\n"
+            "  1. a hydrostatic column settling: density error, free-surface height, residual\n"
+            "     speed, density profile;\n"
+            "  2. the dam break of Koshizuka & Oka (1996): surge front against the experiment and\n"
+            "     Ritter's solution, residual column height;\n"
+            "  3. convergence: three resolutions, 2/4/8/16 solver iterations;\n"
+            "  4. energy (kinetic + potential) with and without vorticity confinement;\n"
+            "  5. the stability envelope: substeps 1/2/4/8 x iterations 1/2/4/8.\n"
+            "The worlds are built with the library (no scene file needed); DIR/scenes/NAME.json\n"
+            "reproduces each with `pbf run`. Plots need gnuplot (Debian: gnuplot-nox); the\n"
+            "scripts DIR/NAME.gp redraw them from the DIR/*.dat files.\n"
+            "\n"
+            "options:\n"
+            "  --out DIR     output folder (default docs/validation); the report is DIR.md\n"
+            "  --report FILE write the report here instead of DIR.md\n"
+            "  --fast        only the coarse resolution (n = 18), the CI subset (ctest -L\n"
+            "                validation): about 2 CPU-minutes\n"
+            "  --jobs N      simulations run at once, each in its own process (default: the\n"
+            "                number of CPUs); 1 runs them in this process\n"
+            "  --threads N   OpenMP threads per simulation (default 1 with --jobs > 1, else 0 =\n"
+            "                the OpenMP default); results do not depend on it\n"
+            "  --no-plots    write the data and the gnuplot scripts, but do not run gnuplot\n"
+            "  --cache DIR   keep every case's measurements in DIR and reuse those of the same\n"
+            "                case on the next run (for editing the report; delete DIR after a\n"
+            "                change to the library)\n"
+            "  -q, --quiet   no progress lines\n"
+            "  -h, --help    this help\n"
+            "\n"
+            "exit status: 0 every checked bound met; 1 runtime error (I/O, gnuplot); 2 usage;\n"
+            "  4 a checked bound missed (the report and stderr say which). The bounds checked\n"
+            "  are listed in the report's section \"What CI checks\".\n");
+}
+
+static int parse_int(const char *s, int lo, int hi, int *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || !end || *end || end == s || v < lo || v > hi) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+static int write_report(const validate_options *o, const char *report, const run_set *rs,
+                        const figure_list *fl, int argc, char **argv, double wall);
+static int evaluate_checks(const run_set *rs, int print, FILE *f);
+
+int pbfapp_validate_command(int argc, char **argv) {
+    validate_options o;
+    memset(&o, 0, sizeof o);
+    o.out = "docs/validation";
+    o.plots = 1;
+    o.threads = -1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    o.jobs = ncpu > 0 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;
+    for (int i = 0; i < argc; ++i) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            pbfapp_validate_print_help(stdout);
+            return 0;
+        } else if (strcmp(a, "--fast") == 0) {
+            o.fast = 1;
+        } else if (strcmp(a, "--no-plots") == 0) {
+            o.plots = 0;
+        } else if (strcmp(a, "-q") == 0 || strcmp(a, "--quiet") == 0) {
+            o.quiet = 1;
+        } else if ((strcmp(a, "--out") == 0 || strcmp(a, "--report") == 0 ||
+                    strcmp(a, "--cache") == 0 || strcmp(a, "--jobs") == 0 ||
+                    strcmp(a, "--threads") == 0)) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
+                fprintf(stderr, "pbf validate: %s needs a value (see `pbf validate --help`)\n", a);
+                return EXIT_USAGE;
+            }
+            const char *v = argv[++i];
+            if (strcmp(a, "--out") == 0) {
+                o.out = v;
+            } else if (strcmp(a, "--report") == 0) {
+                o.report = v;
+            } else if (strcmp(a, "--cache") == 0) {
+                o.cache = v;
+            } else if (strcmp(a, "--jobs") == 0 ? !parse_int(v, 1, 256, &o.jobs)
+                                                : !parse_int(v, 0, 1024, &o.threads)) {
+                fprintf(stderr, "pbf validate: %s: \"%s\" is not a whole number in range\n", a, v);
+                return EXIT_USAGE;
+            }
+        } else {
+            fprintf(stderr, "pbf validate: unknown option \"%s\" (see `pbf validate --help`)\n", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (o.threads < 0) o.threads = o.jobs > 1 ? 1 : 0;
+
+    /* the folder and the report path: DIR.md beside DIR */
+    char out[4096], report[4200], work[4200], scenes[4200];
+    size_t n = strlen(o.out);
+    if (n >= sizeof out - 16) {
+        fprintf(stderr, "pbf validate: --out: path too long\n");
+        return EXIT_USAGE;
+    }
+    memcpy(out, o.out, n + 1);
+    while (n > 1 && out[n - 1] == '/') out[--n] = '\0';
+    const char *base = strrchr(out, '/');
+    base = base ? base + 1 : out;
+    if (o.report)
+        snprintf(report, sizeof report, "%s", o.report);
+    else if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || strcmp(out, "/") == 0)
+        snprintf(report, sizeof report, "%s/validation.md", out);
+    else
+        snprintf(report, sizeof report, "%s.md", out);
+    snprintf(work, sizeof work, "%s/.work", out);
+    snprintf(scenes, sizeof scenes, "%s/scenes", out);
+    if (!mkdir_p(out) || !mkdir_p(scenes) || !mkdir_p(work) || (o.cache && !mkdir_p(o.cache)))
+        return EXIT_RUNTIME;
+
+    spec *specs = calloc(MAX_SPECS, sizeof *specs);
+    sim_result *res = calloc(MAX_SPECS, sizeof *res);
+    if (!specs || !res) {
+        free(specs);
+        free(res);
+        fputs("pbf validate: out of memory\n", stderr);
+        return EXIT_RUNTIME;
+    }
+    int count = make_specs(specs, o.fast);
+    double t0 = pbfapp_now();
+    if (!o.quiet)
+        fprintf(stderr,
+                "pbf validate: %d simulations (%s), %d at once, %d thread%s each; output "
+                "in %s/, report %s\n",
+                count, o.fast ? "--fast: n = 18 only" : "full", o.jobs, o.threads,
+                o.threads == 1 ? "" : "s", out, report);
+    int rc = 0;
+    run_set rs = {specs, res, count};
+    if (!write_scenes(scenes, specs, count) || run_all(&o, work, specs, count, res) != 0)
+        rc = EXIT_RUNTIME;
+    rmdir(work);
+    for (int i = 0; i < count && rc == 0; ++i)
+        if (!res[i].h.ok) {
+            fprintf(stderr, "pbf validate: %s\n", res[i].h.message);
+            rc = EXIT_RUNTIME;
+        }
+    figure_list fl;
+    memset(&fl, 0, sizeof fl);
+    int ref_n = 0;
+    double ref_shift = 0.0;
+    for (int k = 1; k >= 0 && rc == 0; --k) { /* the reference run: n = 36, else n = 18 */
+        const sim_result *r = get(&rs, "dam_n%d_it%d", RES[k], 4);
+        if (r && !ref_n) {
+            double e;
+            ref_shift = best_shift(r, SHIFT_MAX, &e);
+            ref_n = RES[k];
+        }
+    }
+    if (rc == 0 && (!write_data(out, &rs) || !write_figures(out, &fl, ref_n, ref_shift)))
+        rc = EXIT_RUNTIME;
+    for (int k = 0; rc == 0 && o.plots && k < fl.count; ++k)
+        if (!run_gnuplot(out, fl.name[k])) rc = EXIT_RUNTIME;
+    if (rc == 0) {
+        if (!write_report(&o, report, &rs, &fl, argc, argv, pbfapp_now() - t0))
+            rc = EXIT_RUNTIME;
+        else if (evaluate_checks(&rs, !o.quiet, stderr) != 0)
+            rc = EXIT_FAILED_CHECK;
+    }
+    if (!o.quiet) {
+        char d[32];
+        pbfapp_format_duration(d, sizeof d, pbfapp_now() - t0);
+        fprintf(stderr, "pbf validate: %s in %s; report %s\n",
+                rc == 0                   ? "done"
+                : rc == EXIT_FAILED_CHECK ? "CHECKS FAILED"
+                                          : "failed",
+                d, report);
+    }
+    for (int i = 0; i < count; ++i) sim_free(&res[i]);
+    free(specs);
+    free(res);
+    return rc;
+}
+
+/* ---- targets and the checks of CI ------------------------------------------------------------ */
+
+#define ENERGY_NOISE 0.01 /* % of E(0) per frame: the "noise level" of an energy increase */
+#define STARTUP_T 0.05    /* s: the start-up transient excluded from the second energy check */
+
+typedef struct check {
+    char what[200];
+    const char *unit; /* "%", "Z", "" for yes/no */
+    double target;
+    int ge;           /* 1: passes when value >= target */
+    double v[3];      /* at n = 18, 36, 72; NAN: not run */
+    double gate;      /* CI bound on v[0] (n = 18); NAN: not checked by CI */
+    const char *note; /* why the CI bound differs from the target; NULL if it does not */
+} check;
+
+#define MAX_CHECKS 16
+
+static int passes(const check *c, double v, double bound) {
+    if (!isfinite(v)) return 0;
+    return c->ge ? v >= bound - 1e-12 : v <= bound + 1e-12;
+}
+
+static double stab_ok(const run_set *rs, int n, int sub, int it) {
+    const sim_result *r = get(rs, "stab_n%d_s%d_it4", n, sub);
+    if (it != 4) {
+        char name[64];
+        snprintf(name, sizeof name, "stab_n%d_s%d_it%d", n, sub, it);
+        int i = find_spec(rs->specs, rs->count, name);
+        r = (i >= 0 && rs->res[i].h.ok) ? &rs->res[i] : NULL;
+    }
+    if (!r) return NAN;
+    return r->h.fail == 0 ? 1.0 : 0.0;
+}
+
+/* 1 if the mean density error of the dam break decreases strictly with the iterations 2..16. */
+static double iter_monotone(const run_set *rs, int n) {
+    double prev = INFINITY;
+    for (int i = 0; i < 4; ++i) {
+        const sim_result *r = get(rs, "dam_n%d_it%d", n, ITERS[i]);
+        if (!r) return NAN;
+        double e = mean_err_avg(r);
+        if (!(e < prev)) return 0.0;
+        prev = e;
+    }
+    return 1.0;
+}
+
+static int build_checks(const run_set *rs, check *c) {
+    int k = 0;
+    for (int i = 0; i < MAX_CHECKS; ++i) {
+        memset(&c[i], 0, sizeof c[i]);
+        for (int j = 0; j < 3; ++j) c[i].v[j] = NAN;
+        c[i].gate = NAN;
+    }
+    /* hydrostatic column, 4 iterations */
+    check *h1 = &c[k++], *h2 = &c[k++], *h3 = &c[k++], *h4 = &c[k++], *h5 = &c[k++], *h6 = &c[k++],
+          *h7 = &c[k++];
+    snprintf(h1->what, sizeof h1->what, "hydrostatic, settled: average density error ≤ 0.5 %%");
+    snprintf(h2->what, sizeof h2->what, "hydrostatic, settled: maximum density error ≤ 3 %%");
+    snprintf(h3->what, sizeof h3->what,
+             "hydrostatic, whole run (every frame after the first step): average density error "
+             "≤ 0.5 %%");
+    snprintf(h4->what, sizeof h4->what, "hydrostatic, whole run: maximum density error ≤ 3 %%");
+    snprintf(h5->what, sizeof h5->what,
+             "hydrostatic, settled: free-surface height within 1 %% of the volume's height");
+    snprintf(h6->what, sizeof h6->what, "hydrostatic, settled: maximum speed < 1 %% of sqrt(g H0)");
+    snprintf(h7->what, sizeof h7->what,
+             "hydrostatic, settled: mean speed < 1 %% of sqrt(g H0) (added: the bulk at rest)");
+    h1->unit = h2->unit = h3->unit = h4->unit = h5->unit = h6->unit = h7->unit = "%";
+    h1->target = h3->target = 0.5;
+    h2->target = h4->target = 3.0;
+    h5->target = h6->target = h7->target = 1.0;
+    for (int j = 0; j < 3; ++j) {
+        const sim_result *r = get(rs, "hydro_n%d_it%d", RES[j], 4);
+        if (!r) continue;
+        hydro_sum hs = hydro_summary(r);
+        h1->v[j] = hs.set_avg;
+        h2->v[j] = hs.set_max;
+        h3->v[j] = hs.run_avg;
+        h4->v[j] = hs.run_max;
+        h5->v[j] = fabs(hs.surface_err);
+        h6->v[j] = 100.0 * hs.set_vmax / hs.vref;
+        h7->v[j] = 100.0 * hs.set_vmean / hs.vref;
+    }
+    /* CI bounds: the target where the full run meets it at n = 18, else a looser bound */
+    h1->gate = 1.0;
+    h1->note = "missed at every resolution (the settled compression is set by the Jacobi "
+               "iterations, see Convergence); CI guards against regressions with 1.0 %";
+    h2->gate = 5.0;
+    h2->note = "missed at every resolution; CI checks 5 %";
+    h3->gate = 2.5;
+    h3->note = "missed (the start-up transient); CI checks 2.5 %";
+    h4->gate = 9.0;
+    h4->note = "missed (the start-up transient); CI checks 9 %";
+    h5->gate = 1.5;
+    h5->note = "missed at n = 18 (the surface layer is under-dense and the walls push the "
+               "first layer out); CI checks 1.5 %";
+    h6->gate = 15.0;
+    h6->note = "missed at every resolution: single free-surface particles keep moving at "
+               "0.1-0.2 m/s; CI checks 15 %";
+    h7->gate = 1.0;
+    /* dam break */
+    check *d1 = &c[k++], *d2 = &c[k++];
+    snprintf(d1->what, sizeof d1->what,
+             "dam break: front within 10 %% of the experiment for T ≤ 3 with one time shift of "
+             "at most 0.2 in T");
+    snprintf(
+        d2->what, sizeof d2->what,
+        "dam break: front never ahead of Ritter's Z = 1 + 2T (largest Z - Ritter after T = 0)");
+    d1->unit = "%";
+    d2->unit = "Z";
+    d1->target = FRONT_TOL;
+    d2->target = 0.0;
+    for (int j = 0; j < 3; ++j) {
+        const sim_result *r = get(rs, "dam_n%d_it%d", RES[j], 4);
+        if (!r) continue;
+        double e;
+        best_shift(r, SHIFT_MAX, &e);
+        d1->v[j] = e;
+        d2->v[j] = ritter_lead(r);
+    }
+    d1->gate = FRONT_TOL;
+    d2->gate = 0.0;
+    /* energy */
+    check *e1 = &c[k++], *e2 = &c[k++];
+    snprintf(e1->what, sizeof e1->what,
+             "energy, vorticity 0: largest increase of E between frames ≤ %.2g %% of E(0) "
+             "(noise level)",
+             ENERGY_NOISE);
+    snprintf(e2->what, sizeof e2->what,
+             "energy, vorticity 0: the same after the start-up (t >= %.2g s)", STARTUP_T);
+    e1->unit = e2->unit = "%";
+    e1->target = e2->target = ENERGY_NOISE;
+    for (int j = 0; j < 3; ++j) {
+        const sim_result *r = get(rs, "dam_n%d_it%d_vort0", RES[j], 4);
+        if (!r) continue;
+        double inc, inc_t, fin;
+        energy_summary(r, 0.0, &inc, &inc_t, &fin);
+        e1->v[j] = inc;
+        energy_summary(r, STARTUP_T, &inc, &inc_t, &fin);
+        e2->v[j] = inc;
+    }
+    e1->gate = 1.0;
+    e1->note = "missed: E rises by about 2 % of E(0) in the first 0.05 s (the start-up "
+               "relaxation of the lattice next to the walls); CI checks 1 % per frame";
+    e2->gate = ENERGY_NOISE;
+    /* convergence and stability */
+    check *c1 = &c[k++], *s1 = &c[k++];
+    snprintf(c1->what, sizeof c1->what,
+             "convergence: the dam break's mean density error falls with every doubling of "
+             "the iterations (2, 4, 8, 16) (1 = yes)");
+    snprintf(s1->what, sizeof s1->what,
+             "stability: the dam break at 60 frames/s, 4 substeps, 4 iterations (the shipped "
+             "scenes' setting) is stable for 1 s (1 = yes)");
+    c1->unit = s1->unit = "";
+    c1->target = s1->target = 1.0;
+    c1->ge = s1->ge = 1;
+    for (int j = 0; j < 3; ++j) {
+        c1->v[j] = iter_monotone(rs, RES[j]);
+        s1->v[j] = stab_ok(rs, RES[j], 4, 4);
+    }
+    c1->gate = s1->gate = 1.0;
+    /* a CI bound that the target already meets needs no note: keep notes only where looser */
+    for (int i = 0; i < k; ++i)
+        if (isfinite(c[i].gate) && c[i].gate == c[i].target) c[i].note = NULL;
+    return k;
+}
+
+/* Prints the CI checks (n = 18 values against their bounds); returns the number failed. */
+static int evaluate_checks(const run_set *rs, int print, FILE *f) {
+    check c[MAX_CHECKS];
+    int n = build_checks(rs, c), failed = 0;
+    for (int i = 0; i < n; ++i) {
+        if (!isfinite(c[i].gate)) continue;
+        int ok = passes(&c[i], c[i].v[0], c[i].gate);
+        failed += !ok;
+        if (print || !ok)
+            fprintf(f, "pbf validate: %s %s: n = 18 value %.4g%s, bound %s %.4g%s%s\n",
+                    ok ? "ok  " : "FAIL", c[i].what, c[i].v[0], c[i].unit,
+                    c[i].ge ? ">=" : "<=", c[i].gate, c[i].unit,
+                    c[i].note ? " (looser than the target, see the report)" : "");
+    }
+    return failed;
+}
+
+/* ---- the report ------------------------------------------------------------------------------ */
+
+#ifndef PBF_VALIDATE_GIT
+#define PBF_VALIDATE_GIT ""
+#endif
+
+static const char *fmt_v(char *buf, size_t size, double v, const char *unit) {
+    if (!isfinite(v)) {
+        snprintf(buf, size, "n/a");
+        return buf;
+    }
+    if (unit[0] == '\0')
+        snprintf(buf, size, "%s", v >= 0.5 ? "yes" : "no");
+    else if (strcmp(unit, "Z") == 0)
+        snprintf(buf, size, "%+.3f", v);
+    else
+        snprintf(buf, size, "%.3g %s", v, unit);
+    return buf;
+}
+
+static void fig(FILE *f, const figure_list *fl, const char *link, const char *out, const char *name,
+                const char *caption) {
+    if (!has_figure(fl, name)) return;
+    fprintf(f, "![%s](%s/%s.png)\n\n", caption, link, name);
+    fprintf(f, "*%s* — drawn by `cd %s && gnuplot %s.gp` from the `.dat` files there.\n\n", caption,
+            out, name);
+}
+
+static int write_report(const validate_options *o, const char *report, const run_set *rs,
+                        const figure_list *fl, int argc, char **argv, double wall) {
+    char tmp[4300], a[64], b[64], cc[64], d[64];
+    snprintf(tmp, sizeof tmp, "%s.tmp", report);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "pbf validate: %s: cannot create: %s\n", tmp, strerror(errno));
+        return 0;
+    }
+    /* the folder as the report links it: relative to the report's folder when the report is
+     * DIR.md beside DIR, else as given */
+    char link[4096];
+    const char *out = o->out;
+    {
+        char tmpo[4096];
+        snprintf(tmpo, sizeof tmpo, "%s", out);
+        size_t n = strlen(tmpo);
+        while (n > 1 && tmpo[n - 1] == '/') tmpo[--n] = '\0';
+        const char *base = strrchr(tmpo, '/');
+        snprintf(link, sizeof link, "%s", o->report ? tmpo : base ? base + 1 : tmpo);
+    }
+    char cmd[1024] = "pbf validate";
+    for (int i = 0; i < argc; ++i) {
+        size_t used = strlen(cmd);
+        snprintf(cmd + used, sizeof cmd - used, " %s", argv[i]);
+    }
+    char dur[32];
+    pbfapp_format_duration(dur, sizeof dur, wall);
+    const double ts = t_scale();
+    pbf_world_def dd = pbf_default_world_def();
+
+    fprintf(f, "# Fidelity of pbf: validation against physics and experiment\n\n");
+    fprintf(
+        f,
+        "Generated by `%s` (pbf %s%s%s, %s) in %s of wall time, %d simulations, %d at once "
+        "with %d thread%s each. Do not edit by hand: rerun the command. `pbf validate "
+        "--out docs/validation` regenerates this file, every table and every figure (about "
+        "20–30 minutes on 2 cores); `--fast` runs only the coarse resolution (the CI test).\n\n",
+        cmd, PBF_VERSION_STRING, PBF_VALIDATE_GIT[0] ? ", commit " : "", PBF_VALIDATE_GIT,
+        o->fast ? "fast subset: n = 18 only" : "full run", dur, rs->count, o->jobs, o->threads,
+        o->threads == 1 ? "" : "s");
+    fprintf(f,
+            "Each figure names the gnuplot script that draws it from the `.dat` files of "
+            "`%s/`. Every simulation is also written as a scene, `%s/scenes/NAME.json`: `pbf run "
+            "%s/scenes/NAME.json` runs the same world with the same steps (bit-identical; "
+            "results do not depend on the thread count).\n\n",
+            out, out, out);
+
+    /* ---- summary ---- */
+    check c[MAX_CHECKS];
+    int nc = build_checks(rs, c);
+    fprintf(f, "## Summary\n\n");
+    fprintf(f, "Targets of issue 4, measured at three resolutions (n particles across the "
+               "column; 4 solver iterations unless named). ✅ met, ❌ missed. The last column is "
+               "what the CI test (`pbf validate --fast`, ctest label `validation`) checks on the "
+               "n = 18 runs: the target itself where the full run meets it at n = 18, otherwise "
+               "a looser bound, named as such.\n\n");
+    fprintf(f, "| target | n = 18 | n = 36 | n = 72 | verdict | CI bound (n = 18) |\n");
+    fprintf(f, "|---|---|---|---|---|---|\n");
+    for (int i = 0; i < nc; ++i) {
+        const check *k = &c[i];
+        fprintf(f, "| %s |", k->what);
+        int have = 0, met = 0, last = -1;
+        for (int j = 0; j < 3; ++j) {
+            if (!isfinite(k->v[j])) {
+                fprintf(f, " — |");
+                continue;
+            }
+            int ok = passes(k, k->v[j], k->target);
+            ++have;
+            met += ok;
+            last = j;
+            fprintf(f, " %s %s |", fmt_v(a, sizeof a, k->v[j], k->unit), ok ? "✅" : "❌");
+        }
+        if (have == 0)
+            fprintf(f, " not run |");
+        else if (met == have)
+            fprintf(f, " **met** |");
+        else if (met == 0) {
+            double gap = k->v[last] - k->target;
+            if (k->unit[0] && strcmp(k->unit, "Z") != 0)
+                fprintf(f, " **missed**: %s over at n = %d |",
+                        fmt_v(b, sizeof b, fabs(gap), k->unit), RES[last]);
+            else
+                fprintf(f, " **missed** |");
+        } else {
+            fprintf(f, " **met at %s** |",
+                    passes(k, k->v[last], k->target) ? "the finest resolution"
+                                                     : "some resolutions");
+        }
+        if (!isfinite(k->gate))
+            fprintf(f, " not checked |\n");
+        else if (k->note)
+            fprintf(f, " looser: %s%s — %s |\n", k->unit[0] ? (k->ge ? "≥ " : "≤ ") : "",
+                    fmt_v(b, sizeof b, k->gate, k->unit), k->note);
+        else
+            fprintf(f, " the target |\n");
+    }
+    fprintf(f, "\n");
+
+    /* ---- setup ---- */
+    fprintf(f, "## Setup\n\n");
+    fprintf(f,
+            "Both cases use the Koshizuka & Oka (1996) column: L = %.3f m wide, 2L = %.3f m high, "
+            "filled with the rest lattice. They are quasi-2D slabs, %d particle spacings deep in "
+            "z between two container walls (density-correct, free-slip), so that three "
+            "resolutions fit in the time budget. The hydrostatic column fills a container "
+            "L wide and 3L high; the dam break releases it at the back wall (x = 0) of a dry "
+            "tank %.0fL = %.3f m long and 3L high, so the front does not reach the far wall "
+            "before T = %.1f. Every other parameter is pbf's default (`pbf run --help`). Each "
+            "frame is 1/%.0f s; the time step shrinks with the particle size (dt / h is the "
+            "same at every resolution; the speed limit cfl·h/dt is %.1f m/s, above every speed "
+            "of the flow up to T = 3.5).\n\n",
+            KO_L, 2 * KO_L, DEPTH_LAYERS, TANK_LENGTH_L, TANK_LENGTH_L * KO_L, DAM_T_END, FRAME_FPS,
+            dd.cfl * dd.kernel_ratio * KO_L / N_COARSE * FRAME_FPS * (N_COARSE / 9));
+    fprintf(f, "| n (particles across L) | particle radius | kernel radius h | particles | "
+               "substeps per frame | dt |\n|---|---|---|---|---|---|\n");
+    for (int j = 0; j < 3; ++j) {
+        int n = RES[j];
+        if (!get(rs, "hydro_n%d_it%d", n, 4) && !get(rs, "dam_n%d_it%d", n, 4)) continue;
+        double s = KO_L / n;
+        fprintf(f, "| %d | %.4f mm | %.3f mm | %d | %d | %.4f ms |\n", n, 500.0 * s,
+                1000.0 * dd.kernel_ratio * s, 8 * n * n, n / 9, 1000.0 / (FRAME_FPS * (n / 9)));
+    }
+    fprintf(f,
+            "\nDefaults that matter here: %d solver iterations, relaxation %.3g, %s "
+            "constraint, s_corr k = %.3g (n = %d, |dq| = %.2g h), XSPH c = %.3g, vorticity "
+            "%.3g m/s, cfl %.2g, no wall friction, rest density %.0f kg/m³.\n\n",
+            dd.solver_iterations, dd.relaxation,
+            dd.constraint == PBF_CONSTRAINT_UNILATERAL ? "unilateral" : "bilateral", dd.scorr_k,
+            dd.scorr_n, dd.scorr_dq, dd.xsph_viscosity, dd.vorticity, dd.cfl, dd.rest_density);
+
+    /* ---- hydrostatic ---- */
+    fprintf(f, "## 1. Hydrostatic column\n\n");
+    fprintf(f,
+            "The column starts as the rest lattice and settles for %.1f s; \"settled\" is the "
+            "last quarter (t ≥ %.2f s). The density error is pbf's statistic: over particles, "
+            "max(ρ/ρ0 − 1, 0) in percent (average and maximum). The free surface is the height "
+            "where the horizontally averaged number density (a hat kernel of half-width one "
+            "spacing) falls to half its bulk value (the mean over 0.25–0.75 H0); for the rest "
+            "lattice this is exactly the height H0 = N·s³ / (L·depth) that the initial volume "
+            "implies. The lower edge is the same crossing at the floor. Frame 0 is the lattice "
+            "before any step.\n\n",
+            HYDRO_T_END, SETTLED_FROM * HYDRO_T_END);
+    fprintf(f, "| case | frame 0 avg / max | whole run: peak avg / peak max | settled avg / "
+               "max | surface − H0 | lower edge | settled max speed | settled mean speed |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+    for (int i = 0; i < rs->count; ++i) {
+        const spec *sp = &rs->specs[i];
+        const sim_result *r = &rs->res[i];
+        if (sp->kind != CASE_HYDRO || !r->h.ok) continue;
+        hydro_sum hs = hydro_summary(r);
+        fprintf(f,
+                "| n = %d, %d it | %.2f / %.2f %% | %.2f / %.2f %% | %.3f / %.2f %% | %+.2f mm "
+                "(%+.2f %%) | %.2f mm | %.3f m/s = %.1f %% √(gH0) | %.4f m/s = %.2f %% √(gH0) |\n",
+                sp->n, sp->iterations, hs.init_avg, hs.init_max, hs.run_avg, hs.run_max, hs.set_avg,
+                hs.set_max, 1000.0 * (hs.surface - r->h.h0), hs.surface_err, 1000.0 * hs.bottom,
+                hs.set_vmax, 100.0 * hs.set_vmax / hs.vref, hs.set_vmean,
+                100.0 * hs.set_vmean / hs.vref);
+    }
+    fprintf(f, "\nH0 = %.3f m, √(gH0) = %.3f m/s.\n\n", 2 * KO_L, sqrt(GRAVITY * 2 * KO_L));
+    fig(f, fl, link, out, "hydro_density", "Hydrostatic column: density error over time");
+    fig(f, fl, link, out, "hydro_profile",
+        "Hydrostatic column: mean density of each layer against height, final state");
+    fig(f, fl, link, out, "hydro_surface",
+        "Hydrostatic column: surface height error and residual maximum speed");
+    fprintf(f, "Reading: PBF is incompressible, so the hydrostatic expectation is a flat ρ0 "
+               "(real water would be denser at the bottom by ρgH/K ≈ 1e-6). With 4 Jacobi "
+               "iterations per step the column stays compressed in proportion to depth: the "
+               "profile rises linearly from about ρ0 at the surface to its largest value at the "
+               "floor, and the same profile appears at every resolution (dt shrinks with the "
+               "particle size), while more iterations flatten it (section 3). The top layer is "
+               "under-dense (the unilateral constraint leaves it free), and that is where the "
+               "remaining motion is: single surface particles keep moving while the mean speed "
+               "decays.\n\n");
+
+    /* ---- dam break ---- */
+    fprintf(f, "## 2. Dam break against Koshizuka & Oka (1996)\n\n");
+    fprintf(f,
+            "T = t·√(2g/L), Z = front / L, from the back wall. The front is the largest x + r "
+            "over the particles within 2 spacings of the floor that have at least 4 such "
+            "particles within 2 spacings (isolated droplets ahead of the surge do not count). "
+            "The experiment's 9 points are those of "
+            "`shared/validation/koshizuka_oka_1996_front.csv` (compiled into pbf; also written to "
+            "`%s/ko_experiment.dat`). The comparison uses the points with 0 < T ≤ %.0f: the "
+            "largest relative error |Z_sim(T − ΔT) − Z_exp| / Z_exp, with one time shift ΔT "
+            "fitted in [−%.1f, %.1f] (ΔT > 0: the simulation runs ahead of the experiment, whose "
+            "gate took time to open).\n\n",
+            out, KO_T_MAX, SHIFT_MAX, SHIFT_MAX);
+    fprintf(f,
+            "| case | error, no shift | fitted ΔT (−%.1f ≤ ΔT ≤ %.1f) | error at that ΔT | free "
+            "best ΔT (−1 ≤ ΔT ≤ 1) | error there | lead over Ritter |\n"
+            "|---|---|---|---|---|---|---|\n",
+            SHIFT_MAX, SHIFT_MAX);
+    for (int i = 0; i < rs->count; ++i) {
+        const spec *sp = &rs->specs[i];
+        const sim_result *r = &rs->res[i];
+        if (sp->kind != CASE_DAM || !r->h.ok || sp->vort_off) continue;
+        double e, e1;
+        double sh = best_shift(r, SHIFT_MAX, &e), sh1 = best_shift(r, 1.0, &e1);
+        fprintf(f, "| n = %d, %d it | %.1f %% | %+.3f | %.1f %% %s | %+.3f | %.1f %% | %+.3f |\n",
+                sp->n, sp->iterations, front_error(r, 0.0), sh, e, e <= FRONT_TOL ? "✅" : "❌", sh1,
+                e1, ritter_lead(r));
+    }
+    fprintf(f, "\n");
+    const sim_result *ref = get(rs, "dam_n%d_it%d", N_MEDIUM, 4);
+    int refn = N_MEDIUM;
+    if (!ref) {
+        ref = get(rs, "dam_n%d_it%d", N_COARSE, 4);
+        refn = N_COARSE;
+    }
+    if (ref) {
+        double e, sh = best_shift(ref, SHIFT_MAX, &e);
+        fprintf(f, "Point by point, n = %d, 4 iterations, ΔT = %+.3f:\n\n", refn, sh);
+        fprintf(f, "| T | Z experiment | Z pbf at T | Z pbf at T − ΔT | error at T − ΔT | Ritter "
+                   "1 + 2T |\n|---|---|---|---|---|---|\n");
+        for (int k = 0; k < KO_POINTS; ++k) {
+            double z0 = front_at(ref, KO_T[k]), z1 = front_at(ref, KO_T[k] - sh);
+            fprintf(f, "| %.3f | %.3f | %.3f | %.3f | %+.1f %%%s | %.3f |\n", KO_T[k], KO_Z[k], z0,
+                    z1, 100.0 * (z1 - KO_Z[k]) / KO_Z[k],
+                    KO_T[k] > KO_T_MAX ? " (T > 3: not "
+                                         "scored)"
+                                       : "",
+                    1.0 + 2.0 * KO_T[k]);
+        }
+        fprintf(f, "\n");
+    }
+    fig(f, fl, link, out, "dam_front", "Dam break: surge front against the experiment");
+    fprintf(f,
+            "The residual column is the largest y + r over the particles within 2 spacings of "
+            "the back wall that have at least 4 such neighbours, over the initial height 2L.\n\n");
+    fig(f, fl, link, out, "dam_column", "Dam break: residual column height at the back wall");
+    fprintf(f, "| T | 0.5 | 1.0 | 1.5 | 2.0 | 2.5 | 3.0 |\n|---|---|---|---|---|---|---|\n");
+    for (int j = 0; j < 3; ++j) {
+        const sim_result *r = get(rs, "dam_n%d_it%d", RES[j], 4);
+        if (!r) continue;
+        fprintf(f, "| column / 2L, n = %d |", RES[j]);
+        for (int q = 1; q <= 6; ++q) {
+            double T = 0.5 * q, best = NAN, bd = INFINITY;
+            for (int k = 0; k < r->h.nrec; ++k) {
+                double dt = fabs(r->rec[k].t * ts - T);
+                if (dt < bd) {
+                    bd = dt;
+                    best = r->rec[k].column / (2.0 * KO_L);
+                }
+            }
+            fprintf(f, " %.3f |", best);
+        }
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n");
+
+    /* ---- convergence ---- */
+    fprintf(f, "## 3. Convergence\n\n");
+    fprintf(f, "Resolution (4 iterations): the particle radius halves twice from n = 18. "
+               "\"Front distance\" is the largest |ΔZ| for T ≤ 3 between this resolution and the "
+               "next coarser one.\n\n");
+    fprintf(f, "| n | hydrostatic settled avg / max | surface − H0 | dam break mean avg / peak "
+               "max density error | front error (best −0.2 ≤ ΔT ≤ 0.2) | front distance to the "
+               "coarser |\n|---|---|---|---|---|---|\n");
+    for (int j = 0; j < 3; ++j) {
+        const sim_result *h = get(rs, "hydro_n%d_it%d", RES[j], 4);
+        const sim_result *r = get(rs, "dam_n%d_it%d", RES[j], 4);
+        if (!h && !r) continue;
+        fprintf(f, "| %d |", RES[j]);
+        if (h) {
+            hydro_sum hs = hydro_summary(h);
+            fprintf(f, " %.3f / %.2f %% | %+.2f %% |", hs.set_avg, hs.set_max, hs.surface_err);
+        } else
+            fprintf(f, " — | — |");
+        if (r) {
+            double e;
+            best_shift(r, SHIFT_MAX, &e);
+            const sim_result *prev = j > 0 ? get(rs, "dam_n%d_it%d", RES[j - 1], 4) : NULL;
+            fprintf(f, " %.3f / %.2f %% | %.1f %% |", mean_err_avg(r), peak_err_max(r), e);
+            if (prev)
+                fprintf(f, " %.3f |\n", front_distance(r, prev));
+            else
+                fprintf(f, " — |\n");
+        } else
+            fprintf(f, " — | — | — |\n");
+    }
+    fprintf(f, "\nSolver iterations:\n\n");
+    fprintf(f, "| n | iterations | hydrostatic settled avg / max | surface − H0 | dam break mean "
+               "avg / peak max density error | front error, no shift | fitted ΔT | error at "
+               "ΔT |\n|---|---|---|---|---|---|---|---|\n");
+    for (int j = 0; j < 2; ++j)
+        for (int i = 0; i < 4; ++i) {
+            const sim_result *h = get(rs, "hydro_n%d_it%d", RES[j], ITERS[i]);
+            const sim_result *r = get(rs, "dam_n%d_it%d", RES[j], ITERS[i]);
+            if (!h && !r) continue;
+            fprintf(f, "| %d | %d |", RES[j], ITERS[i]);
+            if (h) {
+                hydro_sum hs = hydro_summary(h);
+                fprintf(f, " %.3f / %.2f %% | %+.2f %% |", hs.set_avg, hs.set_max, hs.surface_err);
+            } else
+                fprintf(f, " — | — |");
+            if (r) {
+                double e, sh = best_shift(r, SHIFT_MAX, &e);
+                fprintf(f, " %.3f / %.2f %% | %.1f %% | %+.3f | %.1f %% |\n", mean_err_avg(r),
+                        peak_err_max(r), front_error(r, 0.0), sh, e);
+            } else
+                fprintf(f, " — | — | — | — |\n");
+        }
+    fprintf(f, "\n");
+    fig(f, fl, link, out, "hydro_iterations",
+        "Hydrostatic column: density error against solver iterations");
+    fig(f, fl, link, out, "dam_density", "Dam break: average density error against iterations");
+    fig(f, fl, link, out, "dam_front_iterations", "Dam break: front against solver iterations");
+
+    /* ---- energy ---- */
+    fprintf(f, "## 4. Energy\n\n");
+    fprintf(f,
+            "E = Σ m (|v|²/2 + g y), y from the floor, per frame (1/%.0f s), relative to E(0). "
+            "Without vorticity confinement (`--set vorticity=0`) nothing in the model adds "
+            "energy, so E may only decay; with it (the default, ε = %.3g m/s) confinement may "
+            "add some. \"Noise level\" is taken as %.2g %% of E(0) per frame.\n\n",
+            FRAME_FPS, dd.vorticity, ENERGY_NOISE);
+    fprintf(f,
+            "| case | largest increase between frames (%% of E0), at t | same for t ≥ %.2g s | "
+            "E at T = 3 | E at the end (t = %.1f s) |\n|---|---|---|---|---|\n",
+            STARTUP_T, LONG_T_END);
+    for (int j = 0; j < 3; ++j)
+        for (int v = 1; v >= 0; --v) {
+            const sim_result *r = get(rs, v ? "dam_n%d_it%d_vort0" : "dam_n%d_it%d", RES[j], 4);
+            if (!r || r->rec[r->h.nrec - 1].t < LONG_T_END - 1e-6) continue;
+            double inc, inc_t, fin, inc2, inc2_t;
+            energy_summary(r, 0.0, &inc, &inc_t, &fin);
+            energy_summary(r, STARTUP_T, &inc2, &inc2_t, &fin);
+            double e0 = r->rec[0].ekin + r->rec[0].epot, e3 = NAN, bd = INFINITY;
+            for (int k = 0; k < r->h.nrec; ++k) {
+                double dt = fabs(r->rec[k].t * ts - 3.0);
+                if (dt < bd) {
+                    bd = dt;
+                    e3 = (r->rec[k].ekin + r->rec[k].epot) / e0;
+                }
+            }
+            char i1[64], i2[64];
+            if (isfinite(inc_t))
+                snprintf(i1, sizeof i1, "%.4f %% at %.3f s", inc, inc_t);
+            else
+                snprintf(i1, sizeof i1, "none");
+            if (isfinite(inc2_t))
+                snprintf(i2, sizeof i2, "%.4f %% at %.3f s", inc2, inc2_t);
+            else
+                snprintf(i2, sizeof i2, "none");
+            fprintf(f, "| n = %d, vorticity %s | %s | %s | %.4f | %.4f |\n", RES[j], v ? "0" : "on",
+                    i1, i2, e3, fin);
+        }
+    fprintf(f, "\n");
+    fig(f, fl, link, out, "energy", "Dam break: energy over time");
+
+    /* ---- stability ---- */
+    fprintf(f, "## 5. Stability envelope\n\n");
+    fprintf(f,
+            "The dam break at the `pbf run` convention of 60 frames/s with 1, 2, 4 or 8 "
+            "substeps (dt = 1/60 … 1/480 s) and 1, 2, 4 or 8 iterations, for %.1f s (the front "
+            "hits the far wall and runs up it). Stable: no non-finite value, no particle "
+            "outside the container, and an average density error under %.0f %% after every "
+            "step of the run. Each cell gives the peak average / peak maximum density error; "
+            "⚠ marks a cell whose maximum (one particle) went over %.0f %% (first at the time "
+            "given) while the average stayed under.\n\n",
+            LONG_T_END, STAB_DENSITY, STAB_DENSITY);
+    for (int j = 0; j < 2; ++j) {
+        if (!get(rs, "stab_n%d_s%d_it4", RES[j], 4)) continue;
+        double s = KO_L / RES[j];
+        fprintf(f, "n = %d (r = %.2f mm, h = %.1f mm):\n\n| substeps (dt) |", RES[j], 500.0 * s,
+                1000.0 * dd.kernel_ratio * s);
+        for (int b2 = 0; b2 < 4; ++b2)
+            fprintf(f, " %d iteration%s |", STAB_ITERS[b2], STAB_ITERS[b2] > 1 ? "s" : "");
+        fprintf(f, "\n|---|---|---|---|---|\n");
+        for (int a2 = 0; a2 < 4; ++a2) {
+            fprintf(f, "| %d (%.2f ms) |", SUBSTEPS[a2], 1000.0 / (STAB_FPS * SUBSTEPS[a2]));
+            for (int b2 = 0; b2 < 4; ++b2) {
+                char name[64];
+                snprintf(name, sizeof name, "stab_n%d_s%d_it%d", RES[j], SUBSTEPS[a2],
+                         STAB_ITERS[b2]);
+                int i = find_spec(rs->specs, rs->count, name);
+                const sim_result *r = i >= 0 && rs->res[i].h.ok ? &rs->res[i] : NULL;
+                if (!r) {
+                    fprintf(f, " — |");
+                    continue;
+                }
+                if (r->h.fail)
+                    fprintf(f, " ❌ %s at %.3f s (peak %.1f / %.1f %%) |",
+                            r->h.fail == 1   ? "non-finite"
+                            : r->h.fail == 2 ? "escaped"
+                                             : "avg density",
+                            r->h.fail_t, r->h.peak_avg, r->h.peak_max);
+                else if (r->h.max_over_t >= 0)
+                    fprintf(f, " ✅ %.2f / %.1f %% ⚠ %.3f s |", r->h.peak_avg, r->h.peak_max,
+                            r->h.max_over_t);
+                else
+                    fprintf(f, " ✅ %.2f / %.1f %% |", r->h.peak_avg, r->h.peak_max);
+            }
+            fprintf(f, "\n");
+        }
+        fprintf(f, "\n");
+    }
+
+    /* ---- CI ---- */
+    fprintf(f, "## What CI checks\n\n");
+    fprintf(f,
+            "`ctest -L validation` runs `pbf validate --fast`: the n = 18 cases of the full run "
+            "(the same worlds and steps, so the same numbers; the 4-iteration dam break stops at "
+            "T = 3.5 and of the stability envelope only the default cell runs) and fails (exit 4) "
+            "when a bound is missed:\n\n| check | bound | n = 18 now |\n|---|---|---|\n");
+    for (int i = 0; i < nc; ++i) {
+        if (!isfinite(c[i].gate)) continue;
+        fprintf(f, "| %s | %s%s%s | %s |\n", c[i].what, c[i].unit[0] ? (c[i].ge ? "≥ " : "≤ ") : "",
+                fmt_v(cc, sizeof cc, c[i].gate, c[i].unit),
+                c[i].note ? " (looser than the target: see the summary)" : " (the target)",
+                fmt_v(d, sizeof d, c[i].v[0], c[i].unit));
+    }
+    fprintf(f, "\n## Files\n\n");
+    fprintf(f,
+            "- `%s/*.dat`: the measured series (a header line names the columns).\n"
+            "- `%s/*.gp`, `%s/*.png`: the figures and their gnuplot scripts.\n"
+            "- `%s/scenes/*.json`: every simulation as a `pbf run` scene.\n"
+            "- `app/validate.c`: the cases, the measurements and this report.\n",
+            out, out, out, out);
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "pbf validate: %s: write error\n", tmp);
+        return 0;
+    }
+    if (rename(tmp, report) != 0) {
+        fprintf(stderr, "pbf validate: %s: cannot rename to %s: %s\n", tmp, report,
+                strerror(errno));
+        return 0;
+    }
+    return 1;
+}
