@@ -290,8 +290,14 @@ int pbf_stage_delta_p(pbf_world *w) {
             pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < k.h2);
-            pbf_vf ratio = v_poly6(&k, r2, in) * inv_wdq, s = ratio;
-            for (int e = 1; e < sn; ++e) s *= ratio;
+            pbf_vf ratio = v_poly6(&k, r2, in) * inv_wdq, s;
+            if (sn == 4) { /* the default n: two squarings, no loop in the hot path */
+                s = ratio * ratio;
+                s = s * s;
+            } else {
+                s = ratio;
+                for (int e = 1; e < sn; ++e) s *= ratio;
+            }
             pbf_vf scorr = ks * s; /* eq. 13 */
             pbf_vf f = (vli + LOAD(LAMBDA) + scorr) * vol * v_spiky(&k, r2, in);
             f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
