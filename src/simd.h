@@ -67,9 +67,9 @@ static inline PBF_SIMD_INLINE pbf_vf vf_sqrt(pbf_vf a) {
 /* Mask of the lanes l with l < remaining. */
 static inline PBF_SIMD_INLINE pbf_vi vi_first(int32_t remaining) { return pbf_iota < vi_set1(remaining); }
 
-/* out[l] = base[idx[l]]; every index must be inside the (padded) array. */
-static inline PBF_SIMD_INLINE pbf_vf vf_gather(const float *base, pbf_vi idx) {
-    /* scalar loads: hardware gathers are slow on CPUs with the GDS microcode mitigation */
+/* out[l] = base[idx[l]]; every index must be inside the (padded) array. Scalar loads: hardware
+ * gathers measured slower here (CPUs with the GDS microcode mitigation). */
+static inline PBF_SIMD_INLINE pbf_vf vf_gather_idx(const float *base, const uint32_t *idx) {
 #if PBF_LANES == 8
     return (pbf_vf){base[idx[0]], base[idx[1]], base[idx[2]], base[idx[3]],
                     base[idx[4]], base[idx[5]], base[idx[6]], base[idx[7]]};

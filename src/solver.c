@@ -114,31 +114,30 @@ static void build_lists(pbf_world *w) {
     w->lists_ok = 1;
 }
 
-/* Indices of a chunk of listed neighbours; lanes past the list decode to begin[0], which is
- * inside the padded arrays and masked out by `valid`. */
-static inline PBF_SIMD_INLINE pbf_vi decode_chunk(const uint16_t *codes, const uint32_t *begin,
-                                                  pbf_vi valid) {
-    pbf_vi j;
-    for (int l = 0; l < PBF_LANES; ++l) {
-        uint32_t c = valid[l] ? codes[l] : 0u;
-        j[l] = (int32_t)(begin[c >> CODE_OFFSET_BITS] + (c & CODE_MAX_RANGE));
+/* Indices of a chunk of listed neighbours into j[] (a plain array: scalar stores read back by
+ * scalar loads, no vector round trip through memory); lanes past the list decode to begin[0],
+ * which is inside the padded arrays and masked out by `valid`. */
+static inline PBF_SIMD_INLINE void decode_chunk(const uint16_t *codes, const uint32_t *begin,
+                                                uint32_t n_valid, uint32_t *j) {
+    for (uint32_t l = 0; l < PBF_LANES; ++l) {
+        uint32_t c = l < n_valid ? codes[l] : 0u;
+        j[l] = begin[c >> CODE_OFFSET_BITS] + (c & CODE_MAX_RANGE);
     }
-    return j;
 }
 
-/* Runs BODY for every chunk of neighbours of particle i, with `jv` the neighbour indices and
- * `valid` the lanes in use; LOAD(array) gathers array[jv]. From the lists when built, else by
- * scanning the ranges (then `valid` also admits non-neighbours: BODY tests r2 < h2 anyway). */
-#define LOAD(arr) vf_gather((arr), jv)
+/* Runs BODY for every chunk of neighbours of particle i, with `valid` the lanes in use;
+ * LOAD(array) gathers array[jv[lane]]. From the lists when built, else by scanning the ranges
+ * (then `valid` also admits non-neighbours: BODY tests r2 < h2 anyway). */
+#define LOAD(arr) vf_gather_idx((arr), jv)
 #define FOR_NEIGHBOURS(w, i, ...)                                                                  \
     do {                                                                                           \
-        uint32_t nb_begin_[9], nb_end_[9];                                                         \
+        uint32_t nb_begin_[9], nb_end_[9], jv[PBF_LANES];                                          \
         int nb_count_ = pbf_grid_neighbour_ranges(&(w)->grid, (w)->cell[i], nb_begin_, nb_end_);   \
         if ((w)->lists_ok) {                                                                       \
             const uint32_t nb_s_ = (w)->nbr_start[i], nb_e_ = (w)->nbr_start[(i) + 1];            \
             for (uint32_t nb_k_ = nb_s_; nb_k_ < nb_e_; nb_k_ += PBF_LANES) {                      \
                 const pbf_vi valid = vi_first((int32_t)(nb_e_ - nb_k_));                           \
-                const pbf_vi jv = decode_chunk((w)->nbr + nb_k_, nb_begin_, valid);                \
+                decode_chunk((w)->nbr + nb_k_, nb_begin_, nb_e_ - nb_k_, jv);                      \
                 __VA_ARGS__                                                                        \
             }                                                                                      \
         } else {                                                                                   \
@@ -146,7 +145,7 @@ static inline PBF_SIMD_INLINE pbf_vi decode_chunk(const uint16_t *codes, const u
                 for (uint32_t nb_j_ = nb_begin_[nb_r_]; nb_j_ < nb_end_[nb_r_];                    \
                      nb_j_ += PBF_LANES) {                                                         \
                     const pbf_vi valid = vi_first((int32_t)(nb_end_[nb_r_] - nb_j_));              \
-                    const pbf_vi jv = vi_set1((int32_t)nb_j_) + pbf_iota;                          \
+                    for (uint32_t l_ = 0; l_ < PBF_LANES; ++l_) jv[l_] = nb_j_ + l_;               \
                     __VA_ARGS__                                                                    \
                 }                                                                                  \
         }                                                                                          \
