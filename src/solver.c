@@ -103,7 +103,7 @@ static void build_lists(pbf_world *w) {
         w->nbr_start[i + 1] = (uint32_t)total;
     }
     if (total > w->nbr_cap) {
-        size_t cap = total + total / 4;
+        size_t cap = total + total / 16; /* small headroom: lists are a large share of memory */
         uint16_t *grown = realloc(w->nbr, (cap + PBF_ARRAY_PADDING) * sizeof *grown);
         if (!grown) return;
         memset(grown + cap, 0, PBF_ARRAY_PADDING * sizeof *grown);
