@@ -462,6 +462,7 @@ typedef struct validate_options {
     const char *out;
     const char *report; /* NULL: OUT.md */
     const char *cache;  /* --cache DIR: keep results there and reuse them */
+    int cached;         /* results reused from the cache (set by run_all) */
     int fast;
     int jobs;
     int threads;
@@ -498,13 +499,14 @@ static void to_cache(const validate_options *o, const spec *sp, const sim_result
 }
 
 /* Runs every case; results[i] for specs[i]. Returns 0 on success. */
-static int run_all(const validate_options *o, const char *workdir, spec *specs, int nspec,
+static int run_all(validate_options *o, const char *workdir, spec *specs, int nspec,
                    sim_result *results) {
     int *order = malloc((size_t)nspec * sizeof *order);
     if (!order) return 1;
     int done = 0, rc = 0, ntodo = 0;
     for (int i = 0; i < nspec; ++i) {
         if (from_cache(o, &specs[i], &results[i])) {
+            ++o->cached;
             if (!o->quiet)
                 fprintf(stderr, "pbf validate: [%2d/%d] %-24s from the cache %s/\n", ++done, nspec,
                         specs[i].name, o->cache);
@@ -923,7 +925,7 @@ static int write_gp(const char *dir, const char *name, const char *size, const c
     snprintf(gp, sizeof gp, "%s.gp", name);
     for (int k = 0; clauses[k]; ++k) {
         char file[256] = "";
-        const char *q = strchr(clauses[k], '\'');
+        const char *q = clauses[k][0] == '\'' ? clauses[k] : NULL; /* a data file */
         const char *e = q ? strchr(q + 1, '\'') : NULL;
         if (q && e && (size_t)(e - q - 1) < sizeof file) {
             memcpy(file, q + 1, (size_t)(e - q - 1));
@@ -948,7 +950,7 @@ static int write_gp(const char *dir, const char *name, const char *size, const c
     int first = 1;
     for (int k = 0; clauses[k]; ++k) {
         char file[256] = "";
-        const char *q = strchr(clauses[k], '\'');
+        const char *q = clauses[k][0] == '\'' ? clauses[k] : NULL; /* a data file */
         const char *e = q ? strchr(q + 1, '\'') : NULL;
         if (q && e && (size_t)(e - q - 1) < sizeof file) {
             memcpy(file, q + 1, (size_t)(e - q - 1));
@@ -1061,8 +1063,6 @@ static int write_figures(const char *dir, figure_list *fl, int ref_n, double ref
             "pt 7 ps 0.5 lc 2",
             "'hydro_n72_it4_profile.dat' using 2:1 title 'rho/rho0, n = 72' with linespoints "
             "pt 7 ps 0.4 lc 3",
-            "'hydro_n36_it4_ndens.dat' using 2:1 title 'number density / bulk, n = 36' with "
-            "lines lc rgb 'gray50'",
             "'+' using (1):($0/100.0*1.2) title 'hydrostatic expectation (incompressible): "
             "rho0' with lines lw 2 lc rgb 'black' dt 2",
             NULL};
@@ -1080,21 +1080,33 @@ static int write_figures(const char *dir, figure_list *fl, int ref_n, double ref
             "'hydro_n18_it4.dat' using 1:7 title 'surface, n = 18' with lines lw 2 lc 1",
             "'hydro_n36_it4.dat' using 1:7 title 'surface, n = 36' with lines lw 2 lc 2",
             "'hydro_n72_it4.dat' using 1:7 title 'surface, n = 72' with lines lw 2 lc 3",
-            "'hydro_n18_it4.dat' using 1:($8*100) axes x1y2 title 'max speed, n = 18' with "
-            "lines dt 2 lc 1",
-            "'hydro_n36_it4.dat' using 1:($8*100) axes x1y2 title 'max speed, n = 36' with "
-            "lines dt 2 lc 2",
-            "'hydro_n72_it4.dat' using 1:($8*100) axes x1y2 title 'max speed, n = 72' with "
-            "lines dt 2 lc 3",
-            "1 title 'surface target +-1 %' with lines lc rgb 'black' dt 3",
+            "'hydro_n36_it8.dat' using 1:7 title 'surface, n = 36, 8 it' with lines dt 2 lc 4",
+            "'hydro_n36_it16.dat' using 1:7 title 'surface, n = 36, 16 it' with lines dt 2 lc 5",
+            "1 title 'target +-1 %' with lines lc rgb 'black' dt 3",
             "-1 notitle with lines lc rgb 'black' dt 3",
             NULL};
         if (!figure(fl, dir, "hydro_surface", "1000,600",
-                    "set title 'Hydrostatic column: free-surface height and residual speed'\n"
-                    "set xlabel 't (s)'\n"
-                    "set ylabel 'surface height error vs volume height (%)'\n"
-                    "set y2label 'max speed / sqrt(g H0) (%), log'\nset logscale y2\n"
-                    "set y2tics\nset yrange [-3:3]\nset key outside right",
+                    "set title 'Hydrostatic column: free-surface height (4 iterations unless "
+                    "named)'\nset xlabel 't (s)'\n"
+                    "set ylabel 'surface height - H0, % of H0'\nset yrange [-3:3]\n"
+                    "set key outside right",
+                    c))
+            return 0;
+    }
+    {
+        const char *c[] = {
+            "'hydro_n18_it4.dat' using 1:($8*100) title 'max, n = 18' with lines lc 1",
+            "'hydro_n36_it4.dat' using 1:($8*100) title 'max, n = 36' with lines lc 2",
+            "'hydro_n72_it4.dat' using 1:($8*100) title 'max, n = 72' with lines lc 3",
+            "'hydro_n18_it4.dat' using 1:($9*100) title 'mean, n = 18' with lines lw 2 dt 2 lc 1",
+            "'hydro_n36_it4.dat' using 1:($9*100) title 'mean, n = 36' with lines lw 2 dt 2 lc 2",
+            "'hydro_n72_it4.dat' using 1:($9*100) title 'mean, n = 72' with lines lw 2 dt 2 lc 3",
+            "1 title 'target 1 %' with lines lc rgb 'black' dt 3",
+            NULL};
+        if (!figure(fl, dir, "hydro_speed", "1000,600",
+                    "set title 'Hydrostatic column: residual speed (4 iterations)'\n"
+                    "set xlabel 't (s)'\nset ylabel 'speed / sqrt(g H0) (%)'\nset logscale y\n"
+                    "set key outside right",
                     c))
             return 0;
     }
@@ -1443,7 +1455,7 @@ typedef struct check {
     const char *note; /* why the CI bound differs from the target; NULL if it does not */
 } check;
 
-#define MAX_CHECKS 16
+#define MAX_CHECKS 20
 
 static int passes(const check *c, double v, double bound) {
     if (!isfinite(v)) return 0;
@@ -1512,22 +1524,23 @@ static int build_checks(const run_set *rs, check *c) {
         h6->v[j] = 100.0 * hs.set_vmax / hs.vref;
         h7->v[j] = 100.0 * hs.set_vmean / hs.vref;
     }
-    /* CI bounds: the target where the full run meets it at n = 18, else a looser bound */
+    /* CI bounds: the target where the full run meets it at n = 18, else a looser bound (set
+     * from the full run of docs/validation.md; the notes say why) */
     h1->gate = 1.0;
-    h1->note = "missed at every resolution (the settled compression is set by the Jacobi "
-               "iterations, see Convergence); CI guards against regressions with 1.0 %";
+    h1->note = "missed at every resolution: the settled compression is set by the number of "
+               "Jacobi iterations, not by the resolution (section 3 shows the iterations that "
+               "meet it)";
     h2->gate = 5.0;
-    h2->note = "missed at every resolution; CI checks 5 %";
+    h2->note = "missed at every resolution, for the same reason (section 3)";
     h3->gate = 2.5;
-    h3->note = "missed (the start-up transient); CI checks 2.5 %";
+    h3->note = "missed: the start-up transient, while the column first compresses, overshoots "
+               "the settled error";
     h4->gate = 9.0;
-    h4->note = "missed (the start-up transient); CI checks 9 %";
-    h5->gate = 1.5;
-    h5->note = "missed at n = 18 (the surface layer is under-dense and the walls push the "
-               "first layer out); CI checks 1.5 %";
-    h6->gate = 15.0;
-    h6->note = "missed at every resolution: single free-surface particles keep moving at "
-               "0.1-0.2 m/s; CI checks 15 %";
+    h4->note = "missed: the start-up transient";
+    h5->gate = 1.0;
+    h6->gate = 25.0; /* chaotic: 9-14 % at n = 18 between builds that differ only in rounding */
+    h6->note = "missed at every resolution: single particles of the under-dense surface layer "
+               "keep moving while the bulk is at rest (the mean speed meets the target)";
     h7->gate = 1.0;
     /* dam break */
     check *d1 = &c[k++], *d2 = &c[k++];
@@ -1558,7 +1571,7 @@ static int build_checks(const run_set *rs, check *c) {
              "(noise level)",
              ENERGY_NOISE);
     snprintf(e2->what, sizeof e2->what,
-             "energy, vorticity 0: the same after the start-up (t >= %.2g s)", STARTUP_T);
+             "energy, vorticity 0: the same after the start-up (t ≥ %.2g s)", STARTUP_T);
     e1->unit = e2->unit = "%";
     e1->target = e2->target = ENERGY_NOISE;
     for (int j = 0; j < 3; ++j) {
@@ -1570,9 +1583,9 @@ static int build_checks(const run_set *rs, check *c) {
         energy_summary(r, STARTUP_T, &inc, &inc_t, &fin);
         e2->v[j] = inc;
     }
-    e1->gate = 1.0;
-    e1->note = "missed: E rises by about 2 % of E(0) in the first 0.05 s (the start-up "
-               "relaxation of the lattice next to the walls); CI checks 1 % per frame";
+    e1->gate = 0.05;
+    e1->note = "missed: E rises for a few frames at the start, while the column begins to "
+               "fall (section 4); never afterwards";
     e2->gate = ENERGY_NOISE;
     /* convergence and stability */
     check *c1 = &c[k++], *s1 = &c[k++];
@@ -1590,6 +1603,30 @@ static int build_checks(const run_set *rs, check *c) {
         s1->v[j] = stab_ok(rs, RES[j], 4, 4);
     }
     c1->gate = s1->gate = 1.0;
+    check *c2 = &c[k++], *c3 = &c[k++];
+    snprintf(c2->what, sizeof c2->what,
+             "convergence: the dam-break front changes less from n = 36 to 72 than from 18 to 36 "
+             "(largest ΔZ for T ≤ 3; 1 = yes)");
+    snprintf(c3->what, sizeof c3->what,
+             "convergence: the settled hydrostatic average density error changes less from "
+             "n = 36 to 72 than from 18 to 36 (1 = yes)");
+    c2->unit = c3->unit = "";
+    c2->target = c3->target = 1.0;
+    c2->ge = c3->ge = 1;
+    {
+        const sim_result *a0 = get(rs, "dam_n%d_it%d", N_COARSE, 4),
+                         *a1 = get(rs, "dam_n%d_it%d", N_MEDIUM, 4),
+                         *a2 = get(rs, "dam_n%d_it%d", N_FINE, 4);
+        if (a0 && a1 && a2) c2->v[2] = front_distance(a2, a1) < front_distance(a1, a0);
+        const sim_result *b0 = get(rs, "hydro_n%d_it%d", N_COARSE, 4),
+                         *b1 = get(rs, "hydro_n%d_it%d", N_MEDIUM, 4),
+                         *b2 = get(rs, "hydro_n%d_it%d", N_FINE, 4);
+        if (b0 && b1 && b2) {
+            double e0 = hydro_summary(b0).set_avg, e1 = hydro_summary(b1).set_avg,
+                   e2 = hydro_summary(b2).set_avg;
+            c3->v[2] = fabs(e2 - e1) < fabs(e1 - e0);
+        }
+    }
     /* a CI bound that the target already meets needs no note: keep notes only where looser */
     for (int i = 0; i < k; ++i)
         if (isfinite(c[i].gate) && c[i].gate == c[i].target) c[i].note = NULL;
@@ -1682,6 +1719,11 @@ static int write_report(const validate_options *o, const char *report, const run
         cmd, PBF_VERSION_STRING, PBF_VALIDATE_GIT[0] ? ", commit " : "", PBF_VALIDATE_GIT,
         o->fast ? "fast subset: n = 18 only" : "full run", dur, rs->count, o->jobs, o->threads,
         o->threads == 1 ? "" : "s");
+    if (o->cached > 0)
+        fprintf(f,
+                "**%d of these %d results were reused from the cache of an earlier run** "
+                "(`--cache %s`), so the wall time above does not include them.\n\n",
+                o->cached, rs->count, o->cache);
     fprintf(f,
             "Each figure names the gnuplot script that draws it from the `.dat` files of "
             "`%s/`. Every simulation is also written as a scene, `%s/scenes/NAME.json`: `pbf run "
@@ -1719,17 +1761,23 @@ static int write_report(const validate_options *o, const char *report, const run
             fprintf(f, " not run |");
         else if (met == have)
             fprintf(f, " **met** |");
-        else if (met == 0) {
-            double gap = k->v[last] - k->target;
-            if (k->unit[0] && strcmp(k->unit, "Z") != 0)
-                fprintf(f, " **missed**: %s over at n = %d |",
-                        fmt_v(b, sizeof b, fabs(gap), k->unit), RES[last]);
-            else
-                fprintf(f, " **missed** |");
-        } else {
-            fprintf(f, " **met at %s** |",
-                    passes(k, k->v[last], k->target) ? "the finest resolution"
-                                                     : "some resolutions");
+        else {
+            fprintf(f, " **%s**", met == 0 ? "missed" : "partly met");
+            const char *sep = met == 0 ? " by " : ": ";
+            for (int j = 0; j <= last; ++j) {
+                if (!isfinite(k->v[j])) continue;
+                if (passes(k, k->v[j], k->target)) {
+                    fprintf(f, "%smet at n = %d", sep, RES[j]);
+                } else {
+                    if (met > 0) fprintf(f, "%smissed", sep);
+                    if (k->unit[0] && strcmp(k->unit, "Z") != 0)
+                        fprintf(f, "%s%s", met > 0 ? " by " : sep,
+                                fmt_v(b, sizeof b, fabs(k->v[j] - k->target), k->unit));
+                    fprintf(f, " at n = %d", RES[j]);
+                }
+                sep = "; ";
+            }
+            fprintf(f, " |");
         }
         if (!isfinite(k->gate))
             fprintf(f, " not checked |\n");
@@ -1805,8 +1853,9 @@ static int write_report(const validate_options *o, const char *report, const run
     fig(f, fl, link, out, "hydro_density", "Hydrostatic column: density error over time");
     fig(f, fl, link, out, "hydro_profile",
         "Hydrostatic column: mean density of each layer against height, final state");
-    fig(f, fl, link, out, "hydro_surface",
-        "Hydrostatic column: surface height error and residual maximum speed");
+    fig(f, fl, link, out, "hydro_surface", "Hydrostatic column: free-surface height over time");
+    fig(f, fl, link, out, "hydro_speed",
+        "Hydrostatic column: residual maximum and mean speed over time");
     fprintf(f, "Reading: PBF is incompressible, so the hydrostatic expectation is a flat ρ0 "
                "(real water would be denser at the bottom by ρgH/K ≈ 1e-6). With 4 Jacobi "
                "iterations per step the column stays compressed in proportion to depth: the "
@@ -1869,6 +1918,11 @@ static int write_report(const validate_options *o, const char *report, const run
         fprintf(f, "\n");
     }
     fig(f, fl, link, out, "dam_front", "Dam break: surge front against the experiment");
+    fprintf(f, "Reading: the simulated front runs ahead of the measured one, as inviscid and "
+               "particle simulations of this experiment do: in the experiment a gate had to be "
+               "lifted, and the real floor has friction (every wall is free-slip here). The time "
+               "shift absorbs the start; what remains grows with T because the simulated front is "
+               "also faster. It never overtakes Ritter's bound.\n\n");
     fprintf(f,
             "The residual column is the largest y + r over the particles within 2 spacings of "
             "the back wall that have at least 4 such neighbours, over the initial height 2L.\n\n");
@@ -1946,6 +2000,39 @@ static int write_report(const validate_options *o, const char *report, const run
                 fprintf(f, " — | — | — | — |\n");
         }
     fprintf(f, "\n");
+    {
+        const sim_result *a0 = get(rs, "dam_n%d_it%d", N_COARSE, 4),
+                         *a1 = get(rs, "dam_n%d_it%d", N_MEDIUM, 4),
+                         *a2 = get(rs, "dam_n%d_it%d", N_FINE, 4);
+        if (a0 && a1 && a2)
+            fprintf(f,
+                    "Front: the largest change for T ≤ 3 is %.3f L from n = 18 to 36 and %.3f L "
+                    "from 36 to 72 (ratio %.2f: converging, about order %.1f in the particle "
+                    "radius).\n\n",
+                    front_distance(a1, a0), front_distance(a2, a1),
+                    front_distance(a2, a1) / front_distance(a1, a0),
+                    log(front_distance(a1, a0) / front_distance(a2, a1)) / log(2.0));
+        int first = 0;
+        for (int i = 0; i < 4 && !first; ++i) {
+            const sim_result *h = get(rs, "hydro_n%d_it%d", N_MEDIUM, ITERS[i]);
+            if (!h) continue;
+            hydro_sum hs = hydro_summary(h);
+            if (hs.set_avg <= 0.5 && hs.set_max <= 3.0) first = ITERS[i];
+        }
+        if (get(rs, "hydro_n%d_it%d", N_MEDIUM, 16)) {
+            if (first)
+                fprintf(f,
+                        "Density error: at a fixed number of iterations the settled hydrostatic "
+                        "error hardly changes with resolution (the time step shrinks with the "
+                        "particles), and it falls with every doubling of the iterations; the "
+                        "settled targets of section 1 (average ≤ 0.5 %%, maximum ≤ 3 %%) are met "
+                        "from %d iterations on (n = 36).\n\n",
+                        first);
+            else
+                fprintf(f, "Density error: the settled targets of section 1 (average ≤ 0.5 %%, "
+                           "maximum ≤ 3 %%) are not met even at 16 iterations (n = 36).\n\n");
+        }
+    }
     fig(f, fl, link, out, "hydro_iterations",
         "Hydrostatic column: density error against solver iterations");
     fig(f, fl, link, out, "dam_density", "Dam break: average density error against iterations");
@@ -1991,6 +2078,27 @@ static int write_report(const validate_options *o, const char *report, const run
                     i1, i2, e3, fin);
         }
     fprintf(f, "\n");
+    for (int j = 0; j < 3; ++j) {
+        const sim_result *off = get(rs, "dam_n%d_it%d_vort0", RES[j], 4);
+        const sim_result *on = get(rs, "dam_n%d_it%d", RES[j], 4);
+        if (!off || !on || on->h.nrec != off->h.nrec) continue;
+        double e0 = on->rec[0].ekin + on->rec[0].epot, worst = 0.0, wt = 0.0;
+        for (int k = 0; k < on->h.nrec; ++k) {
+            double dlt =
+                (on->rec[k].ekin + on->rec[k].epot - off->rec[k].ekin - off->rec[k].epot) / e0;
+            if (fabs(dlt) > fabs(worst)) {
+                worst = dlt;
+                wt = on->rec[k].t;
+            }
+        }
+        const frame_rec *a1 = &on->rec[on->h.nrec - 1], *a0 = &off->rec[off->h.nrec - 1];
+        fprintf(
+            f,
+            "With confinement on, n = %d: E differs from the run without it by at most "
+            "%+.3f %% of E(0) (at t = %.3f s); at the end E(on) − E(off) = %+.3f %% of E(0).\n\n",
+            RES[j], 100.0 * worst, wt,
+            100.0 * ((a1->ekin + a1->epot) - (a0->ekin + a0->epot)) / e0);
+    }
     fig(f, fl, link, out, "energy", "Dam break: energy over time");
 
     /* ---- stability ---- */
