@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "checkpoint.h"
+#include "fail.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,22 +22,6 @@ static const unsigned char magic[8] = {'P', 'B', 'F', 'C', 'K', 'P', 'T', '\0'};
 #define ENDIAN_MARKER 0x01020304u
 #define ENDIAN_SWAPPED 0x04030201u
 
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->status = status;
-    }
-    return status;
-}
 
 uint64_t pbfapp_fnv1a64(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = data;
@@ -156,11 +141,11 @@ pbf_status pbfapp_sync_dir(const char *dir, pbf_error *err) {
 #endif
     );
     if (fd < 0)
-        return fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
     int e = 0;
     if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS && errno != EBADF) e = errno;
     close(fd);
-    if (e) return fail(err, PBF_ERR_IO, "%s: cannot sync the directory: %s", dir, strerror(e));
+    if (e) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot sync the directory: %s", dir, strerror(e));
     return PBF_OK;
 }
 
@@ -169,9 +154,9 @@ pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t l
     char tmp[4200];
     int n = snprintf(tmp, sizeof tmp, "%s.tmp", path);
     if (n < 0 || (size_t)n >= sizeof tmp)
-        return fail(err, PBF_ERR_IO, "%.200s...: path too long", path);
+        return pbfapp_fail(err, PBF_ERR_IO, "%.200s...: path too long", path);
     FILE *f = fopen(tmp, "wb");
-    if (!f) return fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (!f) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
     int e = 0;
     errno = 0;
     if (length && fwrite(data, 1, length, f) != length) e = errno ? errno : EIO;
@@ -180,14 +165,14 @@ pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t l
     if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
     if (e) {
         unlink(tmp);
-        return fail(err, PBF_ERR_IO, "%s: write failed: %s%s", tmp, strerror(e),
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s%s", tmp, strerror(e),
                     e == ENOSPC || e == EFBIG || e == EDQUOT ? " (disk full or file size limit)"
                                                              : "");
     }
     if (rename(tmp, path) != 0) {
         e = errno;
         unlink(tmp);
-        return fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
     }
     char dir[4200];
     dir_of(path, dir, sizeof dir);
@@ -211,13 +196,13 @@ pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64
     *length = 0;
     if (s->count < 0 || (s->count > 0 && (!s->x || !s->y || !s->z || !s->vx || !s->vy || !s->vz ||
                                           !s->density || !s->id)))
-        return fail(err, PBF_ERR_INVALID_ARGUMENT, "checkpoint: invalid snapshot");
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "checkpoint: invalid snapshot");
     uint64_t total = pbfapp_checkpoint_size(s->count);
     if (total > SIZE_MAX)
-        return fail(err, PBF_ERR_LIMIT, "checkpoint: %d particles are too many", s->count);
+        return pbfapp_fail(err, PBF_ERR_LIMIT, "checkpoint: %d particles are too many", s->count);
     unsigned char *buf = malloc((size_t)total);
     if (!buf)
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "checkpoint: out of memory for %llu bytes",
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "checkpoint: out of memory for %llu bytes",
                     (unsigned long long)total);
     size_t at = 0;
     uint32_t version = PBFAPP_CHECKPOINT_VERSION, marker = ENDIAN_MARKER,
@@ -266,14 +251,14 @@ static int cmp_u32(const void *a, const void *b) {
 static pbf_status check_header(const unsigned char *p, size_t avail, uint64_t total,
                                const char *name, int32_t *count_out, pbf_error *err) {
     const pbf_status bad = PBF_ERR_INVALID_ARGUMENT;
-    if (total == 0) return fail(err, bad, "%s: empty (0 bytes)", name);
+    if (total == 0) return pbfapp_fail(err, bad, "%s: empty (0 bytes)", name);
     if (avail < sizeof magic && memcmp(p, magic, avail) == 0)
-        return fail(err, bad, "%s: truncated: %llu bytes, shorter than the %u-byte header", name,
+        return pbfapp_fail(err, bad, "%s: truncated: %llu bytes, shorter than the %u-byte header", name,
                     (unsigned long long)total, PBFAPP_CHECKPOINT_HEADER_BYTES);
     if (avail < sizeof magic || memcmp(p, magic, sizeof magic) != 0)
-        return fail(err, bad, "%s: not a pbf checkpoint (no PBFCKPT magic at the start)", name);
+        return pbfapp_fail(err, bad, "%s: not a pbf checkpoint (no PBFCKPT magic at the start)", name);
     if (avail < PBFAPP_CHECKPOINT_HEADER_BYTES)
-        return fail(err, bad, "%s: truncated: %llu bytes, shorter than the %u-byte header", name,
+        return pbfapp_fail(err, bad, "%s: truncated: %llu bytes, shorter than the %u-byte header", name,
                     (unsigned long long)total, PBFAPP_CHECKPOINT_HEADER_BYTES);
     uint32_t version, marker, header;
     int32_t count;
@@ -282,31 +267,31 @@ static pbf_status check_header(const unsigned char *p, size_t avail, uint64_t to
     get(p, 16, &header, 4);
     get(p, 20, &count, 4);
     if (marker == ENDIAN_SWAPPED)
-        return fail(err, bad,
+        return pbfapp_fail(err, bad,
                     "%s: written on a machine of the other byte order (marker %08x); checkpoints "
                     "are not portable across byte orders",
                     name, (unsigned)marker);
     if (marker != ENDIAN_MARKER && (version > 0xffffu || version == 0))
-        return fail(err, bad, "%s: damaged header (version %u, byte-order marker %08x)", name,
+        return pbfapp_fail(err, bad, "%s: damaged header (version %u, byte-order marker %08x)", name,
                     (unsigned)version, (unsigned)marker);
     if (version > PBFAPP_CHECKPOINT_VERSION)
-        return fail(err, bad,
+        return pbfapp_fail(err, bad,
                     "%s: format version %u is newer than this pbf's version %u; use a newer pbf",
                     name, (unsigned)version, PBFAPP_CHECKPOINT_VERSION);
     if (version != PBFAPP_CHECKPOINT_VERSION)
-        return fail(err, bad, "%s: unknown format version %u (this pbf reads version %u)", name,
+        return pbfapp_fail(err, bad, "%s: unknown format version %u (this pbf reads version %u)", name,
                     (unsigned)version, PBFAPP_CHECKPOINT_VERSION);
     if (marker != ENDIAN_MARKER)
-        return fail(err, bad, "%s: damaged header (byte-order marker %08x, expected %08x)", name,
+        return pbfapp_fail(err, bad, "%s: damaged header (byte-order marker %08x, expected %08x)", name,
                     (unsigned)marker, ENDIAN_MARKER);
     if (header != PBFAPP_CHECKPOINT_HEADER_BYTES)
-        return fail(err, bad, "%s: damaged header (header size %u, expected %u)", name,
+        return pbfapp_fail(err, bad, "%s: damaged header (header size %u, expected %u)", name,
                     (unsigned)header, PBFAPP_CHECKPOINT_HEADER_BYTES);
     if (count < 0)
-        return fail(err, bad, "%s: damaged header (particle count %d)", name, (int)count);
+        return pbfapp_fail(err, bad, "%s: damaged header (particle count %d)", name, (int)count);
     uint64_t expect = pbfapp_checkpoint_size(count);
     if (total != expect)
-        return fail(err, bad, "%s: %s: %llu bytes, but a checkpoint of %d particles has %llu bytes",
+        return pbfapp_fail(err, bad, "%s: %s: %llu bytes, but a checkpoint of %d particles has %llu bytes",
                     name, total < expect ? "truncated" : "too long", (unsigned long long)total,
                     (int)count, (unsigned long long)expect);
     *count_out = count;
@@ -326,7 +311,7 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
     uint64_t stored, sum = pbfapp_fnv1a64(PBFAPP_FNV_OFFSET, p, length - 8);
     get(p, length - 8, &stored, 8);
     if (stored != sum)
-        return fail(err, bad,
+        return pbfapp_fail(err, bad,
                     "%s: checksum mismatch (stored %016llx, computed %016llx): the file is damaged",
                     name, (unsigned long long)stored, (unsigned long long)sum);
     int64_t frame, steps;
@@ -337,10 +322,10 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
     get(p, 40, &steps, 8);
     get(p, 48, &scene_hash, 8);
     if (frame < 0 || frame > INT_MAX || steps < 0 || !isfinite(time) || time < 0)
-        return fail(err, bad, "%s: invalid header values (frame %lld, time %g, steps %lld)", name,
+        return pbfapp_fail(err, bad, "%s: invalid header values (frame %lld, time %g, steps %lld)", name,
                     (long long)frame, time, (long long)steps);
     unsigned char *copy = malloc(length);
-    if (!copy) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+    if (!copy) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
     memcpy(copy, p, length);
     size_t bytes = (size_t)count * 4u;
     const unsigned char *a = copy + PBFAPP_CHECKPOINT_HEADER_BYTES;
@@ -354,7 +339,7 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
             memcpy(&v, &arr[k][i], sizeof v);
             if (!isfinite(v)) {
                 free(copy);
-                return fail(err, bad, "%s: particle %d has a non-finite %s", name, (int)i,
+                return pbfapp_fail(err, bad, "%s: particle %d has a non-finite %s", name, (int)i,
                             k < 3 ? "position" : "velocity");
             }
         }
@@ -362,7 +347,7 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
         uint32_t *ids = malloc(bytes);
         if (!ids) {
             free(copy);
-            return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
+            return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
         }
         memcpy(ids, id, bytes);
         qsort(ids, (size_t)count, sizeof *ids, cmp_u32);
@@ -371,7 +356,7 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
                 uint32_t dup = ids[i];
                 free(ids);
                 free(copy);
-                return fail(err, bad, "%s: particle id %u appears more than once", name,
+                return pbfapp_fail(err, bad, "%s: particle id %u appears more than once", name,
                             (unsigned)dup);
             }
         free(ids);
@@ -410,18 +395,18 @@ pbf_status pbfapp_checkpoint_read(const char *path, pbfapp_checkpoint *out, pbf_
     memset(out, 0, sizeof *out);
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (!S_ISREG(sb.st_mode))
-        return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: is not a regular file", path);
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: is not a regular file", path);
     FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     /* The header first: the size it implies must be the file's before the rest is read. */
     unsigned char head[PBFAPP_CHECKPOINT_HEADER_BYTES];
     size_t got = fread(head, 1, sizeof head, f);
     if (ferror(f)) {
         int e = errno;
         fclose(f);
-        return fail(err, PBF_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot read: %s", path, strerror(e));
     }
     int32_t count = 0;
     pbf_status hst = check_header(head, got, (uint64_t)sb.st_size, path, &count, err);
@@ -433,7 +418,7 @@ pbf_status pbfapp_checkpoint_read(const char *path, pbfapp_checkpoint *out, pbf_
     unsigned char *buf = malloc((size_t)expect);
     if (!buf) {
         fclose(f);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory for %llu bytes", path,
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory for %llu bytes", path,
                     (unsigned long long)expect);
     }
     memcpy(buf, head, sizeof head);
@@ -443,7 +428,7 @@ pbf_status pbfapp_checkpoint_read(const char *path, pbfapp_checkpoint *out, pbf_
     fclose(f);
     if (e) {
         free(buf);
-        return fail(err, PBF_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot read: %s", path, strerror(e));
     }
     pbf_status st = pbfapp_checkpoint_decode(buf, sizeof head + n, path, out, err);
     free(buf);
@@ -528,7 +513,7 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
                                   size_t path_size, pbf_error *err) {
     memset(out, 0, sizeof *out);
     DIR *d = opendir(dir);
-    if (!d) return fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
+    if (!d) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
     int64_t *frames = NULL;
     size_t n = 0, cap = 0;
     struct dirent *e;
@@ -541,7 +526,7 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
             if (!g) {
                 free(frames);
                 closedir(d);
-                return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
+                return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
             }
             frames = g;
             cap = nc;
@@ -551,7 +536,7 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
     closedir(d);
     if (n == 0) {
         free(frames);
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: no checkpoint to resume from (no checkpoint_*.pbfck files; a run writes "
                     "them with --checkpoint-every N, and when stopped by SIGINT/SIGTERM)",
                     dir);
@@ -569,13 +554,13 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
         pbfapp_checkpoint c;
         pbf_status st = pbfapp_checkpoint_read(path, &c, &e1);
         if (st == PBF_OK && c.frame != frames[i]) {
-            fail(&e1, PBF_ERR_INVALID_ARGUMENT, "%s: holds frame %lld, not the frame of its name",
+            pbfapp_fail(&e1, PBF_ERR_INVALID_ARGUMENT, "%s: holds frame %lld, not the frame of its name",
                  path, (long long)c.frame);
             pbfapp_checkpoint_free(&c);
             st = PBF_ERR_INVALID_ARGUMENT;
         }
         if (st == PBF_OK && c.scene_hash != scene_hash) {
-            fail(&e1, PBF_ERR_INVALID_ARGUMENT,
+            pbfapp_fail(&e1, PBF_ERR_INVALID_ARGUMENT,
                  "%s: written for another scene (scene hash %016llx; the scene of this run, "
                  "after --set overrides, hashes to %016llx); refused",
                  path, (unsigned long long)c.scene_hash, (unsigned long long)scene_hash);
@@ -583,7 +568,7 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
             st = PBF_ERR_INVALID_ARGUMENT;
         }
         if (st == PBF_OK && particles >= 0 && c.count != particles) {
-            fail(&e1, PBF_ERR_INVALID_ARGUMENT,
+            pbfapp_fail(&e1, PBF_ERR_INVALID_ARGUMENT,
                  "%s: holds %d particles, the scene has %lld; refused", path, c.count,
                  (long long)particles);
             pbfapp_checkpoint_free(&c);
@@ -617,7 +602,7 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
     }
     free(frames);
     if (result == PBF_OK) return PBF_OK;
-    return fail(err, result, "%s: no valid checkpoint to resume from (%s)", dir, reasons);
+    return pbfapp_fail(err, result, "%s: no valid checkpoint to resume from (%s)", dir, reasons);
 }
 
 int pbfapp_unfinished_run(const char *dir, int64_t *newest, int *frames) {
@@ -670,13 +655,13 @@ pbf_status pbfapp_stats_truncate(const char *dir, int64_t frame, pbf_error *err)
         struct stat sb;
         if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
             fclose(f);
-            return fail(err, PBF_ERR_IO, "%s: is not a regular file", path);
+            return pbfapp_fail(err, PBF_ERR_IO, "%s: is not a regular file", path);
         }
         size_t size = (size_t)sb.st_size;
         text = malloc(size + 1);
         if (!text) {
             fclose(f);
-            return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+            return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
         }
         len = fread(text, 1, size, f);
         int bad = ferror(f);
@@ -684,10 +669,10 @@ pbf_status pbfapp_stats_truncate(const char *dir, int64_t frame, pbf_error *err)
         fclose(f);
         if (bad) {
             free(text);
-            return fail(err, PBF_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+            return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot read: %s", path, strerror(e));
         }
     } else if (errno != ENOENT) {
-        return fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     }
     /* Keep complete lines 0, 1, 2, ... in order up to `frame`. */
     size_t keep = 0;
@@ -705,7 +690,7 @@ pbf_status pbfapp_stats_truncate(const char *dir, int64_t frame, pbf_error *err)
     free(text);
     if (st != PBF_OK) return st;
     if (next != frame + 1)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: has the lines of frames 0 to %lld only, the checkpoint is of frame %lld",
                     path, next - 1, (long long)frame);
     return PBF_OK;

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "frame_read.h"
+#include "fail.h"
 
 #include <errno.h>
 #include <math.h>
@@ -11,22 +12,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->status = status;
-    }
-    return status;
-}
 
 void pbfapp_frame_data_free(pbfapp_frame_data *f) {
     if (!f) return;
@@ -66,7 +51,7 @@ static pbf_status alloc_arrays(pbfapp_frame_data *f, size_t n, const char *path,
     f->density = malloc(m * 4);
     f->id = malloc(m * 4);
     if (!f->x || !f->y || !f->z || !f->vx || !f->vy || !f->vz || !f->density || !f->id)
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu particles", path, n);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu particles", path, n);
     f->count = (int)n;
     return PBF_OK;
 }
@@ -75,24 +60,24 @@ static pbf_status alloc_arrays(pbfapp_frame_data *f, size_t n, const char *path,
 static pbf_status slurp(const char *path, char **out, size_t *size, pbf_error *err) {
     *out = NULL;
     FILE *fp = fopen(path, "rb");
-    if (!fp) return fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!fp) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     struct stat sb;
     if (fstat(fileno(fp), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fclose(fp);
-        return fail(err, PBF_ERR_IO, "%s: not a regular file", path);
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: not a regular file", path);
     }
     size_t n = (size_t)sb.st_size;
     char *buf = malloc(n + 1);
     if (!buf) {
         fclose(fp);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory reading %zu bytes", path, n);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory reading %zu bytes", path, n);
     }
     size_t got = fread(buf, 1, n, fp);
     int bad = ferror(fp);
     fclose(fp);
     if (bad || got != n) {
         free(buf);
-        return fail(err, PBF_ERR_IO, "%s: read failed", path);
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: read failed", path);
     }
     buf[n] = '\0';
     *out = buf;
@@ -139,14 +124,14 @@ static pbf_status read_vtp(const char *path, const char *buf, size_t size, pbfap
     const char *marker = strstr(buf, "<AppendedData encoding=\"raw\">");
     const char *points_at = strstr(buf, "NumberOfPoints=\"");
     if (!marker || !points_at || points_at > marker)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: not a VTK PolyData file with raw appended data as `pbf run` writes", path);
     const char *us = strchr(marker, '_');
-    if (!us) return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: no appended data", path);
+    if (!us) return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: no appended data", path);
     size_t base = (size_t)(us + 1 - buf);
     size_t hlen = (size_t)(marker - buf);
     char *header = malloc(hlen + 1);
-    if (!header) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    if (!header) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     memcpy(header, buf, hlen);
     header[hlen] = '\0';
     unsigned long long n = strtoull(points_at + strlen("NumberOfPoints=\""), NULL, 10);
@@ -166,7 +151,7 @@ static pbf_status read_vtp(const char *path, const char *buf, size_t size, pbfap
     }
     free(header);
     if (!ok)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: not a .vtp file as `pbf run` writes (UInt64 headers, little endian, "
                     "arrays Points, velocity, density, id)",
                     path);
@@ -174,7 +159,7 @@ static pbf_status read_vtp(const char *path, const char *buf, size_t size, pbfap
         uint64_t want = (uint64_t)n * 4u * (uint64_t)comps[k];
         if (off[k] > size || base + off[k] + 8 + want > size ||
             le64((const unsigned char *)buf + base + off[k]) != want)
-            return fail(err, PBF_ERR_INVALID_ARGUMENT,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                         "%s: array %s: the data is truncated or its size is not %llu x %d values",
                         path, names[k], n, comps[k]);
     }
@@ -209,7 +194,7 @@ static pbf_status read_ply(const char *path, const char *buf, size_t size, pbfap
     const char *props = strstr(buf, "property float x\n");
     if (strncmp(buf, "ply\nformat binary_little_endian 1.0\n", 36) != 0 || !end || !vert ||
         !props || vert > end || strncmp(props, expect, strlen(expect)) != 0)
-        return fail(
+        return pbfapp_fail(
             err, PBF_ERR_INVALID_ARGUMENT,
             "%s: not a binary little-endian PLY with x y z vx vy vz density id as `pbf run` "
             "writes",
@@ -217,7 +202,7 @@ static pbf_status read_ply(const char *path, const char *buf, size_t size, pbfap
     unsigned long long n = strtoull(vert + strlen("element vertex "), NULL, 10);
     size_t data = (size_t)(end - buf) + strlen("end_header\n");
     if (n > 0x7fffffffULL || data + (size_t)n * 32 > size)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: truncated: %llu vertices need %llu bytes",
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: truncated: %llu vertices need %llu bytes",
                     path, n, (unsigned long long)(data + n * 32));
     const char *tc = strstr(buf, " time ");
     double time = 0;
@@ -248,13 +233,13 @@ static pbf_status read_ply(const char *path, const char *buf, size_t size, pbfap
 static pbf_status read_csv(const char *path, char *buf, pbfapp_frame_data *f, pbf_error *err) {
     const char *head = "x,y,z,vx,vy,vz,density\n";
     if (strncmp(buf, head, strlen(head)) != 0)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: the first line is not the header x,y,z,vx,vy,vz,density", path);
     char *p = buf + strlen(head);
     size_t n = 0;
     for (char *c = p; *c; ++c)
         if (*c == '\n') ++n;
-    if (n > 0x7fffffffu) return fail(err, PBF_ERR_LIMIT, "%s: too many lines", path);
+    if (n > 0x7fffffffu) return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: too many lines", path);
     pbf_status st = alloc_arrays(f, n, path, err);
     if (st != PBF_OK) return st;
     for (size_t i = 0; i < n; ++i) {
@@ -266,7 +251,7 @@ static pbf_status read_csv(const char *path, char *buf, pbfapp_frame_data *f, pb
             *dst[k] = strtof(p, &stop);
             char want = k < 6 ? ',' : '\n';
             if (stop == p || *stop != want)
-                return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                             "%s: line %zu: expected 7 numbers separated by commas", path, i + 2);
             p = stop + 1;
         }
@@ -281,7 +266,7 @@ pbf_status pbfapp_read_frame(const char *path, pbfapp_frame_data *f, pbf_error *
     pbfapp_frame_data_free(f);
     const char *dot = strrchr(path, '.');
     if (!dot || (strcmp(dot, ".vtp") && strcmp(dot, ".ply") && strcmp(dot, ".csv")))
-        return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: unknown frame format (vtp, ply, csv)",
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: unknown frame format (vtp, ply, csv)",
                     path);
     char *buf = NULL;
     size_t size = 0;

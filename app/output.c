@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "output.h"
+#include "fail.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,22 +25,6 @@ struct pbfapp_output {
     char last[4096];
 };
 
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->status = status;
-    }
-    return status;
-}
 
 /* ---- little-endian byte sink -------------------------------------------------------------- */
 
@@ -92,9 +77,9 @@ static pbf_status atomic_open(atomic_file *a, const char *path, pbf_error *err) 
     a->f = NULL;
     int n = snprintf(a->tmp, sizeof a->tmp, "%s.tmp", path);
     if (n < 0 || (size_t)n >= sizeof a->tmp)
-        return fail(err, PBF_ERR_IO, "%s: path too long", path);
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: path too long", path);
     a->f = fopen(a->tmp, "wb");
-    if (!a->f) return fail(err, PBF_ERR_IO, "%s: cannot create: %s", a->tmp, strerror(errno));
+    if (!a->f) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create: %s", a->tmp, strerror(errno));
     return PBF_OK;
 }
 
@@ -144,16 +129,16 @@ static pbf_status atomic_commit(atomic_file *a, pbf_error *err) {
     a->f = NULL;
     if (e) {
         unlink(a->tmp);
-        return fail(err, PBF_ERR_IO, "%s: write failed: %s%s", a->tmp, strerror(e), space_hint(e));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s%s", a->tmp, strerror(e), space_hint(e));
     }
     if (rename(a->tmp, a->path) != 0) {
         e = errno;
         unlink(a->tmp);
-        return fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", a->path, a->tmp,
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", a->path, a->tmp,
                     strerror(e));
     }
     if ((e = sync_parent_dir(a->path)) != 0)
-        return fail(err, PBF_ERR_IO, "%s: cannot sync its directory: %s", a->path, strerror(e));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot sync its directory: %s", a->path, strerror(e));
     return PBF_OK;
 }
 
@@ -182,7 +167,7 @@ pbf_status pbfapp_id_order(const pbf_particles *p, uint32_t *order, pbf_error *e
     }
     if (direct) return PBF_OK;
     id_index *tmp = malloc((n ? n : 1) * sizeof *tmp);
-    if (!tmp) return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory sorting %zu particles", n);
+    if (!tmp) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory sorting %zu particles", n);
     for (size_t i = 0; i < n; ++i) {
         tmp[i].id = p->id[i];
         tmp[i].index = (uint32_t)i;
@@ -259,7 +244,7 @@ pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint
     sink *s = sink_new(f);
     if (!s) {
         atomic_abort(&a);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     sink_u64(s, sz_vec);
     for (uint64_t k = 0; k < n; ++k) {
@@ -290,7 +275,7 @@ pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint
     if (failed) {
         int e = failed; /* the errno of the failed write */
         atomic_abort(&a);
-        return fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
+        return pbfapp_fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
                     space_hint(e));
     }
     return atomic_commit(&a, err);
@@ -316,7 +301,7 @@ pbf_status pbfapp_write_ply(const char *path, const pbf_particles *p, const uint
     sink *s = sink_new(a.f);
     if (!s) {
         atomic_abort(&a);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     for (size_t k = 0; k < n; ++k) {
         uint32_t i = order[k];
@@ -335,7 +320,7 @@ pbf_status pbfapp_write_ply(const char *path, const pbf_particles *p, const uint
     if (failed) {
         int e = failed; /* the errno of the failed write */
         atomic_abort(&a);
-        return fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
+        return pbfapp_fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
                     space_hint(e));
     }
     return atomic_commit(&a, err);
@@ -363,7 +348,7 @@ pbf_status pbfapp_write_csv(const char *path, const pbf_particles *p, const uint
 static pbf_status make_dirs(const char *dir, pbf_error *err) {
     size_t len = strlen(dir);
     char *buf = malloc(len + 1);
-    if (!buf) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
+    if (!buf) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
     memcpy(buf, dir, len + 1);
     for (size_t i = 1; i <= len; ++i) {
         if (buf[i] != '/' && buf[i] != '\0') continue;
@@ -374,11 +359,11 @@ static pbf_status make_dirs(const char *dir, pbf_error *err) {
             if (!S_ISDIR(sb.st_mode)) {
                 pbf_status st =
                     saved == '\0'
-                        ? fail(err, PBF_ERR_IO,
+                        ? pbfapp_fail(err, PBF_ERR_IO,
                                "%s: cannot use it as the output directory: it exists and is "
                                "not a directory",
                                dir)
-                        : fail(err, PBF_ERR_IO,
+                        : pbfapp_fail(err, PBF_ERR_IO,
                                "%s: cannot create the output directory: %s exists and is not "
                                "a directory",
                                dir, buf);
@@ -387,7 +372,7 @@ static pbf_status make_dirs(const char *dir, pbf_error *err) {
             }
         } else if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
             int e = errno;
-            pbf_status st = fail(err, PBF_ERR_IO, "%s: cannot create the output directory%s%s: %s",
+            pbf_status st = pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create the output directory%s%s: %s",
                                  dir, saved ? " at " : "", saved ? buf : "", strerror(e));
             free(buf);
             return st;
@@ -401,22 +386,22 @@ static pbf_status make_dirs(const char *dir, pbf_error *err) {
 static pbf_status output_open(const char *dir, pbfapp_format format, const char *stats_mode,
                               pbfapp_output **out, pbf_error *err) {
     *out = NULL;
-    if (!dir || !*dir) return fail(err, PBF_ERR_IO, "the output directory name is empty");
-    if (strlen(dir) > 4000) return fail(err, PBF_ERR_IO, "%.60s...: path too long", dir);
+    if (!dir || !*dir) return pbfapp_fail(err, PBF_ERR_IO, "the output directory name is empty");
+    if (strlen(dir) > 4000) return pbfapp_fail(err, PBF_ERR_IO, "%.60s...: path too long", dir);
     pbf_status st = make_dirs(dir, err);
     if (st != PBF_OK) return st;
     if (access(dir, W_OK | X_OK) != 0)
-        return fail(err, PBF_ERR_IO, "%s: the output directory is not writable: %s", dir,
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: the output directory is not writable: %s", dir,
                     strerror(errno));
     pbfapp_output *o = calloc(1, sizeof *o);
-    if (!o) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
+    if (!o) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
     o->format = format;
     size_t len = strlen(dir);
     o->dir = malloc(len + 1);
     o->stats_path = malloc(len + 16);
     if (!o->dir || !o->stats_path) {
         pbfapp_output_close(o, NULL);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
     }
     memcpy(o->dir, dir, len + 1);
     while (len > 1 && o->dir[len - 1] == '/') o->dir[--len] = '\0';
@@ -424,7 +409,7 @@ static pbf_status output_open(const char *dir, pbfapp_format format, const char 
     o->stats = fopen(o->stats_path, stats_mode);
     if (!o->stats) {
         int e = errno;
-        st = fail(err, PBF_ERR_IO, "%s: cannot create: %s", o->stats_path, strerror(e));
+        st = pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create: %s", o->stats_path, strerror(e));
         pbfapp_output_close(o, NULL);
         return st;
     }
@@ -438,7 +423,7 @@ pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const p
     if (n > o->order_cap) {
         uint32_t *grown = realloc(o->order, n * sizeof *grown);
         if (!grown)
-            return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory ordering %zu particles", n);
+            return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory ordering %zu particles", n);
         o->order = grown;
         o->order_cap = n;
     }
@@ -451,7 +436,7 @@ pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const p
     case PBFAPP_FORMAT_PLY: return pbfapp_write_ply(o->last, p, o->order, time, err);
     case PBFAPP_FORMAT_CSV: return pbfapp_write_csv(o->last, p, o->order, err);
     }
-    return fail(err, PBF_ERR_INVALID_ARGUMENT, "unknown output format %d", (int)o->format);
+    return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "unknown output format %d", (int)o->format);
 }
 
 /* A JSON number, or null when not finite. */
@@ -488,7 +473,7 @@ pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, 
         clearerr(o->stats);
         if (before >= 0 && ftruncate(fileno(o->stats), (off_t)before) == 0)
             fseek(o->stats, before, SEEK_SET);
-        return fail(err, PBF_ERR_IO, "%s: write failed: %s%s", o->stats_path, strerror(e),
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s%s", o->stats_path, strerror(e),
                     space_hint(e));
     }
     return PBF_OK;
@@ -507,10 +492,10 @@ pbf_status pbfapp_output_open_append(const char *dir, pbfapp_format format, pbfa
 pbf_status pbfapp_output_sync(pbfapp_output *o, pbf_error *err) {
     if (!o || !o->stats) return PBF_OK;
     if (fflush(o->stats) != 0 || ferror(o->stats))
-        return fail(err, PBF_ERR_IO, "%s: write failed: %s", o->stats_path,
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s", o->stats_path,
                     strerror(errno ? errno : EIO));
     if (fsync(fileno(o->stats)) != 0 && errno != EINVAL && errno != EROFS)
-        return fail(err, PBF_ERR_IO, "%s: fsync failed: %s", o->stats_path, strerror(errno));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: fsync failed: %s", o->stats_path, strerror(errno));
     return PBF_OK;
 }
 
@@ -524,7 +509,7 @@ pbf_status pbfapp_output_close(pbfapp_output *o, pbf_error *err) {
     if (o->stats) {
         int bad = ferror(o->stats);
         if (fclose(o->stats) != 0 || bad)
-            st = fail(err, PBF_ERR_IO, "%s: write failed: %s", o->stats_path,
+            st = pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s", o->stats_path,
                       strerror(errno ? errno : EIO));
     }
     free(o->dir);

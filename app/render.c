@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "render.h"
+#include "fail.h"
 
 #include <errno.h>
 #include <math.h>
@@ -14,28 +15,12 @@
 
 #include "font5x7.h"
 
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->status = status;
-    }
-    return status;
-}
 
 pbf_status pbfapp_image_init(pbfapp_image *img, int width, int height, pbf_error *err) {
     memset(img, 0, sizeof *img);
     if (width < PBFAPP_IMAGE_MIN_SIZE || height < PBFAPP_IMAGE_MIN_SIZE ||
         width > PBFAPP_IMAGE_MAX_SIZE || height > PBFAPP_IMAGE_MAX_SIZE)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "image size %dx%d: width and height must be in [%d, %d]", width, height,
                     PBFAPP_IMAGE_MIN_SIZE, PBFAPP_IMAGE_MAX_SIZE);
     size_t n = (size_t)width * (size_t)height;
@@ -43,7 +28,7 @@ pbf_status pbfapp_image_init(pbfapp_image *img, int width, int height, pbf_error
     img->depth = malloc(n * sizeof *img->depth);
     if (!img->rgb || !img->depth) {
         pbfapp_image_free(img);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory for a %dx%d image", width, height);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory for a %dx%d image", width, height);
     }
     img->width = width;
     img->height = height;
@@ -290,7 +275,7 @@ static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_re
         free(sp);
         free(start);
         free(owner);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory rendering %d particles", n);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory rendering %d particles", n);
     }
     const float r = in->radius;
 #ifdef _OPENMP
@@ -335,7 +320,7 @@ static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_re
         free(owner);
         free(list);
         free(fill);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory rendering %d particles", n);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory rendering %d particles", n);
     }
     memcpy(fill, start, (size_t)nbands * sizeof *fill);
     for (int k = 0; k < n; ++k) {
@@ -500,9 +485,9 @@ static void draw_legend(pbfapp_image *img, const pbfapp_render_input *in, int sc
 
 pbf_status pbfapp_render(const pbfapp_render_input *in, pbfapp_image *img, pbf_error *err) {
     if (!in || !img || !img->rgb || !img->depth)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT, "render: NULL argument");
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "render: NULL argument");
     if (in->count < 0 || (in->count > 0 && (!in->x || !in->y || !in->z)))
-        return fail(err, PBF_ERR_INVALID_ARGUMENT, "render: %d particles with NULL position arrays",
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "render: %d particles with NULL position arrays",
                     in->count);
     view v;
     make_view(&in->camera, img->width, img->height, &v);
@@ -554,9 +539,9 @@ static void png_warning_fn(png_structp png, png_const_charp msg) {
 pbf_status pbfapp_write_png(const char *path, const pbfapp_image *img, pbf_error *err) {
     char tmp[4200];
     int n = snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (n < 0 || (size_t)n >= sizeof tmp) return fail(err, PBF_ERR_IO, "%s: path too long", path);
+    if (n < 0 || (size_t)n >= sizeof tmp) return pbfapp_fail(err, PBF_ERR_IO, "%s: path too long", path);
     FILE *f = fopen(tmp, "wb");
-    if (!f) return fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (!f) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
     png_errbuf ebuf;
     ebuf.message[0] = '\0';
     png_structp png =
@@ -566,13 +551,13 @@ pbf_status pbfapp_write_png(const char *path, const pbfapp_image *img, pbf_error
         png_destroy_write_struct(png ? &png : NULL, NULL);
         fclose(f);
         unlink(tmp);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory for the PNG writer", path);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory for the PNG writer", path);
     }
     if (setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, &info);
         fclose(f);
         unlink(tmp);
-        return fail(err, PBF_ERR_IO, "%s: PNG write failed: %s", tmp, ebuf.message);
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: PNG write failed: %s", tmp, ebuf.message);
     }
     png_init_io(png, f);
     png_set_IHDR(png, info, (png_uint_32)img->width, (png_uint_32)img->height, 8,
@@ -591,12 +576,12 @@ pbf_status pbfapp_write_png(const char *path, const pbfapp_image *img, pbf_error
     if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
     if (e) {
         unlink(tmp);
-        return fail(err, PBF_ERR_IO, "%s: write failed: %s", tmp, strerror(e));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s", tmp, strerror(e));
     }
     if (rename(tmp, path) != 0) {
         e = errno;
         unlink(tmp);
-        return fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
     }
     return PBF_OK;
 }

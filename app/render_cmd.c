@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "render_cmd.h"
+#include "fail.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,22 +27,6 @@ extern char **environ;
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
 
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->status = status;
-    }
-    return status;
-}
 
 static char *dup_string(const char *s) {
     size_t n = strlen(s) + 1;
@@ -168,13 +153,13 @@ static int find_on_path(const char *name, char *out, size_t size) {
 pbf_status pbfapp_render_check(const pbfapp_render_options *o, pbf_error *err) {
     if (!o->video) return PBF_OK;
     if (o->width % 2 || o->height % 2)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "--video: the size %dx%d must have an even width and height (H.264 with "
                     "yuv420p); use e.g. --size %dx%d",
                     o->width, o->height, o->width + o->width % 2, o->height + o->height % 2);
     char path[4096];
     if (!find_on_path("ffmpeg", path, sizeof path))
-        return fail(err, PBF_ERR_IO,
+        return pbfapp_fail(err, PBF_ERR_IO,
                     "--video %s: ffmpeg was not found on PATH; install it (Debian: apt-get install "
                     "ffmpeg) or write PNG frames with --render",
                     o->video);
@@ -257,7 +242,7 @@ void pbfapp_world_render_boxes(const pbf_world *w, pbfapp_render_box *boxes) {
 /* mkdir -p of the directory part of `file`. */
 static pbf_status make_parent_dirs(const char *file, pbf_error *err) {
     char *buf = dup_string(file);
-    if (!buf) return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!buf) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
     char *slash = strrchr(buf, '/');
     if (!slash || slash == buf) {
         free(buf);
@@ -273,14 +258,14 @@ static pbf_status make_parent_dirs(const char *file, pbf_error *err) {
             if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
                 int e = errno;
                 pbf_status st =
-                    fail(err, PBF_ERR_IO, "--video %s: cannot create the directory %s: %s", file,
+                    pbfapp_fail(err, PBF_ERR_IO, "--video %s: cannot create the directory %s: %s", file,
                          buf, strerror(e));
                 free(buf);
                 return st;
             }
         } else if (!S_ISDIR(sb.st_mode)) {
             pbf_status st =
-                fail(err, PBF_ERR_IO, "--video %s: %s exists and is not a directory", file, buf);
+                pbfapp_fail(err, PBF_ERR_IO, "--video %s: %s exists and is not a directory", file, buf);
             free(buf);
             return st;
         }
@@ -311,14 +296,14 @@ static pbf_status video_start(pbfapp_renderer *r, float fps, pbf_error *err) {
     const char *path = r->opt.video;
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return fail(err, PBF_ERR_IO, "--video %s: is a directory", path);
+        return pbfapp_fail(err, PBF_ERR_IO, "--video %s: is a directory", path);
     pbf_status st = make_parent_dirs(path, err);
     if (st != PBF_OK) return st;
     char ffmpeg[4096];
     if (!find_on_path("ffmpeg", ffmpeg, sizeof ffmpeg))
-        return fail(err, PBF_ERR_IO, "--video %s: ffmpeg was not found on PATH", path);
+        return pbfapp_fail(err, PBF_ERR_IO, "--video %s: ffmpeg was not found on PATH", path);
     r->video_tmp = video_tmp_name(path);
-    if (!r->video_tmp) return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!r->video_tmp) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
     char size[64], rate[64];
     snprintf(size, sizeof size, "%dx%d", r->opt.width, r->opt.height);
     snprintf(rate, sizeof rate, "%.9g", (double)fps);
@@ -328,7 +313,7 @@ static pbf_status video_start(pbfapp_renderer *r, float fps, pbf_error *err) {
                     "yuv420p",  "-movflags",    "+faststart", r->video_tmp, NULL};
     int fds[2];
     if (pipe(fds) != 0)
-        return fail(err, PBF_ERR_IO, "--video %s: cannot create a pipe: %s", path, strerror(errno));
+        return pbfapp_fail(err, PBF_ERR_IO, "--video %s: cannot create a pipe: %s", path, strerror(errno));
     fcntl(fds[1], F_SETFD, FD_CLOEXEC);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -347,12 +332,12 @@ static pbf_status video_start(pbfapp_renderer *r, float fps, pbf_error *err) {
     if (e != 0) {
         close(fds[1]);
         r->pid = 0;
-        return fail(err, PBF_ERR_IO, "--video %s: cannot start %s: %s", path, ffmpeg, strerror(e));
+        return pbfapp_fail(err, PBF_ERR_IO, "--video %s: cannot start %s: %s", path, ffmpeg, strerror(e));
     }
     r->pipe = fdopen(fds[1], "wb");
     if (!r->pipe) {
         close(fds[1]);
-        return fail(err, PBF_ERR_IO, "--video %s: fdopen failed: %s", path, strerror(errno));
+        return pbfapp_fail(err, PBF_ERR_IO, "--video %s: fdopen failed: %s", path, strerror(errno));
     }
     /* A dead ffmpeg must give a write error, not kill pbf with SIGPIPE. */
     struct sigaction ign;
@@ -385,15 +370,15 @@ static pbf_status video_finish(pbfapp_renderer *r, pbf_error *err) {
                 snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
             else
                 snprintf(how, sizeof how, "unknown status");
-            st = fail(err, PBF_ERR_IO, "--video %s: ffmpeg failed (%s); its messages are above",
+            st = pbfapp_fail(err, PBF_ERR_IO, "--video %s: ffmpeg failed (%s); its messages are above",
                       r->opt.video, how);
         } else if (r->video_failed) {
-            st = fail(err, PBF_ERR_IO, "--video %s: writing frames to ffmpeg failed", r->opt.video);
+            st = pbfapp_fail(err, PBF_ERR_IO, "--video %s: writing frames to ffmpeg failed", r->opt.video);
         }
     }
     if (r->video_tmp) {
         if (st == PBF_OK && rename(r->video_tmp, r->opt.video) != 0)
-            st = fail(err, PBF_ERR_IO, "--video %s: cannot rename %s to it: %s", r->opt.video,
+            st = pbfapp_fail(err, PBF_ERR_IO, "--video %s: cannot rename %s to it: %s", r->opt.video,
                       r->video_tmp, strerror(errno));
         if (st != PBF_OK) unlink(r->video_tmp);
         free(r->video_tmp);
@@ -410,13 +395,13 @@ pbf_status pbfapp_renderer_open(const pbfapp_render_options *o, const pbfapp_sce
                                 const char *png_dir, pbfapp_renderer **out, pbf_error *err) {
     *out = NULL;
     pbfapp_renderer *r = calloc(1, sizeof *r);
-    if (!r) return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!r) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
     r->opt = *o;
     r->png_dir = dup_string(png_dir ? png_dir : ".");
     r->title = dup_string(scene->name ? scene->name : "");
     if (!r->png_dir || !r->title) {
         pbfapp_renderer_close(r, NULL);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
     }
     size_t len = strlen(r->png_dir);
     while (len > 1 && r->png_dir[len - 1] == '/') r->png_dir[--len] = '\0';
@@ -459,7 +444,7 @@ pbf_status pbfapp_renderer_frame(pbfapp_renderer *r, int frame, double time, con
     size_t n = p->count > 0 ? (size_t)p->count : 0;
     if (n > r->order_cap) {
         uint32_t *grown = realloc(r->order, n * sizeof *grown);
-        if (!grown) return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory ordering particles");
+        if (!grown) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory ordering particles");
         r->order = grown;
         r->order_cap = n;
     }
@@ -496,8 +481,8 @@ pbf_status pbfapp_renderer_frame(pbfapp_renderer *r, int frame, double time, con
             pbf_error ffmpeg_err;
             memset(&ffmpeg_err, 0, sizeof ffmpeg_err);
             pbf_status fst = video_finish(r, &ffmpeg_err);
-            if (fst != PBF_OK) return fail(err, PBF_ERR_IO, "%s", ffmpeg_err.message);
-            return fail(err, PBF_ERR_IO, "--video %s: writing to ffmpeg failed: %s", r->opt.video,
+            if (fst != PBF_OK) return pbfapp_fail(err, PBF_ERR_IO, "%s", ffmpeg_err.message);
+            return pbfapp_fail(err, PBF_ERR_IO, "--video %s: writing to ffmpeg failed: %s", r->opt.video,
                         strerror(e));
         }
     }
@@ -513,7 +498,7 @@ pbf_status pbfapp_renderer_world_frame(pbfapp_renderer *r, const pbf_world *worl
     int nb = pbf_world_box_count(world);
     if (nb > r->box_cap) {
         pbfapp_render_box *g = realloc(r->boxes, (size_t)nb * sizeof *g);
-        if (!g) return fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
+        if (!g) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
         r->boxes = g;
         r->box_cap = nb;
     }
@@ -576,7 +561,7 @@ static pbf_status list_frames(const char *dir, const char *ext, frame_file **out
     *out = NULL;
     *count = 0;
     DIR *d = opendir(dir);
-    if (!d) return fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
+    if (!d) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
     frame_file *list = NULL;
     int n = 0, cap = 0;
     struct dirent *e;
@@ -720,7 +705,7 @@ int pbfapp_render_command(int argc, char **argv) {
     if (st == PBF_OK && out_dir && opt.png) {
         struct stat ob;
         if (stat(out_dir, &ob) != 0 && mkdir(out_dir, 0777) != 0)
-            st = fail(&err, PBF_ERR_IO, "--out %s: cannot create the directory: %s", out_dir,
+            st = pbfapp_fail(&err, PBF_ERR_IO, "--out %s: cannot create the directory: %s", out_dir,
                       strerror(errno));
     }
     rc = 0;

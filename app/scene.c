@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "scene.h"
+#include "fail.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -365,22 +366,6 @@ static const pbf_param_info camera_params[] = {
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->status = status;
-    }
-    return status;
-}
 
 static char *dup_string(const char *s) {
     size_t n = strlen(s) + 1;
@@ -499,7 +484,7 @@ static pbf_status unknown_key(pbf_error *err, const char *path, const char *pare
             snprintf(list, sizeof list, "; see `pbf --help` for the parameters");
         }
     }
-    return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s%s%.200s: unknown key%s%s", path, parent,
+    return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s%s%.200s: unknown key%s%s", path, parent,
                 parent[0] ? "." : "", key, hint, list);
 }
 
@@ -509,7 +494,7 @@ static pbf_status check_duplicates(const cJSON *obj, const char *path, const cha
     for (const cJSON *a = obj->child; a; a = a->next)
         for (const cJSON *b = obj->child; b != a; b = b->next)
             if (a->string && b->string && strcmp(a->string, b->string) == 0)
-                return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                             "%s: %s%s%s: duplicate key (\"%s\" appears more than once)", path,
                             keypath, keypath[0] ? "." : "", a->string, a->string);
     return PBF_OK;
@@ -532,13 +517,13 @@ static pbf_status set_param_json(const pbf_param_info *p, void *base, const cJSO
     case PBF_PARAM_FLOAT:
     case PBF_PARAM_INT:
         if (!cJSON_IsNumber(item))
-            return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected %s, got %s", path, keypath,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected %s, got %s", path, keypath,
                         p->type == PBF_PARAM_INT ? "an integer" : "a number", got);
         return pbf_param_set_number(p, base, 0, item->valuedouble,
                                     where_of(where, sizeof where, path, keypath), err);
     case PBF_PARAM_VEC3: {
         if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 3)
-            return fail(err, PBF_ERR_INVALID_ARGUMENT,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                         "%s: %s: expected an array of 3 numbers [x, y, z], got %s", path, keypath,
                         got);
         int c = 0;
@@ -547,7 +532,7 @@ static pbf_status set_param_json(const pbf_param_info *p, void *base, const cJSO
             snprintf(sub, sizeof sub, "%s[%d]", keypath, c);
             if (!cJSON_IsNumber(e)) {
                 describe_json(e, got, sizeof got);
-                return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected a number, got %s",
+                return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected a number, got %s",
                             path, sub, got);
             }
             pbf_status st = pbf_param_set_number(p, base, c, e->valuedouble,
@@ -564,14 +549,14 @@ static pbf_status set_param_json(const pbf_param_info *p, void *base, const cJSO
             for (int i = 0; p->choices && p->choices[i] && used < sizeof choices; ++i)
                 used += (size_t)snprintf(choices + used, sizeof choices - used, "%s\"%s\"",
                                          i ? ", " : "", p->choices[i]);
-            return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected one of %s, got %s", path,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected one of %s, got %s", path,
                         keypath, choices, got);
         }
         return pbf_param_set_choice(p, base, item->valuestring,
                                     where_of(where, sizeof where, path, keypath), err);
     }
     }
-    return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: unsupported parameter type", path, keypath);
+    return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: unsupported parameter type", path, keypath);
 }
 
 static int table_index(const pbf_param_info *t, size_t n, const char *name) {
@@ -588,7 +573,7 @@ static pbf_status parse_table_object(const cJSON *obj, const pbf_param_info *t, 
     char got[96], sub[320];
     if (!cJSON_IsObject(obj)) {
         describe_json(obj, got, sizeof got);
-        return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected an object, got %s", path,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected an object, got %s", path,
                     keypath, got);
     }
     pbf_status st = check_duplicates(obj, path, keypath, err);
@@ -611,7 +596,7 @@ static pbf_status parse_table_object(const cJSON *obj, const pbf_param_info *t, 
                 for (size_t k = 0; k < known.count && used < sizeof list; ++k)
                     used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", k ? ", " : "",
                                              known.names[k]);
-                return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                             "%s: %s: key \"%s\" does not apply here (valid keys here: %s)", path,
                             sub, key, list);
             }
@@ -623,7 +608,7 @@ static pbf_status parse_table_object(const cJSON *obj, const pbf_param_info *t, 
     }
     for (size_t i = 0; i < n; ++i)
         if ((required & (1u << i)) && !(seen & (1u << i)))
-            return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: missing key \"%s\" (%s%s%s)", path,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: missing key \"%s\" (%s%s%s)", path,
                         keypath, t[i].name, t[i].description, strcmp(t[i].unit, "-") ? ", " : "",
                         strcmp(t[i].unit, "-") ? t[i].unit : "");
     if (seen_out) *seen_out = seen;
@@ -654,7 +639,7 @@ static pbf_status check_box_shape(const char *path, const char *keypath, pbf_vec
         if (!(vget(min, ax) < vget(max, ax))) {
             fmt_vec(a, sizeof a, min);
             fmt_vec(b, sizeof b, max);
-            return fail(err, PBF_ERR_INVALID_ARGUMENT,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                         "%s: %s: min must be less than max on every axis, but on %c min %g >= "
                         "max %g (min %s, max %s)",
                         path, keypath, axis_name[ax], (double)vget(min, ax), (double)vget(max, ax),
@@ -668,7 +653,7 @@ static pbf_status check_box_shape(const char *path, const char *keypath, pbf_vec
             char dmin[96], dmax[96];
             fmt_vec(dmin, sizeof dmin, def->domain_min);
             fmt_vec(dmax, sizeof dmax, def->domain_max);
-            return fail(err, PBF_ERR_INVALID_ARGUMENT,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                         "%s: %s: the box min %s, max %s lies outside the domain (domain_min %s, "
                         "domain_max %s) on axis %c",
                         path, keypath, a, b, dmin, dmax, axis_name[ax]);
@@ -697,11 +682,11 @@ static pbf_status check_motion(const pbfapp_scene *s, int i, pbf_error *err) {
     if (!(len > 1e-12)) {
         char d[96];
         fmt_vec(d, sizeof d, m->direction);
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: %s.motion.direction: must not be zero, got %s", s->path, kp, d);
     }
     if (m->stop >= 0 && m->stop < m->start)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: %s.motion.stop: %g is before start %g (use a negative stop for never)",
                     s->path, kp, (double)m->stop, (double)m->start);
     double t_end = (double)s->run.frames / (double)s->run.fps;
@@ -725,7 +710,7 @@ static pbf_status check_motion(const pbfapp_scene *s, int i, pbf_error *err) {
         const float tol = 1e-5f;
         if (reach_min < dmin - tol * (dmax - dmin) || reach_max > dmax + tol * (dmax - dmin)) {
             int low = reach_min < dmin - tol * (dmax - dmin);
-            return fail(err, PBF_ERR_INVALID_ARGUMENT,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                         "%s: %s.motion: the wall leaves the domain during the run (0 to %g s): "
                         "its %s.%c reaches %g, beyond domain_%s.%c = %g",
                         s->path, kp, t_end, low ? "min" : "max", axis_name[ax],
@@ -764,7 +749,7 @@ static pbf_status check_stored_values(const pbfapp_scene *s, pbf_error *err) {
                 if (isfinite(v) && v >= lo && v <= hi && !(p->min_exclusive && v <= lo)) continue;
                 snprintf(where, sizeof where, "%s%s", p->name,
                          p->type == PBF_PARAM_VEC3 ? (c == 0 ? "[0]" : c == 1 ? "[1]" : "[2]") : "");
-                return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                             "%s: %s: the value is stored as the 32-bit float %g, out of range "
                             "%s%g, %g]",
                             s->path, where, v, p->min_exclusive ? "(" : "[", p->min, p->max);
@@ -772,7 +757,7 @@ static pbf_status check_stored_values(const pbfapp_scene *s, pbf_error *err) {
         }
     double dt = 1.0 / ((double)s->run.fps * (double)s->run.substeps);
     if (!(dt <= 1.0))
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: fps, substeps: the step dt = 1 / (fps * substeps) = %g s is longer than "
                     "the 1 s the solver accepts; raise fps (%g) or substeps (%d)",
                     s->path, dt, (double)s->run.fps, s->run.substeps);
@@ -787,14 +772,14 @@ static pbf_status check_geometry(pbfapp_scene *s, pbf_error *err) {
         if (!(vget(def->domain_min, ax) < vget(def->domain_max, ax))) {
             fmt_vec(a, sizeof a, def->domain_min);
             fmt_vec(b, sizeof b, def->domain_max);
-            return fail(err, PBF_ERR_INVALID_ARGUMENT,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                         "%s: domain_min, domain_max: min must be less than max on every axis, "
                         "but on %c domain_min %g >= domain_max %g (domain_min %s, domain_max %s)",
                         path, axis_name[ax], (double)vget(def->domain_min, ax),
                         (double)vget(def->domain_max, ax), a, b);
         }
     if (s->block_count == 0)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: fluid: the scene has no fluid; add at least one block, e.g. "
                     "\"fluid\": [{\"min\": [0, 0, 0], \"max\": [0.5, 0.5, 0.5]}]",
                     path);
@@ -815,7 +800,7 @@ static pbf_status check_geometry(pbfapp_scene *s, pbf_error *err) {
                 box_keypath(s, j, kq, sizeof kq);
                 fmt_vec(a, sizeof a, s->boxes[i].min);
                 fmt_vec(b, sizeof b, s->boxes[i].max);
-                return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                             "%s: %s: the box min %s, max %s overlaps %s; boxes may not overlap",
                             path, kp, a, b, kq);
             }
@@ -826,14 +811,14 @@ static pbf_status check_geometry(pbfapp_scene *s, pbf_error *err) {
         for (int j = 0; j < i; ++j)
             if (boxes_overlap(s->blocks[i].min, s->blocks[i].max, s->blocks[j].min,
                               s->blocks[j].max))
-                return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                             "%s: %s: the block min %s, max %s overlaps fluid[%d]", path, kp, a, b,
                             j);
         for (int j = 0; j < s->box_count; ++j)
             if (boxes_overlap(s->blocks[i].min, s->blocks[i].max, s->boxes[j].min,
                               s->boxes[j].max)) {
                 box_keypath(s, j, kq, sizeof kq);
-                return fail(err, PBF_ERR_INVALID_ARGUMENT,
+                return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                             "%s: %s: the block min %s, max %s overlaps %s", path, kp, a, b, kq);
             }
     }
@@ -850,7 +835,7 @@ static pbf_status check_geometry(pbfapp_scene *s, pbf_error *err) {
             double along = ((double)vget(s->blocks[i].max, ax) - (double)vget(s->blocks[i].min, ax)) /
                            (2.0 * (double)def->particle_radius);
             if (!(along < 1e9))
-                return fail(err, PBF_ERR_LIMIT,
+                return pbfapp_fail(err, PBF_ERR_LIMIT,
                             "%s: fluid[%d]: the block holds about %.3g particles along %c "
                             "(particle_radius %g m), far more than the limit of %d particles",
                             path, i, along, axis_name[ax], (double)def->particle_radius, INT32_MAX);
@@ -859,7 +844,7 @@ static pbf_status check_geometry(pbfapp_scene *s, pbf_error *err) {
         if (n <= 0) {
             fmt_vec(a, sizeof a, s->blocks[i].min);
             fmt_vec(b, sizeof b, s->blocks[i].max);
-            return fail(err, PBF_ERR_INVALID_ARGUMENT,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                         "%s: fluid[%d]: the block min %s, max %s holds no particles: it is "
                         "thinner than one particle spacing (2 * particle_radius = %g m) on some "
                         "axis",
@@ -869,19 +854,19 @@ static pbf_status check_geometry(pbfapp_scene *s, pbf_error *err) {
     }
     s->particles = total;
     if (total > INT32_MAX)
-        return fail(err, PBF_ERR_LIMIT,
+        return pbfapp_fail(err, PBF_ERR_LIMIT,
                     "%s: fluid: the scene holds %lld particles (particle_radius %g m), more than "
                     "the limit of %d",
                     path, (long long)total, (double)def->particle_radius, INT32_MAX);
     if (def->max_particles > 0 && total > def->max_particles)
-        return fail(err, PBF_ERR_LIMIT,
+        return pbfapp_fail(err, PBF_ERR_LIMIT,
                     "%s: max_particles: %d is less than the %lld particles of the fluid blocks",
                     path, def->max_particles, (long long)total);
     double capacity = (double)(def->max_particles > total ? def->max_particles : total);
     double need = capacity * (double)pbf_bytes_per_particle();
     double have = physical_memory_bytes();
     if (have > 0 && need > have)
-        return fail(err, PBF_ERR_LIMIT,
+        return pbfapp_fail(err, PBF_ERR_LIMIT,
                     "%s: fluid: the scene holds %.0f particles (particle_radius %g m), which "
                     "need about %.1f GiB (%zu bytes each), more than this machine's %.1f GiB of "
                     "memory",
@@ -921,7 +906,7 @@ pbf_status pbfapp_apply_override(pbf_world_def *def, pbfapp_run *run, const char
         keyset_add_table(&known, rt, rn);
         char hint[128];
         suggestion(hint, sizeof hint, key, known.names, known.count);
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: unknown parameter \"%s\"%s; `pbf run --help` lists the parameters", label,
                     key, hint);
     }
@@ -930,12 +915,12 @@ pbf_status pbfapp_apply_override(pbf_world_def *def, pbfapp_run *run, const char
     case PBF_PARAM_FLOAT:
     case PBF_PARAM_INT:
         if (!parse_double(value, &v))
-            return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: \"%s\" is not a number", label, value);
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: \"%s\" is not a number", label, value);
         return pbf_param_set_number(p, base, 0, v, label, err);
     case PBF_PARAM_VEC3: {
         char buf[256];
         if (strlen(value) >= sizeof buf)
-            return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: value is too long", label);
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: value is too long", label);
         memcpy(buf, value, strlen(value) + 1);
         double c[3];
         int n = 0;
@@ -953,7 +938,7 @@ pbf_status pbfapp_apply_override(pbf_world_def *def, pbfapp_run *run, const char
             start = comma + 1;
         }
         if (!ok || n != 3)
-            return fail(err, PBF_ERR_INVALID_ARGUMENT,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                         "%s: \"%s\" is not a vector of three numbers x,y,z", label, value);
         /* Check all components first so a failure leaves the vector untouched. */
         char where[320];
@@ -971,7 +956,7 @@ pbf_status pbfapp_apply_override(pbf_world_def *def, pbfapp_run *run, const char
     }
     case PBF_PARAM_ENUM: return pbf_param_set_choice(p, base, value, label, err);
     }
-    return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: unsupported parameter type", label);
+    return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: unsupported parameter type", label);
 }
 
 /* ---- the scene ---------------------------------------------------------------------------- */
@@ -1016,14 +1001,14 @@ static pbf_status parse_array(const cJSON *arr, const char *key, const char *pat
     char got[96];
     if (!cJSON_IsArray(arr)) {
         describe_json(arr, got, sizeof got);
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: %s: expected an array of objects [{\"min\": [..], \"max\": [..]}, ...], "
                     "got %s",
                     path, key, got);
     }
     int n = cJSON_GetArraySize(arr);
     if (n > 100000)
-        return fail(err, PBF_ERR_LIMIT, "%s: %s: %d entries, more than the limit of 100000", path,
+        return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: %s: %d entries, more than the limit of 100000", path,
                     key, n);
     *count = n;
     return PBF_OK;
@@ -1037,7 +1022,7 @@ static pbf_status parse_camera(pbfapp_scene *s, const cJSON *obj, pbf_error *err
                                        CAMERA_REQUIRED, s->path, "camera", NULL, NULL, err);
     if (st != PBF_OK) return st;
     if (!(c->fov_deg < 170.0f))
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: camera.fov: %g is out of range (1, 170) degrees", s->path,
                     (double)c->fov_deg);
     double f[3], len2 = 0, up2 = 0, dot = 0;
@@ -1048,14 +1033,14 @@ static pbf_status parse_camera(pbfapp_scene *s, const cJSON *obj, pbf_error *err
         dot += f[a] * c->up[a];
     }
     if (!(len2 > 1e-18))
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: camera.target: must differ from camera.position, both are [%g, %g, %g]",
                     s->path, (double)c->position[0], (double)c->position[1],
                     (double)c->position[2]);
     if (!(up2 > 1e-18))
-        return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: camera.up: must not be zero", s->path);
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: camera.up: must not be zero", s->path);
     if (dot * dot > 0.9999 * len2 * up2)
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: camera.up: [%g, %g, %g] is parallel to the view direction (target - "
                     "position); choose an up direction across the view (e.g. [0, 0, -1] when "
                     "looking straight down)",
@@ -1075,7 +1060,7 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
 
     if (!cJSON_IsObject(root)) {
         describe_json(root, got, sizeof got);
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: the top level must be an object {\"domain_min\": ..., \"fluid\": [...]}, "
                     "got %s",
                     path, got);
@@ -1090,11 +1075,11 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
         if (strcmp(key, "name") == 0 || strcmp(key, "description") == 0) {
             if (!cJSON_IsString(item) || !item->valuestring) {
                 describe_json(item, got, sizeof got);
-                return fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected a string, got %s",
+                return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected a string, got %s",
                             path, key, got);
             }
             char *copy = dup_string(item->valuestring);
-            if (!copy) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+            if (!copy) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
             char **dst = key[0] == 'n' ? &s->name : &s->description;
             free(*dst);
             *dst = copy;
@@ -1134,11 +1119,11 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
     if (walls && (st = parse_array(walls, "moving_walls", path, &nw, err)) != PBF_OK) return st;
     if (nb > 0) {
         s->blocks = calloc((size_t)nb, sizeof *s->blocks);
-        if (!s->blocks) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        if (!s->blocks) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     if (no + nw > 0) {
         s->boxes = calloc((size_t)(no + nw), sizeof *s->boxes);
-        if (!s->boxes) return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        if (!s->boxes) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     int i = 0;
     for (const cJSON *e = fluid ? fluid->child : NULL; e; e = e->next, ++i) {
@@ -1170,7 +1155,7 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
         char mkp[96];
         snprintf(mkp, sizeof mkp, "%s.motion", kp);
         if (!motion)
-            return fail(err, PBF_ERR_INVALID_ARGUMENT,
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                         "%s: %s: missing key \"motion\" (e.g. {\"type\": \"oscillate\", "
                         "\"direction\": [1, 0, 0], \"amplitude\": 0.1, \"period\": 2})",
                         path, kp);
@@ -1224,7 +1209,7 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
     pbf_error e;
     memset(&e, 0, sizeof e);
     st = pbf_world_def_validate(&s->def, &e);
-    if (st != PBF_OK) return fail(err, st, "%s: %s", path, e.message);
+    if (st != PBF_OK) return pbfapp_fail(err, st, "%s: %s", path, e.message);
     return PBF_OK;
 }
 
@@ -1240,7 +1225,7 @@ pbf_status pbfapp_scene_parse(const char *path, const char *text, size_t length,
     scene->description = dup_string("");
     if (!scene->path || !scene->description) {
         pbfapp_scene_free(scene);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     scene->def = pbf_default_world_def();
     scene->run = pbfapp_default_run();
@@ -1255,7 +1240,7 @@ pbf_status pbfapp_scene_parse(const char *path, const char *text, size_t length,
         int line, col;
         line_column(text, nul, &line, &col);
         pbfapp_scene_free(scene);
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s:%d:%d: invalid JSON: a NUL byte at offset %zu (is this a text file?)", path,
                     line, col, nul);
     }
@@ -1264,7 +1249,7 @@ pbf_status pbfapp_scene_parse(const char *path, const char *text, size_t length,
         if (!(text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) blank = 0;
     if (blank) {
         pbfapp_scene_free(scene);
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: the file is empty (%zu bytes of white space); a scene is a JSON object",
                     path, length);
     }
@@ -1273,7 +1258,7 @@ pbf_status pbfapp_scene_parse(const char *path, const char *text, size_t length,
     char *buf = malloc(length - start + 1);
     if (!buf) {
         pbfapp_scene_free(scene);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     memcpy(buf, text + start, length - start);
     buf[length - start] = '\0';
@@ -1298,11 +1283,11 @@ pbf_status pbfapp_scene_parse(const char *path, const char *text, size_t length,
         }
         near[k] = '\0';
         if (off >= length - start)
-            fail(err, PBF_ERR_INVALID_ARGUMENT,
+            pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                  "%s:%d:%d: invalid JSON: unexpected end of file (line %d, column %d)", path,
                  line + 0, col, line, col);
         else
-            fail(err, PBF_ERR_INVALID_ARGUMENT,
+            pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                  "%s:%d:%d: invalid JSON at line %d, column %d, near: %s", path, line, col, line,
                  col, near);
         free(buf);
@@ -1314,7 +1299,7 @@ pbf_status pbfapp_scene_parse(const char *path, const char *text, size_t length,
     cJSON_Delete(root);
     if (st == PBF_OK && !scene->name) {
         scene->name = default_name(path);
-        if (!scene->name) st = fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        if (!scene->name) st = pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     if (st != PBF_OK) pbfapp_scene_free(scene);
     return st;
@@ -1325,23 +1310,23 @@ pbf_status pbfapp_scene_load(const char *path, const pbfapp_override *overrides,
     memset(scene, 0, sizeof *scene);
     struct stat sb;
     if (stat(path, &sb) != 0)
-        return fail(err, PBF_ERR_IO, "%s: cannot open the scene file: %s", path, strerror(errno));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open the scene file: %s", path, strerror(errno));
     if (S_ISDIR(sb.st_mode))
-        return fail(err, PBF_ERR_IO, "%s: is a directory, not a scene file", path);
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: is a directory, not a scene file", path);
     if (!S_ISREG(sb.st_mode))
-        return fail(err, PBF_ERR_IO, "%s: is not a regular file (a scene is a JSON file)", path);
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: is not a regular file (a scene is a JSON file)", path);
     if ((unsigned long long)sb.st_size > PBFAPP_SCENE_MAX_BYTES)
-        return fail(err, PBF_ERR_LIMIT,
+        return pbfapp_fail(err, PBF_ERR_LIMIT,
                     "%s: the file is %lld bytes, more than the %u MiB limit for scene files", path,
                     (long long)sb.st_size, PBFAPP_SCENE_MAX_BYTES >> 20);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(err, PBF_ERR_IO, "%s: cannot open the scene file: %s", path, strerror(errno));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open the scene file: %s", path, strerror(errno));
     size_t cap = (size_t)sb.st_size + 1;
     char *text = malloc(cap + 1);
     if (!text) {
         fclose(f);
-        return fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
     size_t n = fread(text, 1, cap, f);
     int read_error = ferror(f);
@@ -1349,15 +1334,15 @@ pbf_status pbfapp_scene_load(const char *path, const pbfapp_override *overrides,
     fclose(f);
     if (read_error) {
         free(text);
-        return fail(err, PBF_ERR_IO, "%s: cannot read the scene file: %s", path, strerror(saved));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot read the scene file: %s", path, strerror(saved));
     }
     if (n > (size_t)sb.st_size) {
         free(text);
-        return fail(err, PBF_ERR_IO, "%s: the file changed while it was read", path);
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: the file changed while it was read", path);
     }
     if (n == 0) {
         free(text);
-        return fail(err, PBF_ERR_INVALID_ARGUMENT,
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                     "%s: the file is empty (0 bytes); a scene is a JSON object", path);
     }
     text[n] = '\0';
@@ -1374,21 +1359,21 @@ pbf_status pbfapp_scene_create_world(const pbfapp_scene *scene, pbf_world **out_
     memset(&e, 0, sizeof e);
     pbf_status st = pbf_world_create(&scene->def, &w, &e);
     if (st != PBF_OK)
-        return fail(err, st, "%s: cannot create the world: %s", scene->path, e.message);
+        return pbfapp_fail(err, st, "%s: cannot create the world: %s", scene->path, e.message);
     for (int i = 0; i < scene->box_count; ++i) {
         st = pbf_world_add_box(w, &scene->boxes[i], &e);
         if (st != PBF_OK) {
             char kp[64];
             box_keypath(scene, i, kp, sizeof kp);
             pbf_world_destroy(w);
-            return fail(err, st, "%s: %s: %s", scene->path, kp, e.message);
+            return pbfapp_fail(err, st, "%s: %s: %s", scene->path, kp, e.message);
         }
     }
     for (int i = 0; i < scene->block_count; ++i) {
         st = pbf_world_add_fluid_block(w, &scene->blocks[i], &e);
         if (st != PBF_OK) {
             pbf_world_destroy(w);
-            return fail(err, st, "%s: fluid[%d]: %s", scene->path, i, e.message);
+            return pbfapp_fail(err, st, "%s: fluid[%d]: %s", scene->path, i, e.message);
         }
     }
     *out_world = w;

@@ -9,23 +9,8 @@
 #include <unistd.h>
 
 #include "scene.h"
+#include "fail.h"
 
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static pbf_status fail(pbf_error *err, pbf_status status, const char *fmt, ...) {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof err->message, fmt, ap);
-        va_end(ap);
-        err->status = status;
-    }
-    return status;
-}
 
 static void json_string(FILE *f, const char *s) {
     fputc('"', f);
@@ -124,9 +109,9 @@ pbf_status pbfapp_scene_write(const pbfapp_scene *s, const char *path, pbf_error
     char tmp[4200];
     int len = snprintf(tmp, sizeof tmp, "%s.tmp", path);
     if (len < 0 || (size_t)len >= sizeof tmp)
-        return fail(err, PBF_ERR_IO, "%s: path too long", path);
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: path too long", path);
     FILE *f = fopen(tmp, "wb");
-    if (!f) return fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
+    if (!f) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
     size_t wn = 0, rn = 0;
     const pbf_param_info *wt = pbf_world_params(&wn);
     const pbf_param_info *rt = pbfapp_run_params(&rn);
@@ -184,12 +169,12 @@ pbf_status pbfapp_scene_write(const pbfapp_scene *s, const char *path, pbf_error
     if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
     if (e) {
         unlink(tmp);
-        return fail(err, PBF_ERR_IO, "%s: write failed: %s", tmp, strerror(e));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s", tmp, strerror(e));
     }
     if (rename(tmp, path) != 0) {
         e = errno;
         unlink(tmp);
-        return fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
     }
     return PBF_OK;
 }
