@@ -20,6 +20,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench.h"
+#include "util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -180,20 +181,6 @@ static int usage(const char *fmt, const char *a) {
     return EXIT_USAGE;
 }
 
-/* Matches "--name VALUE" or "--name=VALUE"; 1 matched, -1 value missing, 0 not this option. */
-static int opt_value(int argc, char **argv, int *i, const char *name, const char **value) {
-    const char *arg = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0) return 0;
-    if (arg[n] == '=') {
-        *value = arg + n + 1;
-        return 1;
-    }
-    if (arg[n] != '\0') return 0;
-    if (*i + 1 >= argc) return -1;
-    *value = argv[++*i];
-    return 1;
-}
 
 static int parse_long(const char *s, long long lo, long long hi, long long *out) {
     char *end = NULL;
@@ -785,51 +772,51 @@ int pbfapp_bench_command(int argc, char **argv) {
             rc = 0;
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
             o.quiet = 1;
-        } else if ((m = opt_value(argc, argv, &i, "--case", &v)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--case", &v)) != 0) {
             if (m < 0)
                 rc = usage("%s needs a value", "--case");
             else
                 case_list = v;
-        } else if ((m = opt_value(argc, argv, &i, "--particles", &v)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--particles", &v)) != 0) {
             if (m < 0 || !parse_long(v, 1, BENCH_MAX_PARTICLES, &n))
                 rc = usage("--particles %s: expected a whole number from 1 to 10000000",
                            m < 0 ? "" : v);
             else
                 particles = n;
-        } else if ((m = opt_value(argc, argv, &i, "--dt", &v)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--dt", &v)) != 0) {
             char *end = NULL;
             double d = m < 0 ? 0.0 : strtod(v, &end);
             if (m < 0 || !end || *end || !(d > 0.0) || !(d <= 1.0))
                 rc = usage("--dt %s: expected a time step in seconds, in (0, 1]", m < 0 ? "" : v);
             else
                 o.dt = d;
-        } else if ((m = opt_value(argc, argv, &i, "--iterations", &v)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--iterations", &v)) != 0) {
             if (m < 0 || !parse_long(v, 1, 1000, &n))
                 rc = usage("--iterations %s: expected a whole number from 1 to 1000",
                            m < 0 ? "" : v);
             else
                 o.iterations = (int)n;
-        } else if ((m = opt_value(argc, argv, &i, "--steps", &v)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--steps", &v)) != 0) {
             if (m < 0 || !parse_long(v, 1, 10000000, &n))
                 rc = usage("--steps %s: expected a whole number from 1", m < 0 ? "" : v);
             else
                 o.steps = (int)n;
-        } else if ((m = opt_value(argc, argv, &i, "--warmup", &v)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--warmup", &v)) != 0) {
             if (m < 0 || !parse_long(v, 0, 10000000, &n))
                 rc = usage("--warmup %s: expected a whole number from 0", m < 0 ? "" : v);
             else
                 o.warmup = (int)n;
-        } else if ((m = opt_value(argc, argv, &i, "--threads", &v)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--threads", &v)) != 0) {
             if (m < 0)
                 rc = usage("%s needs a value, e.g. --threads 1,2 or --threads 1,all", "--threads");
             else
                 threads_list = v;
-        } else if ((m = opt_value(argc, argv, &i, "--json", &v)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--json", &v)) != 0) {
             if (m < 0 || !v[0])
                 rc = usage("%s needs a file name ('-' for stdout)", "--json");
             else
                 o.json = v;
-        } else if ((m = opt_value(argc, argv, &i, "--set", &v)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--set", &v)) != 0) {
             const char *eq = m < 0 ? NULL : strchr(v, '=');
             if (!eq || eq == v) {
                 rc = usage("--set %s: expected KEY=VALUE, e.g. --set kernel_ratio=2.2",

@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "checkpoint.h"
-#include "fail.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -119,36 +119,6 @@ uint64_t pbfapp_scene_hash(const pbfapp_scene *s) {
 
 /* ---- atomic files ------------------------------------------------------------------------- */
 
-/* The directory part of a path ("." when there is none) into buf. */
-static void dir_of(const char *path, char *buf, size_t size) {
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        snprintf(buf, size, ".");
-    } else if (slash == path) {
-        snprintf(buf, size, "/");
-    } else {
-        size_t n = (size_t)(slash - path);
-        if (n >= size) n = size - 1;
-        memcpy(buf, path, n);
-        buf[n] = '\0';
-    }
-}
-
-pbf_status pbfapp_sync_dir(const char *dir, pbf_error *err) {
-    int fd = open(dir, O_RDONLY
-#ifdef O_DIRECTORY
-                           | O_DIRECTORY
-#endif
-    );
-    if (fd < 0)
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
-    int e = 0;
-    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS && errno != EBADF) e = errno;
-    close(fd);
-    if (e) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot sync the directory: %s", dir, strerror(e));
-    return PBF_OK;
-}
-
 pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t length,
                                     pbf_error *err) {
     char tmp[4200];
@@ -157,26 +127,15 @@ pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t l
         return pbfapp_fail(err, PBF_ERR_IO, "%.200s...: path too long", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    int e = 0;
     errno = 0;
-    if (length && fwrite(data, 1, length, f) != length) e = errno ? errno : EIO;
-    if (!e && fflush(f) != 0) e = errno ? errno : EIO;
-    if (!e && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS) e = errno;
-    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
-    if (e) {
+    if (length && fwrite(data, 1, length, f) != length) {
+        int e = errno ? errno : EIO;
+        fclose(f);
         unlink(tmp);
         return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s%s", tmp, strerror(e),
-                    e == ENOSPC || e == EFBIG || e == EDQUOT ? " (disk full or file size limit)"
-                                                             : "");
+                           pbfapp_space_hint(e));
     }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
-    }
-    char dir[4200];
-    dir_of(path, dir, sizeof dir);
-    return pbfapp_sync_dir(dir, err);
+    return pbfapp_commit_file(f, tmp, path, err);
 }
 
 /* ---- encoding ----------------------------------------------------------------------------- */

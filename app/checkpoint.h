@@ -63,10 +63,6 @@ uint64_t pbfapp_scene_hash(const pbfapp_scene *scene);
 pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t length,
                                     pbf_error *err);
 
-/* fsync of a directory (after a rename in it). Filesystems that cannot sync directories count
- * as success. */
-pbf_status pbfapp_sync_dir(const char *dir, pbf_error *err);
-
 /* A checkpoint read back. The arrays point into `data` (owned) or are NULL when count is 0. */
 typedef struct pbfapp_checkpoint {
     uint32_t version;

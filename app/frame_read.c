@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "frame_read.h"
-#include "fail.h"
+#include "util.h"
 
 #include <errno.h>
 #include <math.h>

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 
 #include "bench.h"
+#include "util.h"
 #include "checkpoint.h"
 #include "guard.h"
 #include "output.h"
@@ -167,21 +168,6 @@ typedef struct run_options {
     pbfapp_render_options render; /* --render, --video, --color, --size */
 } run_options;
 
-/* Matches "--name VALUE" or "--name=VALUE"; advances *i past the value. 1 = matched,
- * -1 = matched but the value is missing, 0 = not this option. */
-static int option_value(int argc, char **argv, int *i, const char *name, const char **value) {
-    const char *arg = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0) return 0;
-    if (arg[n] == '=') {
-        *value = arg + n + 1;
-        return 1;
-    }
-    if (arg[n] != '\0') return 0;
-    if (*i + 1 >= argc) return -1;
-    *value = argv[++*i];
-    return 1;
-}
 
 static int add_override(run_options *o, const char *key, const char *value, const char *label) {
     size_t n = strlen(label) + 1;
@@ -243,7 +229,7 @@ static int run_command(int argc, char **argv) {
             rc = 0;
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
             opt.quiet = 1;
-        } else if ((m = option_value(argc, argv, &i, "--out", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--out", &value)) != 0) {
             if (m < 0) {
                 rc = usage_error("%s needs a value (%s)", "--out", "DIR");
             } else if (!value[0]) {
@@ -252,23 +238,23 @@ static int run_command(int argc, char **argv) {
                 opt.out = value;
                 opt.out_given = 1;
             }
-        } else if ((m = option_value(argc, argv, &i, "--resume", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--resume", &value)) != 0) {
             if (m < 0)
                 rc = usage_error("%s needs a value (%s)", "--resume", "DIR");
             else if (!value[0])
                 rc = usage_error("%s: the directory name is empty%s", "--resume", "");
             else
                 opt.resume = value;
-        } else if ((m = option_value(argc, argv, &i, "--checkpoint-every", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--checkpoint-every", &value)) != 0) {
             if (m < 0)
                 rc = usage_error("%s needs a value (%s)", "--checkpoint-every", "N");
             else if (!add_override(&opt, "checkpoint_every", value, "--checkpoint-every"))
                 rc = EXIT_RUNTIME;
         } else if (strcmp(arg, "--adaptive") == 0) {
             if (!add_override(&opt, "adaptive", "1", "--adaptive")) rc = EXIT_RUNTIME;
-        } else if ((m = option_value(argc, argv, &i, "--frames", &value)) != 0 ||
-                   (m = option_value(argc, argv, &i, "--threads", &value)) != 0 ||
-                   (m = option_value(argc, argv, &i, "--format", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--frames", &value)) != 0 ||
+                   (m = pbfapp_option_value(argc, argv, &i, "--threads", &value)) != 0 ||
+                   (m = pbfapp_option_value(argc, argv, &i, "--format", &value)) != 0) {
             const char *key = arg[2] == 'f' && arg[3] == 'r' ? "frames"
                               : arg[2] == 't'                ? "threads"
                                                              : "format";
@@ -280,7 +266,7 @@ static int run_command(int argc, char **argv) {
                 rc = EXIT_RUNTIME;
         } else if (pbfapp_render_parse_option(argc, argv, &i, &opt.render, 1, "run", &rc)) {
             /* --render, --video, --color, --size (rc = 2 on a bad value) */
-        } else if ((m = option_value(argc, argv, &i, "--set", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--set", &value)) != 0) {
             if (m < 0) {
                 rc = usage_error("%s needs a value (KEY=VALUE)%s", "--set", "");
                 break;

@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "output.h"
-#include "fail.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -89,57 +89,11 @@ static void atomic_abort(atomic_file *a) {
     unlink(a->tmp);
 }
 
-/* " (disk full or file size limit)" for the errors that mean it, else "". */
-static const char *space_hint(int e) {
-    return e == ENOSPC || e == EFBIG
-#ifdef EDQUOT
-                   || e == EDQUOT
-#endif
-               ? " (disk full or file size limit)"
-               : "";
-}
-
-/* fsync of the directory holding `path`, so that a rename in it is durable. Filesystems that
- * cannot sync directories count as success. */
-static int sync_parent_dir(const char *path) {
-    char dir[4200];
-    const char *slash = strrchr(path, '/');
-    if (!slash) {
-        snprintf(dir, sizeof dir, ".");
-    } else {
-        size_t n = slash == path ? 1 : (size_t)(slash - path);
-        if (n >= sizeof dir) return 0;
-        memcpy(dir, path, n);
-        dir[n] = '\0';
-    }
-    int fd = open(dir, O_RDONLY);
-    if (fd < 0) return errno;
-    int e = 0;
-    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS && errno != EBADF) e = errno;
-    close(fd);
-    return e;
-}
-
 /* Flush, fsync, close, rename over the final name and fsync the directory. */
 static pbf_status atomic_commit(atomic_file *a, pbf_error *err) {
-    int e = 0;
-    if (ferror(a->f) || fflush(a->f) != 0) e = errno ? errno : EIO;
-    if (!e && fsync(fileno(a->f)) != 0 && errno != EINVAL && errno != EROFS) e = errno;
-    if (fclose(a->f) != 0 && !e) e = errno ? errno : EIO;
+    FILE *f = a->f;
     a->f = NULL;
-    if (e) {
-        unlink(a->tmp);
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s%s", a->tmp, strerror(e), space_hint(e));
-    }
-    if (rename(a->tmp, a->path) != 0) {
-        e = errno;
-        unlink(a->tmp);
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", a->path, a->tmp,
-                    strerror(e));
-    }
-    if ((e = sync_parent_dir(a->path)) != 0)
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot sync its directory: %s", a->path, strerror(e));
-    return PBF_OK;
+    return pbfapp_commit_file(f, a->tmp, a->path, err);
 }
 
 /* ---- particle order ----------------------------------------------------------------------- */
@@ -276,7 +230,7 @@ pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint
         int e = failed; /* the errno of the failed write */
         atomic_abort(&a);
         return pbfapp_fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
-                    space_hint(e));
+                    pbfapp_space_hint(e));
     }
     return atomic_commit(&a, err);
 }
@@ -321,7 +275,7 @@ pbf_status pbfapp_write_ply(const char *path, const pbf_particles *p, const uint
         int e = failed; /* the errno of the failed write */
         atomic_abort(&a);
         return pbfapp_fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
-                    space_hint(e));
+                    pbfapp_space_hint(e));
     }
     return atomic_commit(&a, err);
 }
@@ -474,7 +428,7 @@ pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, 
         if (before >= 0 && ftruncate(fileno(o->stats), (off_t)before) == 0)
             fseek(o->stats, before, SEEK_SET);
         return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s%s", o->stats_path, strerror(e),
-                    space_hint(e));
+                    pbfapp_space_hint(e));
     }
     return PBF_OK;
 }

@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "render.h"
-#include "fail.h"
+#include "util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -570,18 +570,5 @@ pbf_status pbfapp_write_png(const char *path, const pbfapp_image *img, pbf_error
         png_write_row(png, img->rgb + (size_t)y * (size_t)img->width * 3);
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
-    int e = 0;
-    if (ferror(f) || fflush(f) != 0) e = errno ? errno : EIO;
-    if (!e && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS) e = errno;
-    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
-    if (e) {
-        unlink(tmp);
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s", tmp, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
-    }
-    return PBF_OK;
+    return pbfapp_commit_file(f, tmp, path, err);
 }

@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "render_cmd.h"
-#include "fail.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -44,20 +44,6 @@ void pbfapp_render_options_default(pbfapp_render_options *o) {
     o->height = 720;
 }
 
-/* "--name VALUE" or "--name=VALUE": 1 matched, -1 value missing, 0 not this option. */
-static int option_value(int argc, char **argv, int *i, const char *name, const char **value) {
-    const char *arg = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0) return 0;
-    if (arg[n] == '=') {
-        *value = arg + n + 1;
-        return 1;
-    }
-    if (arg[n] != '\0') return 0;
-    if (*i + 1 >= argc) return -1;
-    *value = argv[++*i];
-    return 1;
-}
 
 static int usage(int *rc, const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -101,7 +87,7 @@ int pbfapp_render_parse_option(int argc, char **argv, int *i, pbfapp_render_opti
         o->png = 1;
         return 1;
     }
-    if ((m = option_value(argc, argv, i, "--color", &value)) != 0) {
+    if ((m = pbfapp_option_value(argc, argv, i, "--color", &value)) != 0) {
         if (m < 0) return usage(rc, cmd, "--color needs a value (water, density or speed)");
         int f = pbf_color_field_from_name(value);
         if (f < 0)
@@ -110,7 +96,7 @@ int pbfapp_render_parse_option(int argc, char **argv, int *i, pbfapp_render_opti
         o->color = (pbf_color_field)f;
         return 1;
     }
-    if ((m = option_value(argc, argv, i, "--size", &value)) != 0) {
+    if ((m = pbfapp_option_value(argc, argv, i, "--size", &value)) != 0) {
         if (m < 0) return usage(rc, cmd, "--size needs a value (WxH, e.g. 1280x720)");
         if (!parse_size(value, &o->width, &o->height))
             return usage(rc, cmd,
@@ -119,7 +105,7 @@ int pbfapp_render_parse_option(int argc, char **argv, int *i, pbfapp_render_opti
                          value, PBFAPP_IMAGE_MIN_SIZE, PBFAPP_IMAGE_MAX_SIZE);
         return 1;
     }
-    if ((m = option_value(argc, argv, i, "--video", &value)) != 0) {
+    if ((m = pbfapp_option_value(argc, argv, i, "--video", &value)) != 0) {
         if (m < 0) return usage(rc, cmd, "--video needs a value (FILE.mp4)");
         if (!value[0]) return usage(rc, cmd, "--video: the file name is empty");
         size_t n = strlen(value);
@@ -617,10 +603,10 @@ int pbfapp_render_command(int argc, char **argv) {
             also_png = 1;
         } else if (pbfapp_render_parse_option(argc, argv, &i, &opt, 0, "render", &rc)) {
             /* done (rc set on error) */
-        } else if ((m = option_value(argc, argv, &i, "--out", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--out", &value)) != 0) {
             if (m < 0 || !value[0]) usage(&rc, "render", "--out needs a directory");
             out_dir = value;
-        } else if ((m = option_value(argc, argv, &i, "--scene", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--scene", &value)) != 0) {
             if (m < 0 || !value[0]) usage(&rc, "render", "--scene needs a file");
             scene_path = value;
         } else {

@@ -14,7 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "scene.h"
-#include "fail.h"
+#include "util.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>

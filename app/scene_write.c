@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "scene.h"
-#include "fail.h"
+#include "util.h"
 
 
 static void json_string(FILE *f, const char *s) {
@@ -163,18 +163,5 @@ pbf_status pbfapp_scene_write(const pbfapp_scene *s, const char *path, pbf_error
         fputs(i + 1 < s->block_count ? "},\n" : "}\n", f);
     }
     fputs("  ]\n}\n", f);
-    int e = 0;
-    if (ferror(f) || fflush(f) != 0) e = errno ? errno : EIO;
-    if (!e && fsync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS) e = errno;
-    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
-    if (e) {
-        unlink(tmp);
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: write failed: %s", tmp, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot rename %s to it: %s", path, tmp, strerror(e));
-    }
-    return PBF_OK;
+    return pbfapp_commit_file(f, tmp, path, err);
 }

@@ -18,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "validate.h"
+#include "util.h"
 
 #include <errno.h>
 #include <math.h>
@@ -2170,14 +2171,9 @@ static int write_report(const validate_options *o, const char *report, const run
             "- `%s/scenes/*.json`: every simulation as a `pbf run` scene.\n"
             "- `app/validate.c`: the cases, the measurements and this report.\n",
             out, out, out, out);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        fprintf(stderr, "pbf validate: %s: write error\n", tmp);
-        return 0;
-    }
-    if (rename(tmp, report) != 0) {
-        fprintf(stderr, "pbf validate: %s: cannot rename to %s: %s\n", tmp, report,
-                strerror(errno));
+    pbf_error err;
+    if (pbfapp_commit_file(f, tmp, report, &err) != PBF_OK) {
+        fprintf(stderr, "pbf validate: %s\n", err.message);
         return 0;
     }
     return 1;

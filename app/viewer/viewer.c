@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "viewer.h"
+#include "util.h"
 
 #include <epoxy/gl.h>
 #define GLFW_INCLUDE_NONE
@@ -140,20 +141,6 @@ static int usage(const char *fmt, const char *a) {
     return EXIT_USAGE;
 }
 
-/* "--name VALUE" or "--name=VALUE": 1 matched, -1 value missing, 0 another option. */
-static int option_value(int argc, char **argv, int *i, const char *name, const char **value) {
-    const char *arg = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(arg, name, n) != 0) return 0;
-    if (arg[n] == '=') {
-        *value = arg + n + 1;
-        return 1;
-    }
-    if (arg[n] != '\0') return 0;
-    if (*i + 1 >= argc) return -1;
-    *value = argv[++*i];
-    return 1;
-}
 
 static char *own(view_options *o, const char *s, size_t len) {
     char *c = malloc(len + 1);
@@ -220,7 +207,7 @@ static int parse_options(int argc, char **argv, view_options *o, const char *def
             return 0;
         } else if (strcmp(arg, "--fluid") == 0) {
             o->fluid = 1;
-        } else if ((m = option_value(argc, argv, &i, "--size", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--size", &value)) != 0) {
             int w = 0, h = 0;
             char extra;
             if (m < 0) return usage("%s needs a value (WxH, e.g. 1280x720)", "--size");
@@ -230,24 +217,24 @@ static int parse_options(int argc, char **argv, view_options *o, const char *def
                              value);
             o->width = w;
             o->height = h;
-        } else if ((m = option_value(argc, argv, &i, "--color", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--color", &value)) != 0) {
             if (m < 0) return usage("%s needs a value (water, density or speed)", "--color");
             int f = pbf_color_field_from_name(value);
             if (f < 0)
                 return usage("--color %s: unknown colour field; use water, density or speed",
                              value);
             o->field = f;
-        } else if ((m = option_value(argc, argv, &i, "--screenshot", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--screenshot", &value)) != 0) {
             if (m < 0 || !value[0]) return usage("%s needs a file name (FILE.png)", "--screenshot");
             o->screenshot = value;
-        } else if ((m = option_value(argc, argv, &i, "--frames", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--frames", &value)) != 0) {
             if (m < 0) return usage("%s needs a value", "--frames");
             if (!parse_long(value, 0, 100000000L, &o->frames))
                 return usage("--frames %s: expected a whole number >= 0", value);
-        } else if ((m = option_value(argc, argv, &i, "--threads", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--threads", &value)) != 0) {
             if (m < 0) return usage("%s needs a value", "--threads");
             if (!add_override(o, "threads", 7, value, "--threads")) return EXIT_RUNTIME;
-        } else if ((m = option_value(argc, argv, &i, "--set", &value)) != 0) {
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--set", &value)) != 0) {
             if (m < 0) return usage("%s needs a value (KEY=VALUE)", "--set");
             const char *eq = strchr(value, '=');
             if (!eq || eq == value)
