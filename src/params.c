@@ -29,6 +29,8 @@ static const pbf_param_info world_params[] = {
      "Jacobi iterations of the density constraint per step"},
     {"relaxation", PBF_PARAM_FLOAT, "1", 0.01, {0}, 0, 100, 0, NULL, F(relaxation),
      "constraint force mixing epsilon (eq. 11), relative to sum|grad C|^2 of a rest particle"},
+    {"over_relaxation", PBF_PARAM_FLOAT, "1", 1.0, {0}, 0, 1.9, 1, NULL, F(over_relaxation),
+     "omega scaling each Jacobi correction (SOR, seed 003); 1 = the paper, ~1.3 converges faster"},
     {"constraint", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, constraint_names, F(constraint),
      "unilateral: only compression is corrected; bilateral: C_i = 0 as in the paper "
      "(needs relaxation ~1, the paper's large epsilon, to stay stable)"},

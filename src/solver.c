@@ -274,6 +274,7 @@ int pbf_stage_delta_p(pbf_world *w) {
     const pbf_vf ks = vf_set1(-w->def.scorr_k / w->lattice_grad2); /* s_corr on lambda's scale */
     const pbf_vf inv_wdq = vf_set1(w->scorr_inv_wdq);
     const int sn = w->def.scorr_n;
+    const float om = w->def.over_relaxation;
     const kernel_consts k = kernel_consts_of(w);
     const pbf_vf vol = vf_set1(w->volume);
     int bad = INT_MAX;
@@ -304,8 +305,9 @@ int pbf_stage_delta_p(pbf_world *w) {
             ay += f * dy;
             az += f * dz;
         );
-        float dpx = li * gw[0] + vf_hsum(ax), dpy = li * gw[1] + vf_hsum(ay),
-              dpz = li * gw[2] + vf_hsum(az);
+        /* over-relaxation of the Jacobi step (SOR, seed 003): omega = 1 is the paper */
+        float dpx = om * (li * gw[0] + vf_hsum(ax)), dpy = om * (li * gw[1] + vf_hsum(ay)),
+              dpz = om * (li * gw[2] + vf_hsum(az));
         w->sx[i] = dpx; /* eq. 14 */
         w->sy[i] = dpy;
         w->sz[i] = dpz;

@@ -81,6 +81,7 @@ typedef struct pbf_world_def {
     float kernel_ratio;         /* kernel radius h = kernel_ratio * spacing */
     int solver_iterations;      /* Jacobi iterations per step */
     float relaxation;           /* epsilon of eq. 11, relative to sum |grad C|^2 of a rest lattice */
+    float over_relaxation;      /* omega scaling each Jacobi correction delta p (1 = the paper) */
     pbf_constraint_mode constraint;
     float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13) */
     int scorr_n;
