@@ -31,7 +31,6 @@ pbf_status pbf_grid_init(pbf_grid *g, const pbf_world_def *def, float cell_size,
         g->dim[a] = (int)cells;
         g->origin[a] = lo[a];
     }
-    g->cell_size = cell_size;
     g->inv_cell = 1.0 / (double)cell_size;
     g->ncells = (uint32_t)total;
     g->cell_start = calloc((size_t)g->ncells + 1, sizeof *g->cell_start);

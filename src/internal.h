@@ -29,8 +29,7 @@
 
 typedef struct pbf_grid {
     double origin[3];
-    float cell_size; /* h * (1 + 1e-4), see grid.c */
-    double inv_cell;
+    double inv_cell; /* 1 / cell size; the cell is h * (1 + 1e-4), see grid.c */
     int dim[3];
     uint32_t ncells;
     uint32_t *cell_start; /* ncells + 1 entries: particles of cell c are [start[c], start[c+1]) */

@@ -15,18 +15,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 scene="${here}/../scenes/quick.json"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/pbf_app_quick.XXXXXX")"
 trap 'rm -rf "${tmp}"' EXIT
-failed=0
-passed=0
 
-check() { # check NAME CONDITION-EXIT-CODE
-    if [[ "$2" -eq 0 ]]; then
-        passed=$((passed + 1))
-        echo "ok   $1"
-    else
-        failed=$((failed + 1))
-        echo "FAIL $1"
-    fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 
 frames=3
 for fmt in vtp ply csv; do

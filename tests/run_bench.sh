@@ -16,8 +16,6 @@ pbf="$1"
 py="$2"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/pbf_bench.XXXXXX")"
 trap 'rm -rf "${tmp}"' EXIT
-failed=0
-passed=0
 
 ok_if() { # ok_if NAME COMMAND...: passes when COMMAND succeeds
     local name="$1"
@@ -25,15 +23,7 @@ ok_if() { # ok_if NAME COMMAND...: passes when COMMAND succeeds
     if "$@"; then check "${name}" 0; else check "${name}" 1; fi
 }
 
-check() { # check NAME CONDITION-EXIT-CODE
-    if [[ "$2" -eq 0 ]]; then
-        passed=$((passed + 1))
-        echo "ok   $1"
-    else
-        failed=$((failed + 1))
-        echo "FAIL $1"
-    fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 
 # Two thread counts: two forked runs; the JSON checked field by field.
 rc=0

@@ -21,19 +21,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 scene="${here}/../scenes/quick.json"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/pbf_render.XXXXXX")"
 trap 'rm -rf "${tmp}"' EXIT
-failed=0
-passed=0
 frames=3
 
-check() { # check NAME CONDITION-EXIT-CODE
-    if [[ "$2" -eq 0 ]]; then
-        passed=$((passed + 1))
-        echo "ok   $1"
-    else
-        failed=$((failed + 1))
-        echo "FAIL $1"
-    fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 
 # PNG width and height from the IHDR chunk (bytes 16..23, big endian).
 png_size() {

@@ -26,18 +26,7 @@ res="${here}/resilience"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/pbf_resilience.XXXXXX")"
 trap 'rm -rf "${tmp}"' EXIT
 export OMP_WAIT_POLICY=PASSIVE
-passed=0
-failed=0
-
-check() { # check NAME STATUS
-    if [[ "$2" -eq 0 ]]; then
-        passed=$((passed + 1))
-        echo "ok   $1"
-    else
-        failed=$((failed + 1))
-        echo "FAIL $1"
-    fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 
 # contains NAME FILE SUBSTRING
 contains() {
