@@ -705,16 +705,28 @@ static void free_options(bench_options *o) {
     for (int k = 0; k < o->nsets; ++k) free(o->set_keys[k]);
 }
 
+/* Next item of a comma-separated list into item[size]: 1 an item, 0 the end, -1 malformed (an
+ * empty item, a trailing comma or an item too long). */
+static int next_item(const char **p, char *item, size_t size) {
+    if (!**p) return 0;
+    const char *comma = strchr(*p, ',');
+    size_t n = comma ? (size_t)(comma - *p) : strlen(*p);
+    if (n == 0 || n >= size) return -1;
+    memcpy(item, *p, n);
+    item[n] = '\0';
+    *p += n;
+    if (**p == ',') {
+        ++*p;
+        if (!**p) return -1;
+    }
+    return 1;
+}
+
 static int parse_threads(bench_options *o, const char *list, int all) {
     o->nthreads = 0;
-    const char *p = list;
-    while (*p) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        char item[32];
-        if (n == 0 || n >= sizeof item) return 0;
-        memcpy(item, p, n);
-        item[n] = '\0';
+    char item[32];
+    int r;
+    while ((r = next_item(&list, item, sizeof item)) > 0) {
         long long v;
         if (strcmp(item, "all") == 0)
             v = all;
@@ -726,32 +738,16 @@ static int parse_threads(bench_options *o, const char *list, int all) {
             if (o->nthreads >= BENCH_MAX_THREADS) return 0;
             o->threads[o->nthreads++] = (int)v;
         }
-        p += n;
-        if (*p == ',') {
-            ++p;
-            if (!*p) return 0;
-        }
     }
-    return o->nthreads > 0;
+    return r == 0 && o->nthreads > 0;
 }
 
 static int parse_cases(bench_options *o, const char *list) {
-    const char *p = list;
-    while (*p) {
-        const char *comma = strchr(p, ',');
-        size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        char item[32];
-        if (n == 0 || n >= sizeof item) return 0;
-        memcpy(item, p, n);
-        item[n] = '\0';
+    char item[32];
+    int r;
+    while ((r = next_item(&list, item, sizeof item)) > 0)
         if (add_named_case(o, item) <= 0) return 0;
-        p += n;
-        if (*p == ',') {
-            ++p;
-            if (!*p) return 0;
-        }
-    }
-    return 1;
+    return r == 0;
 }
 
 int pbfapp_bench_command(int argc, char **argv) {
