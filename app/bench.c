@@ -248,7 +248,7 @@ static pbf_status build_def(const bench_options *o, const bench_case *c, int thr
                             pbf_world_def *def, pbf_fluid_block *blk, pbf_error *err) {
     *def = pbf_default_world_def();
     case_geometry(c, def, blk);
-    def->solver_iterations = o->iterations;
+    def->pbf.solver_iterations = o->iterations;
     def->threads = threads;
     def->max_particles = (int)c->particles;
     pbfapp_run run = pbfapp_default_run();

@@ -73,6 +73,7 @@ static uint64_t hash_param(uint64_t h, const pbf_param_info *p, const void *base
         memcpy(&v, field, sizeof v);
         return hash_vec(h, v);
     }
+    case PBF_PARAM_STRING: return hash_str(h, field);
     }
     return h;
 }
@@ -84,11 +85,18 @@ static int run_param_hashed(const char *name) {
 
 uint64_t pbfapp_scene_hash(const pbfapp_scene *s) {
     uint64_t h = hash_str(PBFAPP_FNV_OFFSET, "pbf scene v1");
-    size_t wn = 0, rn = 0;
-    const pbf_param_info *wt = pbf_world_params(&wn);
+    size_t rn = 0;
+    const pbf_param_info *wtables[4];
+    size_t wcounts[4];
+    int nt = pbf_world_param_tables(wtables, wcounts, 4);
     const pbf_param_info *rt = pbfapp_run_params(&rn);
-    for (size_t i = 0; i < wn; ++i)
-        if (strcmp(wt[i].name, "threads") != 0) h = hash_param(h, &wt[i], &s->def);
+    /* threads and device do not change the state a checkpoint holds (a checkpoint of one device
+     * resumes on another) */
+    for (int t = 0; t < nt; ++t)
+        for (size_t i = 0; i < wcounts[t]; ++i)
+            if (strcmp(wtables[t][i].name, "threads") != 0 &&
+                strcmp(wtables[t][i].name, "device") != 0)
+                h = hash_param(h, &wtables[t][i], &s->def);
     for (size_t i = 0; i < rn; ++i)
         if (run_param_hashed(rt[i].name)) h = hash_param(h, &rt[i], &s->run);
     h = hash_str(h, "fluid");

@@ -62,8 +62,9 @@ static void print_table(FILE *f, const pbf_param_info *t, size_t n) {
 }
 
 static void print_run_help(FILE *f) {
-    size_t wn = 0, rn = 0;
+    size_t wn = 0, pn = 0, rn = 0;
     const pbf_param_info *wt = pbf_world_params(&wn);
+    const pbf_param_info *pt = pbf_solver_params(PBF_SOLVER_PBF, &pn);
     const pbf_param_info *rt = pbfapp_run_params(&rn);
     fprintf(f,
             "usage: pbf run [SCENE] [options]\n"
@@ -92,8 +93,11 @@ static void print_run_help(FILE *f) {
             "  -h, --help          this help\n",
             default_scene());
     pbfapp_render_print_options(f, 1);
-    fprintf(f, "\nworld parameters (scene-file keys; name, unit, default, range, description):\n");
+    fprintf(f, "\nworld parameters, shared by every solver (scene-file keys; name, unit, default, "
+               "range, description):\n");
     print_table(f, wt, wn);
+    fprintf(f, "\nPosition Based Fluids parameters (solver = pbf; Macklin & Mueller 2013):\n");
+    print_table(f, pt, pn);
     fprintf(f, "\nrun parameters (scene-file keys):\n");
     print_table(f, rt, rn);
     fprintf(f,

@@ -465,6 +465,13 @@ static void keyset_add_table(keyset *k, const pbf_param_info *t, size_t n) {
     for (size_t i = 0; i < n; ++i) keyset_add(k, t[i].name);
 }
 
+static void keyset_add_world(keyset *k) {
+    const pbf_param_info *tables[4];
+    size_t counts[4];
+    int nt = pbf_world_param_tables(tables, counts, 4);
+    for (int t = 0; t < nt; ++t) keyset_add_table(k, tables[t], counts[t]);
+}
+
 /* `parent` is the key path of the object holding `key` ("" at the top level). */
 static pbf_status unknown_key(pbf_error *err, const char *path, const char *parent, const char *key,
                               const keyset *known) {
@@ -507,6 +514,20 @@ static void join_key(char *buf, size_t size, const char *parent, const char *key
     else
         snprintf(buf, size, "%s", key);
 }
+
+
+/* A key of the world definition: the shared table, then the solver's (pbf_world_param_tables). */
+static const pbf_param_info *find_world_param(const char *key) {
+    const pbf_param_info *tables[4];
+    size_t counts[4];
+    int nt = pbf_world_param_tables(tables, counts, 4);
+    for (int t = 0; t < nt; ++t) {
+        const pbf_param_info *p = pbf_param_find(tables[t], counts[t], key);
+        if (p) return p;
+    }
+    return NULL;
+}
+
 
 /* Sets one parameter of a table from a JSON value, checking type and range. */
 static pbf_status set_param_json(const pbf_param_info *p, void *base, const cJSON *item,
@@ -555,6 +576,12 @@ static pbf_status set_param_json(const pbf_param_info *p, void *base, const cJSO
         return pbf_param_set_choice(p, base, item->valuestring,
                                     where_of(where, sizeof where, path, keypath), err);
     }
+    case PBF_PARAM_STRING:
+        if (!cJSON_IsString(item) || !item->valuestring)
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: expected a string, got %s",
+                               path, keypath, got);
+        return pbf_param_set_string(p, base, item->valuestring,
+                                    where_of(where, sizeof where, path, keypath), err);
     }
     return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: unsupported parameter type", path, keypath);
 }
@@ -732,13 +759,15 @@ static double physical_memory_bytes(void) {
  * double read from the file but is stored as 0 (fps 0 would make dt infinite). Then the step:
  * pbf_world_step accepts dt <= 1 s. */
 static pbf_status check_stored_values(const pbfapp_scene *s, pbf_error *err) {
-    const pbf_param_info *tables[2];
-    size_t counts[2];
-    const void *bases[2] = {&s->def, &s->run};
-    tables[0] = pbf_world_params(&counts[0]);
-    tables[1] = pbfapp_run_params(&counts[1]);
+    const pbf_param_info *tables[5];
+    size_t counts[5];
+    const void *bases[5];
+    int nt = pbf_world_param_tables(tables, counts, 4);
+    for (int t = 0; t < nt; ++t) bases[t] = &s->def;
+    tables[nt] = pbfapp_run_params(&counts[nt]);
+    bases[nt++] = &s->run;
     char where[400];
-    for (int t = 0; t < 2; ++t)
+    for (int t = 0; t < nt; ++t)
         for (size_t i = 0; i < counts[t]; ++i) {
             const pbf_param_info *p = &tables[t][i];
             if (p->type != PBF_PARAM_FLOAT && p->type != PBF_PARAM_VEC3) continue;
@@ -891,10 +920,9 @@ static int parse_double(const char *text, double *out) {
 
 pbf_status pbfapp_apply_override(pbf_world_def *def, pbfapp_run *run, const char *key,
                                  const char *value, const char *label, pbf_error *err) {
-    size_t wn = 0, rn = 0;
-    const pbf_param_info *wt = pbf_world_params(&wn);
+    size_t rn = 0;
     const pbf_param_info *rt = pbfapp_run_params(&rn);
-    const pbf_param_info *p = pbf_param_find(wt, wn, key);
+    const pbf_param_info *p = find_world_param(key);
     void *base = def;
     if (!p) {
         p = pbf_param_find(rt, rn, key);
@@ -902,7 +930,7 @@ pbf_status pbfapp_apply_override(pbf_world_def *def, pbfapp_run *run, const char
     }
     if (!p) {
         keyset known = {{0}, 0};
-        keyset_add_table(&known, wt, wn);
+        keyset_add_world(&known);
         keyset_add_table(&known, rt, rn);
         char hint[128];
         suggestion(hint, sizeof hint, key, known.names, known.count);
@@ -955,6 +983,7 @@ pbf_status pbfapp_apply_override(pbf_world_def *def, pbfapp_run *run, const char
         return PBF_OK;
     }
     case PBF_PARAM_ENUM: return pbf_param_set_choice(p, base, value, label, err);
+    case PBF_PARAM_STRING: return pbf_param_set_string(p, base, value, label, err);
     }
     return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: unsupported parameter type", label);
 }
@@ -1054,8 +1083,7 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
                                  pbf_error *err) {
     const char *path = s->path;
     char got[96], kp[64];
-    size_t wn = 0, rn = 0;
-    const pbf_param_info *wt = pbf_world_params(&wn);
+    size_t rn = 0;
     const pbf_param_info *rt = pbfapp_run_params(&rn);
 
     if (!cJSON_IsObject(root)) {
@@ -1083,7 +1111,7 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
             char **dst = key[0] == 'n' ? &s->name : &s->description;
             free(*dst);
             *dst = copy;
-        } else if ((p = pbf_param_find(wt, wn, key)) != NULL) {
+        } else if ((p = find_world_param(key)) != NULL) {
             st = set_param_json(p, &s->def, item, path, key, err);
             if (st != PBF_OK) return st;
         } else if ((p = pbf_param_find(rt, rn, key)) != NULL) {
@@ -1105,7 +1133,7 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
             keyset_add(&known, "obstacles");
             keyset_add(&known, "moving_walls");
             keyset_add(&known, "camera");
-            keyset_add_table(&known, wt, wn);
+            keyset_add_world(&known);
             keyset_add_table(&known, rt, rn);
             return unknown_key(err, path, "", key, &known);
         }

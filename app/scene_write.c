@@ -72,6 +72,7 @@ static void write_table(FILE *f, const pbf_param_info *t, size_t n, const void *
             json_string(f, p->choices ? p->choices[k] : "");
             break;
         }
+        case PBF_PARAM_STRING: json_string(f, pbf_param_get_string(p, base)); break;
         }
         fputs(",\n", f);
     }
@@ -112,15 +113,17 @@ pbf_status pbfapp_scene_write(const pbfapp_scene *s, const char *path, pbf_error
         return pbfapp_fail(err, PBF_ERR_IO, "%s: path too long", path);
     FILE *f = fopen(tmp, "wb");
     if (!f) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
-    size_t wn = 0, rn = 0;
-    const pbf_param_info *wt = pbf_world_params(&wn);
+    size_t rn = 0;
+    const pbf_param_info *wtables[4];
+    size_t wcounts[4];
+    int nt = pbf_world_param_tables(wtables, wcounts, 4);
     const pbf_param_info *rt = pbfapp_run_params(&rn);
     fputs("{\n  \"name\": ", f);
     json_string(f, s->name);
     fputs(",\n  \"description\": ", f);
     json_string(f, s->description);
     fputs(",\n", f);
-    write_table(f, wt, wn, &s->def);
+    for (int t = 0; t < nt; ++t) write_table(f, wtables[t], wcounts[t], &s->def);
     write_table(f, rt, rn, &s->run);
     if (s->has_camera) {
         fputs("  \"camera\": {\"position\": ", f);

@@ -216,7 +216,7 @@ static pbf_world_def def_of(const spec *sp, int threads) {
     pbf_world_def d = pbf_default_world_def();
     float s = (float)(KO_L / sp->n);
     d.particle_radius = 0.5f * s;
-    d.solver_iterations = sp->iterations;
+    d.pbf.solver_iterations = sp->iterations;
     if (sp->vort_off) d.vorticity = 0.0f;
     d.threads = threads;
     d.domain_min = (pbf_vec3){0, 0, 0};
@@ -1818,9 +1818,9 @@ static int write_report(const validate_options *o, const char *report, const run
             "\nDefaults that matter here: %d solver iterations, relaxation %.3g, %s "
             "constraint, s_corr k = %.3g (n = %d, |dq| = %.2g h), XSPH c = %.3g, vorticity "
             "%.3g m/s, cfl %.2g, no wall friction, rest density %.0f kg/m³.\n\n",
-            dd.solver_iterations, dd.relaxation,
-            dd.constraint == PBF_CONSTRAINT_UNILATERAL ? "unilateral" : "bilateral", dd.scorr_k,
-            dd.scorr_n, dd.scorr_dq, dd.xsph_viscosity, dd.vorticity, dd.cfl, dd.rest_density);
+            dd.pbf.solver_iterations, dd.pbf.relaxation,
+            dd.pbf.constraint == PBF_CONSTRAINT_UNILATERAL ? "unilateral" : "bilateral", dd.pbf.scorr_k,
+            dd.pbf.scorr_n, dd.pbf.scorr_dq, dd.xsph_viscosity, dd.vorticity, dd.cfl, dd.rest_density);
 
     /* ---- hydrostatic ---- */
     fprintf(f, "## 1. Hydrostatic column\n\n");

@@ -8,6 +8,8 @@
 #include "internal.h"
 
 static const char *const constraint_names[] = {"unilateral", "bilateral", NULL};
+static const char *const solver_names[] = {"pbf", NULL};
+static const char *const device_default[] = {"cpu", NULL};
 
 #define F(field) offsetof(pbf_world_def, field)
 
@@ -25,21 +27,6 @@ static const pbf_param_info world_params[] = {
      "rest density rho_0 of the fluid"},
     {"kernel_ratio", PBF_PARAM_FLOAT, "1", 2.0, {0}, 1.2, 4.0, 0, NULL, F(kernel_ratio),
      "kernel radius h as a multiple of the particle spacing 2r"},
-    {"solver_iterations", PBF_PARAM_INT, "1", 4, {0}, 1, 1000, 0, NULL, F(solver_iterations),
-     "Jacobi iterations of the density constraint per step"},
-    {"relaxation", PBF_PARAM_FLOAT, "1", 0.01, {0}, 0, 100, 0, NULL, F(relaxation),
-     "constraint force mixing epsilon (eq. 11), relative to sum|grad C|^2 of a rest particle"},
-    {"over_relaxation", PBF_PARAM_FLOAT, "1", 1.0, {0}, 0, 1.9, 1, NULL, F(over_relaxation),
-     "omega scaling each Jacobi correction (SOR, seed 003); 1 = the paper, ~1.3 converges faster"},
-    {"constraint", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, constraint_names, F(constraint),
-     "unilateral: only compression is corrected; bilateral: C_i = 0 as in the paper "
-     "(needs relaxation ~1, the paper's large epsilon, to stay stable)"},
-    {"scorr_k", PBF_PARAM_FLOAT, "1", 0.1, {0}, 0, 10, 0, NULL, F(scorr_k),
-     "tensile correction strength k (eq. 13), relative to a rest particle's lambda scale"},
-    {"scorr_n", PBF_PARAM_INT, "1", 4, {0}, 1, 16, 0, NULL, F(scorr_n),
-     "tensile correction exponent n (eq. 13)"},
-    {"scorr_dq", PBF_PARAM_FLOAT, "1", 0.2, {0}, 0, 0.99, 0, NULL, F(scorr_dq),
-     "tensile correction distance |dq| as a fraction of h (eq. 13)"},
     {"xsph_viscosity", PBF_PARAM_FLOAT, "1", 0.01, {0}, 0, 1, 0, NULL, F(xsph_viscosity),
      "XSPH viscosity c (eq. 17)"},
     {"vorticity", PBF_PARAM_FLOAT, "m/s", 0.01, {0}, 0, 100, 0, NULL, F(vorticity),
@@ -54,6 +41,29 @@ static const pbf_param_info world_params[] = {
      "particle capacity reserved at creation; 0 grows as blocks are added"},
     {"threads", PBF_PARAM_INT, "1", 0, {0}, 0, 1024, 0, NULL, F(threads),
      "worker threads; 0 uses the OpenMP default (results do not depend on it)"},
+    {"device", PBF_PARAM_STRING, "-", 0, {0}, 0, PBF_DEVICE_NAME_MAX, 0, device_default, F(device),
+     "where the step runs: cpu, opencl, opencl:PLATFORM.DEVICE, cuda or cuda:N (pbf devices)"},
+    {"solver", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, solver_names, F(solver),
+     "pressure solver: pbf = Position Based Fluids (Macklin & Mueller 2013)"},
+};
+
+/* Position Based Fluids' own parameters (Macklin & Mueller 2013). */
+static const pbf_param_info pbf_params[] = {
+    {"solver_iterations", PBF_PARAM_INT, "1", 4, {0}, 1, 1000, 0, NULL, F(pbf.solver_iterations),
+     "Jacobi iterations of the density constraint per step"},
+    {"relaxation", PBF_PARAM_FLOAT, "1", 0.01, {0}, 0, 100, 0, NULL, F(pbf.relaxation),
+     "constraint force mixing epsilon (eq. 11), relative to sum|grad C|^2 of a rest particle"},
+    {"over_relaxation", PBF_PARAM_FLOAT, "1", 1.0, {0}, 0, 1.9, 1, NULL, F(pbf.over_relaxation),
+     "omega scaling each Jacobi correction (successive over-relaxation); 1 = the paper, ~1.3 converges faster"},
+    {"constraint", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, constraint_names, F(pbf.constraint),
+     "unilateral: only compression is corrected; bilateral: C_i = 0 as in the paper "
+     "(needs relaxation ~1, the paper's large epsilon, to stay stable)"},
+    {"scorr_k", PBF_PARAM_FLOAT, "1", 0.1, {0}, 0, 10, 0, NULL, F(pbf.scorr_k),
+     "tensile correction strength k (eq. 13), relative to a rest particle's lambda scale"},
+    {"scorr_n", PBF_PARAM_INT, "1", 4, {0}, 1, 16, 0, NULL, F(pbf.scorr_n),
+     "tensile correction exponent n (eq. 13)"},
+    {"scorr_dq", PBF_PARAM_FLOAT, "1", 0.2, {0}, 0, 0.99, 0, NULL, F(pbf.scorr_dq),
+     "tensile correction distance |dq| as a fraction of h (eq. 13)"},
 };
 /* clang-format on */
 
@@ -64,6 +74,51 @@ const pbf_param_info *pbf_world_params(size_t *count) {
     return world_params;
 }
 
+const pbf_param_info *pbf_solver_params(pbf_solver_kind solver, size_t *count) {
+    if (solver == PBF_SOLVER_PBF) {
+        if (count) *count = sizeof pbf_params / sizeof pbf_params[0];
+        return pbf_params;
+    }
+    if (count) *count = 0;
+    return NULL;
+}
+
+int pbf_world_param_tables(const pbf_param_info **tables, size_t *counts, int max) {
+    const pbf_param_info *t[2];
+    size_t c[2];
+    t[0] = pbf_world_params(&c[0]);
+    t[1] = pbf_solver_params(PBF_SOLVER_PBF, &c[1]);
+    for (int i = 0; i < 2 && i < max; ++i) {
+        if (tables) tables[i] = t[i];
+        if (counts) counts[i] = c[i];
+    }
+    return 2;
+}
+
+pbf_status pbf_param_set_string(const pbf_param_info *p, void *base, const char *value,
+                                const char *where, pbf_error *err) {
+    if (!where) where = p ? p->name : "parameter";
+    if (!p || p->type != PBF_PARAM_STRING) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: expected a number, got \"%.64s\"", where,
+                      value ? value : "(null)");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    size_t cap = (size_t)p->max, len = value ? strlen(value) : 0;
+    if (!value || len == 0 || len >= cap) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                      "%s: \"%.64s\" must be a non-empty string of at most %zu characters", where,
+                      value ? value : "(null)", cap - 1);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    memcpy((char *)base + p->offset, value, len + 1);
+    return PBF_OK;
+}
+
+const char *pbf_param_get_string(const pbf_param_info *p, const void *base) {
+    if (!p || p->type != PBF_PARAM_STRING) return "";
+    return (const char *)base + p->offset;
+}
+
 const pbf_param_info *pbf_param_find(const pbf_param_info *table, size_t count, const char *name) {
     if (!table || !name) return NULL;
     for (size_t i = 0; i < count; ++i)
@@ -72,6 +127,10 @@ const pbf_param_info *pbf_param_find(const pbf_param_info *table, size_t count, 
 }
 
 static void format_range(const pbf_param_info *p, char *buf, size_t size) {
+    if (p->type == PBF_PARAM_STRING) {
+        snprintf(buf, size, "string");
+        return;
+    }
     if (p->type == PBF_PARAM_ENUM) {
         size_t used = 0;
         buf[0] = '\0';
@@ -97,6 +156,11 @@ pbf_status pbf_param_check_number(const pbf_param_info *p, double value, const c
         format_range(p, range, sizeof range);
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: expected one of %s, got a number (%.9g)",
                       where, range, value);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (p->type == PBF_PARAM_STRING) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: expected a string, got a number (%.9g)",
+                      where, value);
         return PBF_ERR_INVALID_ARGUMENT;
     }
     if (!isfinite(value)) {
@@ -141,7 +205,8 @@ pbf_status pbf_param_set_number(const pbf_param_info *p, void *base, int compone
         }
         ((float *)field)[component] = (float)value;
         break;
-    case PBF_PARAM_ENUM: break; /* rejected by the check */
+    case PBF_PARAM_ENUM:
+    case PBF_PARAM_STRING: break; /* rejected by the check */
     }
     return PBF_OK;
 }
@@ -175,6 +240,7 @@ double pbf_param_get_number(const pbf_param_info *p, const void *base, int compo
     case PBF_PARAM_ENUM: return *(const int *)field;
     case PBF_PARAM_VEC3:
         return (component >= 0 && component < 3) ? ((const float *)field)[component] : NAN;
+    case PBF_PARAM_STRING: return NAN;
     }
     return NAN;
 }
@@ -188,6 +254,9 @@ void pbf_param_set_default(const pbf_param_info *p, void *base) {
     case PBF_PARAM_VEC3:
         for (int c = 0; c < 3; ++c) ((float *)field)[c] = (float)p->def3[c];
         break;
+    case PBF_PARAM_STRING:
+        snprintf(field, (size_t)p->max, "%s", p->choices ? p->choices[0] : "");
+        break;
     }
 }
 
@@ -198,6 +267,7 @@ void pbf_param_format_help(const pbf_param_info *p, char *buf, size_t size) {
         snprintf(def, sizeof def, "%g,%g,%g", p->def3[0], p->def3[1], p->def3[2]);
         break;
     case PBF_PARAM_ENUM: snprintf(def, sizeof def, "%s", p->choices[(int)p->def]); break;
+    case PBF_PARAM_STRING: snprintf(def, sizeof def, "%s", p->choices ? p->choices[0] : ""); break;
     default: snprintf(def, sizeof def, "%.9g", p->def); break;
     }
     format_range(p, range, sizeof range);
@@ -208,9 +278,11 @@ void pbf_param_format_help(const pbf_param_info *p, char *buf, size_t size) {
 pbf_world_def pbf_default_world_def(void) {
     pbf_world_def def;
     memset(&def, 0, sizeof def);
-    size_t n;
-    const pbf_param_info *t = pbf_world_params(&n);
-    for (size_t i = 0; i < n; ++i) pbf_param_set_default(&t[i], &def);
+    const pbf_param_info *tables[4];
+    size_t counts[4];
+    int nt = pbf_world_param_tables(tables, counts, 4);
+    for (int t = 0; t < nt; ++t)
+        for (size_t i = 0; i < counts[t]; ++i) pbf_param_set_default(&tables[t][i], &def);
     return def;
 }
 
@@ -220,10 +292,23 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "world_def: NULL pointer");
         return PBF_ERR_INVALID_ARGUMENT;
     }
-    size_t n;
-    const pbf_param_info *t = pbf_world_params(&n);
-    for (size_t i = 0; i < n; ++i) {
-        const pbf_param_info *p = &t[i];
+    const pbf_param_info *tables[4];
+    size_t counts[4];
+    int nt = pbf_world_param_tables(tables, counts, 4);
+    for (int ti = 0; ti < nt; ++ti)
+    for (size_t i = 0; i < counts[ti]; ++i) {
+        const pbf_param_info *p = &tables[ti][i];
+        if (p->type == PBF_PARAM_STRING) {
+            const char *v = pbf_param_get_string(p, def);
+            if (memchr(v, '\0', (size_t)p->max) == NULL || v[0] == '\0') {
+                pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                              "world_def.%s: must be a non-empty NUL-terminated string of at most "
+                              "%d characters",
+                              p->name, (int)p->max - 1);
+                return PBF_ERR_INVALID_ARGUMENT;
+            }
+            continue;
+        }
         if (p->type == PBF_PARAM_ENUM) {
             int v = (int)pbf_param_get_number(p, def, 0), count = 0;
             while (p->choices[count]) ++count;

@@ -31,60 +31,54 @@ const char *pbf_status_string(pbf_status status) {
     return "unknown status";
 }
 
-/* The float and uint32 arrays a particle owns; see internal.h for the layout. */
-#define FLOAT_ARRAYS(w)                                                                            \
-    &(w)->px, &(w)->py, &(w)->pz, &(w)->qx, &(w)->qy, &(w)->qz, &(w)->vx, &(w)->vy, &(w)->vz,      \
-        &(w)->sx, &(w)->sy, &(w)->sz, &(w)->density, &(w)->lambda
-#define UINT_ARRAYS(w) &(w)->id, &(w)->cell, &(w)->nbr_start
-
 size_t pbf_bytes_per_particle(void) {
-    /* the arrays below, plus the neighbour lists at a typical 40 neighbours of 2 bytes */
-    return 14 * sizeof(float) + 3 * sizeof(uint32_t) + 40 * sizeof(uint16_t);
+    /* every array of the field registry, plus the neighbour lists at a typical 40 neighbours of
+     * 2 bytes */
+    return pbf_fields_bytes(0) + 40 * sizeof(uint16_t);
+}
+
+/* Is field f kept in host memory by the world's backend? */
+static int on_host(const pbf_world *w, int f) {
+    return (pbf_fields[f].flags & w->backend->host_none) == 0;
 }
 
 static void free_particles(pbf_world *w) {
-    float **f[] = {FLOAT_ARRAYS(w)};
-    uint32_t **u[] = {UINT_ARRAYS(w)};
-    for (size_t a = 0; a < sizeof f / sizeof f[0]; ++a) {
-        free(*f[a]);
-        *f[a] = NULL;
-    }
-    for (size_t a = 0; a < sizeof u / sizeof u[0]; ++a) {
-        free(*u[a]);
-        *u[a] = NULL;
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
+        free(w->field[f]);
+        w->field[f] = NULL;
     }
 }
 
-/* Grows every particle array to `capacity`; on failure the world is unchanged. */
+/* Grows every particle array (host, and the device's through the backend) to `capacity`; on
+ * failure the world is unchanged. */
 static pbf_status reserve(pbf_world *w, int capacity, pbf_error *err) {
     if (capacity <= w->capacity) return PBF_OK;
-    float **f[] = {FLOAT_ARRAYS(w)};
-    uint32_t **u[] = {UINT_ARRAYS(w)};
-    enum { NF = sizeof f / sizeof f[0], NU = sizeof u / sizeof u[0] };
-    void *fresh[NF + NU];
+    void *fresh[PBF_FIELD_COUNT] = {0};
     int ok = 1;
-    for (int a = 0; a < NF + NU; ++a) {
+    size_t host_bytes = pbf_fields_bytes(w->backend->host_none);
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
+        if (!on_host(w, f)) continue;
         /* padded: the neighbour loops read whole 8-lane chunks (src/simd.h) */
-        fresh[a] = calloc((size_t)capacity + PBF_ARRAY_PADDING, 4);
-        if (!fresh[a]) ok = 0;
+        fresh[f] = calloc((size_t)capacity + PBF_ARRAY_PADDING, 4);
+        if (!fresh[f]) ok = 0;
     }
     if (!ok) {
-        for (int a = 0; a < NF + NU; ++a) free(fresh[a]);
+        for (int f = 0; f < PBF_FIELD_COUNT; ++f) free(fresh[f]);
         pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY,
                       "cannot allocate %d particles (%zu bytes each, %.1f MiB)", capacity,
-                      pbf_bytes_per_particle(),
-                      (double)capacity * (double)pbf_bytes_per_particle() / 1048576.0);
+                      host_bytes, (double)capacity * (double)host_bytes / 1048576.0);
         return PBF_ERR_OUT_OF_MEMORY;
     }
-    for (int a = 0; a < NF; ++a) {
-        if (w->count) memcpy(fresh[a], *f[a], (size_t)w->count * 4);
-        free(*f[a]);
-        *f[a] = fresh[a];
+    pbf_status s = w->backend->reserve(w, capacity, err);
+    if (s != PBF_OK) {
+        for (int f = 0; f < PBF_FIELD_COUNT; ++f) free(fresh[f]);
+        return s;
     }
-    for (int a = 0; a < NU; ++a) {
-        if (w->count) memcpy(fresh[NF + a], *u[a], (size_t)w->count * 4);
-        free(*u[a]);
-        *u[a] = fresh[NF + a];
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
+        if (!fresh[f]) continue;
+        if (w->count) memcpy(fresh[f], w->field[f], (size_t)w->count * 4);
+        free(w->field[f]);
+        w->field[f] = fresh[f];
     }
     w->capacity = capacity;
     return PBF_OK;
@@ -98,7 +92,7 @@ static float poly6_value(float h, float r2) {
 /* Mass so that a cubic lattice at the rest spacing has exactly the rest density, and
  * sum_k |grad_k C_i|^2 of such a lattice particle (the scale of lambda). */
 static void lattice_constants(pbf_world *w) {
-    const float d = w->spacing, h = w->h;
+    const float d = w->spacing, h = w->k.h;
     const int K = (int)ceilf(h / d);
     double wsum = 0.0, g2 = 0.0;
     for (int i = -K; i <= K; ++i)
@@ -113,9 +107,9 @@ static void lattice_constants(pbf_world *w) {
                     g2 += gm * gm;
                 }
             }
-    w->mass = (float)(w->def.rest_density / wsum);
-    w->volume = w->mass / w->def.rest_density;
-    w->lattice_grad2 = (float)(g2 * (double)w->volume * (double)w->volume);
+    w->k.mass = (float)(w->def.rest_density / wsum);
+    w->k.volume = w->k.mass / w->def.rest_density;
+    w->lattice_grad2 = (float)(g2 * (double)w->k.volume * (double)w->k.volume);
 }
 
 pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf_error *err) {
@@ -137,40 +131,60 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
     w->nthreads = def->threads > 0 ? def->threads : omp_get_max_threads();
     if (w->nthreads < 1) w->nthreads = 1;
     w->spacing = 2.0f * def->particle_radius;
-    w->h = def->kernel_ratio * w->spacing;
-    w->h2 = w->h * w->h;
-    w->r_min = 1e-6f * w->h;
-    w->poly6 = 315.0f / (64.0f * PI_F * powf(w->h, 9.0f));
-    w->spiky_grad = 45.0f / (PI_F * powf(w->h, 6.0f));
+    const float h = def->kernel_ratio * w->spacing;
+    w->k.h = h;
+    w->k.h2 = h * h;
+    w->k.r_min = 1e-6f * h;
+    w->k.poly6 = 315.0f / (64.0f * PI_F * powf(h, 9.0f));
+    w->spiky_grad = 45.0f / (PI_F * powf(h, 6.0f));
+    w->k.spiky = -w->spiky_grad;
+    w->k.rest_density = def->rest_density;
     lattice_constants(w);
-    w->eps_abs = def->relaxation * w->lattice_grad2;
-    w->scorr_inv_wdq = 1.0f / poly6_value(w->h, def->scorr_dq * def->scorr_dq * w->h2);
-    if (!isfinite(w->poly6) || !isfinite(w->mass) || !isfinite(w->lattice_grad2) ||
+    w->eps_abs = def->pbf.relaxation * w->lattice_grad2;
+    w->scorr_inv_wdq = 1.0f / poly6_value(h, def->pbf.scorr_dq * def->pbf.scorr_dq * w->k.h2);
+    if (!isfinite(w->k.poly6) || !isfinite(w->k.mass) || !isfinite(w->lattice_grad2) ||
         !(w->lattice_grad2 > 0.0f) || !isfinite(w->scorr_inv_wdq)) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                       "world_def.particle_radius = %g: the kernel constants overflow single "
                       "precision at this scale (h = %g m); use a radius between 1e-4 and 1 m",
-                      def->particle_radius, w->h);
+                      def->particle_radius, h);
         free(w);
         return PBF_ERR_INVALID_ARGUMENT;
     }
-    s = pbf_grid_init(&w->grid, def, w->h * 1.0001f, err);
-    if (s == PBF_OK) s = pbf_wall_tables_init(&w->walls, w->h, WALL_TABLE_NODES, err);
-    if (s == PBF_OK) w->wall_scale = pbf_wall_calibration(w);
+    s = pbf_grid_init(&w->grid, def, h * 1.0001f, err);
+    if (s == PBF_OK) s = pbf_wall_tables_init(&w->walls, h, WALL_TABLE_NODES, err);
+    if (s == PBF_OK) {
+        pbf_walls_consts *c = &w->wc;
+        for (int a = 0; a < 3; ++a) {
+            c->lo[a] = w->lo[a];
+            c->hi[a] = w->hi[a];
+        }
+        c->h = h;
+        c->h2 = w->k.h2;
+        c->inv_step = w->walls.inv_step;
+        c->n = w->walls.n;
+        c->radius = def->particle_radius;
+        c->mu_static = def->friction_static;
+        c->mu_dynamic = def->friction_dynamic;
+        c->nboxes = 0;
+        c->scale = 1.0f;
+        c->scale = pbf_wall_calibration(w);
+    }
+    if (s == PBF_OK) s = pbf_backend_open(w, def->device, err);
     if (s == PBF_OK && def->max_particles > 0) s = reserve(w, def->max_particles, err);
     if (s != PBF_OK) {
         pbf_world_destroy(w);
         return s;
     }
-    pbf_solver_compute_stats(w);
+    pbf_update_stats(w);
     *out_world = w;
     return PBF_OK;
 }
 
 void pbf_world_destroy(pbf_world *w) {
     if (!w) return;
+    if (w->backend) w->backend->release(w);
     free_particles(w);
-    free(w->nbr);
     pbf_grid_free(&w->grid);
     pbf_wall_tables_free(&w->walls);
     free(w);
@@ -241,6 +255,7 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
         return PBF_ERR_LIMIT;
     }
     int total = w->count + (int)n;
+    pbf_sync_host(w); /* the new particles join the current state */
     if (w->def.max_particles > 0 && total > w->def.max_particles) {
         pbf_set_error(err, PBF_ERR_LIMIT,
                       "fluid block: %d particles in all exceed world_def.max_particles = %d", total,
@@ -269,8 +284,10 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
                 w->id[k] = (uint32_t)k;
             }
     w->count = total;
-    pbf_solver_refresh(w);
-    pbf_solver_compute_stats(w);
+    pbf_status up = w->backend->upload(w, err);
+    if (up != PBF_OK) return up;
+    pbf_refresh(w);
+    pbf_update_stats(w);
     return PBF_OK;
 }
 
@@ -346,12 +363,16 @@ pbf_status pbf_world_add_box(pbf_world *w, const pbf_box *box, pbf_error *err) {
             return PBF_ERR_INVALID_ARGUMENT;
         }
     }
-    pbf_box_state *bs = &w->boxes[w->nboxes++];
+    pbf_box_state *bs = &w->boxes[w->nboxes];
     memset(bs, 0, sizeof *bs);
     bs->def = *box;
     bs->dir = dir;
+    w->nboxes += 1;
+    w->wc.nboxes = w->nboxes;
     pbf_boxes_update(w, w->time);
-    for (int a = 0; a < 3; ++a) bs->prev_lo[a] = bs->lo[a];
+    pbf_wall_box *wb = &w->wall_boxes[index];
+    for (int a = 0; a < 3; ++a) wb->prev_lo[a] = wb->lo[a];
+    w->backend->boxes_changed(w);
     return PBF_OK;
 }
 
@@ -359,7 +380,7 @@ int pbf_world_box_count(const pbf_world *w) { return w ? w->nboxes : 0; }
 
 pbf_status pbf_world_box_bounds(const pbf_world *w, int index, pbf_vec3 *min, pbf_vec3 *max) {
     if (!w || index < 0 || index >= w->nboxes) return PBF_ERR_INVALID_ARGUMENT;
-    const pbf_box_state *bs = &w->boxes[index];
+    const pbf_wall_box *bs = &w->wall_boxes[index];
     if (min) *min = (pbf_vec3){bs->lo[0], bs->lo[1], bs->lo[2]};
     if (max) *max = (pbf_vec3){bs->hi[0], bs->hi[1], bs->hi[2]};
     return PBF_OK;
@@ -375,23 +396,40 @@ pbf_status pbf_world_step(pbf_world *w, float dt, pbf_error *err) {
                       "pbf_world_step: dt = %g s must be finite and in (0, 1]", dt);
         return PBF_ERR_INVALID_ARGUMENT;
     }
-    pbf_solver_step(w, dt);
+    pbf_run_step(w, dt);
     return PBF_OK;
+}
+
+/* The STATE arrays of the registry in the member order of pbf_particles and pbf_snapshot
+ * (x, y, z, vx, vy, vz, density, id: the public field table, component by component). */
+enum { PUBLIC_ARRAYS = 8 };
+static int public_slot(int f) {
+    static const int first[] = {0, 3, 6, 7}; /* position, velocity, density, id */
+    int pub = pbf_fields[f].public_field;
+    return pub < 0 ? -1 : first[pub] + pbf_fields[f].component;
+}
+
+static void state_arrays(const pbf_world *w, const void *a[PUBLIC_ARRAYS]) {
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+        if (public_slot(f) >= 0) a[public_slot(f)] = w->field[f];
 }
 
 pbf_particles pbf_world_particles(const pbf_world *w) {
     pbf_particles p;
     memset(&p, 0, sizeof p);
     if (!w) return p;
+    pbf_sync_host(w);
+    const void *a[PUBLIC_ARRAYS];
+    state_arrays(w, a);
     p.count = w->count;
-    p.x = w->px;
-    p.y = w->py;
-    p.z = w->pz;
-    p.vx = w->vx;
-    p.vy = w->vy;
-    p.vz = w->vz;
-    p.density = w->density;
-    p.id = w->id;
+    p.x = a[0];
+    p.y = a[1];
+    p.z = a[2];
+    p.vx = a[3];
+    p.vy = a[4];
+    p.vz = a[5];
+    p.density = a[6];
+    p.id = a[7];
     return p;
 }
 
@@ -406,10 +444,10 @@ pbf_derived pbf_world_derived(const pbf_world *w) {
     memset(&d, 0, sizeof d);
     if (!w) return d;
     d.spacing = w->spacing;
-    d.h = w->h;
-    d.mass = w->mass;
+    d.h = w->k.h;
+    d.mass = w->k.mass;
     d.lattice_grad2 = w->lattice_grad2;
-    d.max_speed = w->def.cfl * w->h;
+    d.max_speed = w->def.cfl * w->k.h;
     return d;
 }
 
@@ -417,17 +455,18 @@ pbf_snapshot pbf_world_snapshot(const pbf_world *w) {
     pbf_snapshot s;
     memset(&s, 0, sizeof s);
     if (!w) return s;
+    pbf_particles p = pbf_world_particles(w);
     s.time = w->time;
     s.steps = w->steps;
     s.count = w->count;
-    s.x = w->px;
-    s.y = w->py;
-    s.z = w->pz;
-    s.vx = w->vx;
-    s.vy = w->vy;
-    s.vz = w->vz;
-    s.density = w->density;
-    s.id = w->id;
+    s.x = p.x;
+    s.y = p.y;
+    s.z = p.z;
+    s.vx = p.vx;
+    s.vy = p.vy;
+    s.vz = p.vz;
+    s.density = p.density;
+    s.id = p.id;
     return s;
 }
 
@@ -457,23 +496,21 @@ pbf_status pbf_world_restore(pbf_world *w, const pbf_snapshot *s, pbf_error *err
     pbf_status st = reserve(w, s->count, err);
     if (st != PBF_OK) return st;
     const size_t bytes = (size_t)s->count * 4;
-    if (bytes) {
-        memcpy(w->px, s->x, bytes);
-        memcpy(w->py, s->y, bytes);
-        memcpy(w->pz, s->z, bytes);
-        memcpy(w->vx, s->vx, bytes);
-        memcpy(w->vy, s->vy, bytes);
-        memcpy(w->vz, s->vz, bytes);
-        memcpy(w->density, s->density, bytes);
-        memcpy(w->id, s->id, bytes);
-    }
+    const void *src[PUBLIC_ARRAYS] = {s->x, s->y, s->z, s->vx, s->vy, s->vz, s->density, s->id};
+    if (bytes)
+        for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+            if (pbf_fields[f].flags & PBF_FIELD_STATE) memcpy(w->field[f], src[public_slot(f)], bytes);
     w->count = s->count;
     w->time = s->time;
     w->steps = s->steps;
     pbf_boxes_update(w, w->time);
     for (int b = 0; b < w->nboxes; ++b)
-        for (int a = 0; a < 3; ++a) w->boxes[b].prev_lo[a] = w->boxes[b].lo[a];
-    pbf_solver_compute_stats(w);
+        for (int a = 0; a < 3; ++a) w->wall_boxes[b].prev_lo[a] = w->wall_boxes[b].lo[a];
+    w->backend->boxes_changed(w);
+    st = w->backend->upload(w, err);
+    if (st != PBF_OK) return st;
+    w->host_stale = 0;
+    pbf_update_stats(w);
     return PBF_OK;
 }
 
@@ -483,6 +520,11 @@ pbf_diagnosis pbf_world_diagnose(const pbf_world *w, double density_limit) {
     d.index = -1;
     d.ok = 1;
     if (!w) return d;
+    /* on a device, the statistics of the step already tell a healthy state: no download */
+    if (w->host_stale && !w->stats.bad_stage && w->stats.nonfinite == 0 && w->stats.escaped == 0 &&
+        (density_limit <= 0.0 || w->stats.density_error_max < 0.999 * density_limit))
+        return d;
+    pbf_sync_host(w);
     const int n = w->count;
     /* sequential scan: called once per step by guards, O(n) and far cheaper than a step */
     int worst = -1;
@@ -503,9 +545,9 @@ pbf_diagnosis pbf_world_diagnose(const pbf_world *w, double density_limit) {
         d.ok = 0;
         d.check = "non-finite";
         d.stage = w->stats.bad_stage;
-        d.index = w->bad_index;
-        d.id = w->bad_id;
-        d.position = w->bad_position;
+        d.index = w->bad.index;
+        d.id = w->bad.id;
+        d.position = w->bad.position;
         d.value = NAN;
         return d;
     } else {
@@ -551,4 +593,19 @@ pbf_timings pbf_world_timings(const pbf_world *w) {
 
 void pbf_world_reset_timings(pbf_world *w) {
     if (w) memset(&w->timings, 0, sizeof w->timings);
+}
+
+pbf_memory pbf_world_memory(const pbf_world *w) {
+    pbf_memory m;
+    memset(&m, 0, sizeof m);
+    if (!w) return m;
+    m.device = w->backend->name;
+    int gpu = w->backend != &pbf_backend_cpu;
+    size_t cap = (size_t)(w->capacity > 0 ? w->capacity : 0) + PBF_ARRAY_PADDING;
+    size_t arrays = cap * pbf_fields_bytes(gpu ? PBF_FIELD_CPU : 0);
+    size_t lists = gpu ? 0 : pbf_cpu_list_bytes(w);
+    m.grid_bytes = ((size_t)w->grid.ncells + 1) * sizeof(uint32_t);
+    m.total_bytes = arrays + lists + m.grid_bytes;
+    m.bytes_per_particle = w->capacity > 0 ? (double)(arrays + lists) / (double)w->capacity : 0.0;
+    return m;
 }

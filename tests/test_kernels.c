@@ -23,14 +23,14 @@ static void test_poly6_normalised(void) {
     pbf_world *w = make_world(0.01f);
     ENSURE(w);
     const int m = 80;
-    const double h = w->h, ds = 2 * h / m;
+    const double h = w->k.h, ds = 2 * h / m;
     double sum = 0.0;
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < m; ++j)
             for (int k = 0; k < m; ++k) {
                 double x = -h + (i + 0.5) * ds, y = -h + (j + 0.5) * ds, z = -h + (k + 0.5) * ds;
                 float r2 = (float)(x * x + y * y + z * z);
-                if (r2 < w->h2) sum += pbf_poly6(w, r2) * ds * ds * ds;
+                if (r2 < w->k.h2) sum += pbf_poly6(&w->k, r2) * ds * ds * ds;
             }
     pbf_world_destroy(w);
     ENSURE_NEAR(sum, 1.0, 2e-3);
@@ -42,14 +42,14 @@ static void test_poly6_normalised(void) {
 static void test_spiky_gradient(void) {
     pbf_world *w = make_world(0.01f);
     ENSURE(w);
-    const float h = w->h;
+    const float h = w->k.h;
     /* antisymmetry: grad W(r) = -grad W(-r), exactly */
     for (int t = 1; t < 50; ++t) {
         float rx = 0.013f * (float)t / 50.0f, ry = -0.007f * (float)t / 50.0f, rz = 0.02f * (float)t / 60.0f;
         float r2 = rx * rx + ry * ry + rz * rz;
-        if (r2 >= w->h2) continue;
-        float f = pbf_spiky_factor(w, r2);
-        float fm = pbf_spiky_factor(w, (-rx) * (-rx) + (-ry) * (-ry) + (-rz) * (-rz));
+        if (r2 >= w->k.h2) continue;
+        float f = pbf_spiky(&w->k, r2);
+        float fm = pbf_spiky(&w->k, (-rx) * (-rx) + (-ry) * (-ry) + (-rz) * (-rz));
         ENSURE(f * rx == -(fm * -rx));
         ENSURE(f < 0.0f); /* points from i towards j: W decreases with distance */
     }
@@ -59,11 +59,11 @@ static void test_spiky_gradient(void) {
     const int m = 20000;
     for (int i = 0; i < m; ++i) {
         double r = (i + 0.5) * h / m;
-        acc += -pbf_spiky_factor(w, (float)(r * r)) * r * (h / m);
+        acc += -pbf_spiky(&w->k, (float)(r * r)) * r * (h / m);
     }
     ENSURE_NEAR(acc / (15.0 / (3.14159265358979 * pow(h, 3))), 1.0, 1e-3);
     /* finite at r = 0 and multiplies a zero vector there */
-    ENSURE(isfinite(pbf_spiky_factor(w, 0.0f)));
+    ENSURE(isfinite(pbf_spiky(&w->k, 0.0f)));
     pbf_world_destroy(w);
 }
 
@@ -77,11 +77,11 @@ static void test_lattice_mass(void) {
         for (int j = -4; j <= 4; ++j)
             for (int k = -4; k <= 4; ++k) {
                 float r2 = (float)(i * i + j * j + k * k) * d * d;
-                if (r2 < w->h2) rho += w->mass * pbf_poly6(w, r2);
+                if (r2 < w->k.h2) rho += w->k.mass * pbf_poly6(&w->k, r2);
             }
     ENSURE_NEAR(rho, w->def.rest_density, 1e-3 * w->def.rest_density);
     /* and the mass is close to rho0 * d^3 (the kernel sum is a good quadrature) */
-    ENSURE_NEAR(w->mass / (w->def.rest_density * d * d * d), 1.0, 0.05);
+    ENSURE_NEAR(w->k.mass / (w->def.rest_density * d * d * d), 1.0, 0.05);
     pbf_world_destroy(w);
 }
 
@@ -89,31 +89,31 @@ static void test_lattice_mass(void) {
 static void test_wall_tables(void) {
     pbf_world *w = make_world(0.01f);
     ENSURE(w);
-    const float h = w->h, big = 10.0f;
+    const float h = w->k.h, big = 10.0f;
     float g[3], p[3] = {0, 0, 0};
     float lo_all[3] = {-big, -big, -big}, hi_all[3] = {big, big, big};
-    ENSURE_NEAR(pbf_box_integral(&w->walls, lo_all, hi_all, p, g), 1.0, 1e-5);
+    ENSURE_NEAR(pbf_box_integral(&w->wc, w->walls.F, w->walls.G, lo_all, hi_all, p, g), 1.0, 1e-5);
     ENSURE_NEAR(g[0], 0.0, 1e-3 / h);
     /* half space x > 0 */
     float lo_half[3] = {0, -big, -big};
-    ENSURE_NEAR(pbf_box_integral(&w->walls, lo_half, hi_all, p, g), 0.5, 1e-3);
+    ENSURE_NEAR(pbf_box_integral(&w->wc, w->walls.F, w->walls.G, lo_half, hi_all, p, g), 0.5, 1e-3);
     /* octant x, y, z > 0: 1/8 */
     float lo_oct[3] = {0, 0, 0};
-    ENSURE_NEAR(pbf_box_integral(&w->walls, lo_oct, hi_all, p, g), 0.125, 1e-3);
+    ENSURE_NEAR(pbf_box_integral(&w->wc, w->walls.F, w->walls.G, lo_oct, hi_all, p, g), 0.125, 1e-3);
     /* a box beyond the support contributes nothing */
     float lo_far[3] = {1.01f * h, -big, -big};
-    ENSURE_NEAR(pbf_box_integral(&w->walls, lo_far, hi_all, p, g), 0.0, 1e-7);
+    ENSURE_NEAR(pbf_box_integral(&w->wc, w->walls.F, w->walls.G, lo_far, hi_all, p, g), 0.0, 1e-7);
     /* symmetry F(a,b,c) = F(b,a,c) = F(c,b,a) */
     float l1[3] = {0.3f * h, -0.5f * h, 0.1f * h}, l2[3] = {-0.5f * h, 0.3f * h, 0.1f * h},
           l3[3] = {0.1f * h, -0.5f * h, 0.3f * h};
-    float a = pbf_box_integral(&w->walls, l1, hi_all, p, g);
-    ENSURE_NEAR(pbf_box_integral(&w->walls, l2, hi_all, p, g), a, 1e-5);
-    ENSURE_NEAR(pbf_box_integral(&w->walls, l3, hi_all, p, g), a, 1e-5);
+    float a = pbf_box_integral(&w->wc, w->walls.F, w->walls.G, l1, hi_all, p, g);
+    ENSURE_NEAR(pbf_box_integral(&w->wc, w->walls.F, w->walls.G, l2, hi_all, p, g), a, 1e-5);
+    ENSURE_NEAR(pbf_box_integral(&w->wc, w->walls.F, w->walls.G, l3, hi_all, p, g), a, 1e-5);
     /* the gradient of the half space integral is the spiky-kernel plane integral: at the plane
      * through the centre it equals integral of W_spiky over a plane through 0, which is
      * 2 pi int_0^h 15/(pi h^6) (h-r)^3 r dr = 30/h^6 * h^5/20 = 1.5 / h */
     float gx = 0;
-    pbf_box_integral(&w->walls, lo_half, hi_all, p, g);
+    pbf_box_integral(&w->wc, w->walls.F, w->walls.G, lo_half, hi_all, p, g);
     gx = g[0];
     ENSURE_NEAR(gx * h, 1.5, 0.01);
     pbf_world_destroy(w);

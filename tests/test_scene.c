@@ -74,8 +74,8 @@ static void test_keys_and_defaults(void) {
     pbf_world_def d = pbf_default_world_def();
     pbfapp_run r = pbfapp_default_run();
     int ok_def = s.def.domain_min.x == -1.0f && s.def.domain_max.z == 0.5f &&
-                 s.def.particle_radius == 0.02f && s.def.solver_iterations == 7 &&
-                 s.def.constraint == PBF_CONSTRAINT_BILATERAL &&
+                 s.def.particle_radius == 0.02f && s.def.pbf.solver_iterations == 7 &&
+                 s.def.pbf.constraint == PBF_CONSTRAINT_BILATERAL &&
                  s.def.rest_density == d.rest_density && s.def.gravity.y == d.gravity.y;
     int ok_run = s.run.fps == 30.0f && s.run.format == PBFAPP_FORMAT_CSV &&
                  s.run.frames == r.frames && s.run.substeps == r.substeps;
@@ -108,7 +108,7 @@ static void test_overrides(void) {
     ENSURE(st == PBF_OK);
     int ok = s.def.gravity.x == 0.0f && s.def.gravity.y == -1.5f && s.def.gravity.z == 0.25f &&
              s.run.frames == 3 && s.run.format == PBFAPP_FORMAT_PLY &&
-             s.def.constraint == PBF_CONSTRAINT_UNILATERAL && s.def.particle_radius == 0.025f;
+             s.def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL && s.def.particle_radius == 0.025f;
     pbfapp_scene_free(&s);
     ENSURE(ok);
 }

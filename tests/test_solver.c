@@ -33,7 +33,7 @@ static int add_block(pbf_world *w, pbf_vec3 mn, pbf_vec3 mx, pbf_vec3 v) {
 static void test_delta_p_conserves_momentum(void) {
     pbf_world_def def = pbf_default_world_def();
     def.domain_max = (pbf_vec3){1, 1, 1};
-    def.constraint = PBF_CONSTRAINT_BILATERAL; /* every particle gets a lambda */
+    def.pbf.constraint = PBF_CONSTRAINT_BILATERAL; /* every particle gets a lambda */
     pbf_world *w = make(&def);
     ENSURE(w);
     ENSURE(add_block(w, (pbf_vec3){0.4f, 0.4f, 0.4f}, (pbf_vec3){0.6f, 0.6f, 0.6f},
@@ -50,9 +50,10 @@ static void test_delta_p_conserves_momentum(void) {
     memcpy(w->qx, w->px, (size_t)w->count * 4);
     memcpy(w->qy, w->py, (size_t)w->count * 4);
     memcpy(w->qz, w->pz, (size_t)w->count * 4);
-    pbf_stage_grid(w);
-    pbf_stage_lambda(w);
-    pbf_stage_delta_p(w);
+    const pbf_step_ctx ctx = {1.0f / 240.0f, 1e3f};
+    pbf_cpu_stage(w, PBF_STAGE_GRID, &ctx);
+    pbf_cpu_stage(w, PBF_STAGE_LAMBDA, &ctx);
+    pbf_cpu_stage(w, PBF_STAGE_DELTA_P, &ctx);
     double sum[3] = {0, 0, 0}, mag = 0.0;
     for (int i = 0; i < w->count; ++i) {
         sum[0] += w->sx[i];
@@ -113,8 +114,8 @@ static void test_bilateral_column(void) {
     pbf_world_def def = pbf_default_world_def();
     def.particle_radius = 0.0125f;
     def.domain_max = (pbf_vec3){0.3f, 0.8f, 0.3f};
-    def.constraint = PBF_CONSTRAINT_BILATERAL;
-    def.relaxation = 1.0f;
+    def.pbf.constraint = PBF_CONSTRAINT_BILATERAL;
+    def.pbf.relaxation = 1.0f;
     pbf_world *w = make(&def);
     ENSURE(w);
     ENSURE(add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.3f, 0.5f, 0.3f}, (pbf_vec3){0, 0, 0}));
@@ -135,7 +136,7 @@ static double column_error(float omega) {
     pbf_world_def def = pbf_default_world_def();
     def.particle_radius = 0.0125f;
     def.domain_max = (pbf_vec3){0.3f, 0.8f, 0.3f};
-    def.over_relaxation = omega;
+    def.pbf.over_relaxation = omega;
     pbf_world *w = make(&def);
     if (!w) return NAN;
     if (!add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.3f, 0.5f, 0.3f}, (pbf_vec3){0, 0, 0}))
@@ -380,7 +381,7 @@ static void test_errors(void) {
     ENSURE(pbf_world_create(&def, &w, &err) == PBF_ERR_INVALID_ARGUMENT);
     ENSURE(strstr(err.message, "gravity[1]") && strstr(err.message, "nan"));
     def = pbf_default_world_def();
-    def.solver_iterations = 0;
+    def.pbf.solver_iterations = 0;
     ENSURE(pbf_world_create(&def, &w, &err) == PBF_ERR_INVALID_ARGUMENT);
     ENSURE(strstr(err.message, "solver_iterations"));
     def = pbf_default_world_def();
@@ -419,7 +420,7 @@ static void test_errors(void) {
     ENSURE(pbf_world_create(NULL, &w, &err) == PBF_ERR_INVALID_ARGUMENT);
     /* a float bound accepts the value it names (0.99 is stored as 0.99000001f) */
     def = pbf_default_world_def();
-    def.scorr_dq = 0.99f;
+    def.pbf.scorr_dq = 0.99f;
     ENSURE(pbf_world_def_validate(&def, &err) == PBF_OK);
     /* absurd counts saturate instead of overflowing (UBSan checks the conversion) */
     def.particle_radius = 1e-30f;

@@ -19,7 +19,8 @@ typedef enum pbf_param_type {
     PBF_PARAM_FLOAT = 0, /* float field */
     PBF_PARAM_INT = 1,   /* int field */
     PBF_PARAM_VEC3 = 2,  /* pbf_vec3 field; in scene files an array of 3 numbers */
-    PBF_PARAM_ENUM = 3   /* int-sized enum field; in scene files one of the names in `choices` */
+    PBF_PARAM_ENUM = 3,  /* int-sized enum field; in scene files one of the names in `choices` */
+    PBF_PARAM_STRING = 4 /* char[max] field, a NUL-terminated string; default choices[0] */
 } pbf_param_type;
 
 typedef struct pbf_param_info {
@@ -35,8 +36,23 @@ typedef struct pbf_param_info {
     const char *description;
 } pbf_param_info;
 
-/* The world table (fields of pbf_world_def). */
+/* The world table: what every solver shares (fields of pbf_world_def). */
 const pbf_param_info *pbf_world_params(size_t *count);
+
+/* A solver's own table (offsets are still into pbf_world_def, e.g. of def.pbf.scorr_k), NULL for
+ * an unknown kind. */
+const pbf_param_info *pbf_solver_params(pbf_solver_kind solver, size_t *count);
+
+/* Every table that describes a pbf_world_def, in order: the world's, then each solver's. Returns
+ * the number of tables (at most `max` are stored). Tools that go over all keys (scene files,
+ * --set, --help, checkpoints) iterate these. */
+int pbf_world_param_tables(const pbf_param_info **tables, size_t *counts, int max);
+
+/* Sets a STRING field, checking its length against the field's size. */
+pbf_status pbf_param_set_string(const pbf_param_info *p, void *base, const char *value,
+                                const char *where, pbf_error *err);
+/* Reads a STRING field ("" for other types). */
+const char *pbf_param_get_string(const pbf_param_info *p, const void *base);
 
 /* Finds a parameter by name in a table, NULL if absent. */
 const pbf_param_info *pbf_param_find(const pbf_param_info *table, size_t count, const char *name);

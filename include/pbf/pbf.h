@@ -69,16 +69,14 @@ typedef enum pbf_constraint_mode {
     PBF_CONSTRAINT_BILATERAL = 1
 } pbf_constraint_mode;
 
-/* Everything that defines a world. Make it with pbf_default_world_def() and change fields.
- * Ranges, units and descriptions are in the parameter table (pbf/params.h), which also names
- * the scene-file keys. */
-typedef struct pbf_world_def {
-    pbf_vec3 domain_min;        /* container box, m */
-    pbf_vec3 domain_max;        /* m */
-    pbf_vec3 gravity;           /* m/s^2 */
-    float particle_radius;      /* m; particle spacing at rest is 2 * radius */
-    float rest_density;         /* kg/m^3 */
-    float kernel_ratio;         /* kernel radius h = kernel_ratio * spacing */
+/* The pressure solver. Position Based Fluids is the one built in; its own parameters are in
+ * pbf_pbf_params below (the "pbf" table of pbf/params.h). */
+typedef enum pbf_solver_kind {
+    PBF_SOLVER_PBF = 0 /* Macklin & Müller 2013 */
+} pbf_solver_kind;
+
+/* Parameters of Position Based Fluids (Macklin & Müller 2013) alone. */
+typedef struct pbf_pbf_params {
     int solver_iterations;      /* Jacobi iterations per step */
     float relaxation;           /* epsilon of eq. 11, relative to sum |grad C|^2 of a rest lattice */
     float over_relaxation;      /* omega scaling each Jacobi correction delta p (1 = the paper) */
@@ -86,13 +84,32 @@ typedef struct pbf_world_def {
     float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13) */
     int scorr_n;
     float scorr_dq;             /* |dq| as a fraction of h */
+} pbf_pbf_params;
+
+#define PBF_DEVICE_NAME_MAX 32
+
+/* Everything that defines a world: what every solver shares, then the solver's own parameters.
+ * Make it with pbf_default_world_def() and change fields. Ranges, units and descriptions are in
+ * the parameter tables (pbf/params.h), which also name the scene-file keys. */
+typedef struct pbf_world_def {
+    pbf_vec3 domain_min;        /* container box, m */
+    pbf_vec3 domain_max;        /* m */
+    pbf_vec3 gravity;           /* m/s^2 */
+    float particle_radius;      /* m; particle spacing at rest is 2 * radius */
+    float rest_density;         /* kg/m^3 */
+    float kernel_ratio;         /* kernel radius h = kernel_ratio * spacing */
     float xsph_viscosity;       /* XSPH c (eq. 17) */
     float vorticity;            /* vorticity confinement epsilon (eq. 16), m/s */
-    float cfl;                  /* speed limit: |v| <= cfl * h / dt (seed 000, FleX) */
-    float friction_static;      /* wall friction coefficients (seed 003, PBD friction) */
+    float cfl;                  /* speed limit: |v| <= cfl * h / dt (FleX's maxSpeed) */
+    float friction_static;      /* wall friction coefficients (PBD friction, Macklin et al. 2014) */
     float friction_dynamic;
     int max_particles;          /* capacity reserved by pbf_world_create; 0 = grow as needed */
-    int threads;                /* OpenMP threads; 0 = the OpenMP default */
+    int threads;                /* OpenMP threads of the CPU backend; 0 = the OpenMP default */
+    /* where the step runs: "cpu", "opencl", "opencl:PLATFORM.DEVICE", "cuda", "cuda:N"
+     * (pbf_list_devices tells what this machine has) */
+    char device[PBF_DEVICE_NAME_MAX];
+    pbf_solver_kind solver;
+    pbf_pbf_params pbf;         /* solver = PBF_SOLVER_PBF */
 } pbf_world_def;
 
 pbf_world_def pbf_default_world_def(void);
@@ -161,6 +178,23 @@ typedef struct pbf_particles {
 } pbf_particles;
 
 pbf_particles pbf_world_particles(const pbf_world *world);
+
+/* The particle fields that views, snapshots, checkpoints and writers carry, declared once: name,
+ * element type, components, unit. Their order is the order of the members of pbf_particles
+ * (and of pbf_snapshot): position (x, y, z), velocity (vx, vy, vz), density, id. */
+typedef enum pbf_field_type { PBF_FIELD_FLOAT32 = 0, PBF_FIELD_UINT32 = 1 } pbf_field_type;
+
+typedef struct pbf_field_info {
+    const char *name;       /* "position", "velocity", "density", "id" */
+    pbf_field_type type;
+    int components;         /* 3 for vectors, else 1 */
+    const char *unit;
+    const char *description;
+} pbf_field_info;
+
+const pbf_field_info *pbf_particle_fields(size_t *count);
+/* The array of one component of public field `field` in a view (NULL if out of range). */
+const void *pbf_particles_component(const pbf_particles *particles, size_t field, int component);
 
 /* Statistics of the current state (after the last step, or of the initial state). */
 typedef struct pbf_stats {
@@ -241,9 +275,36 @@ typedef struct pbf_derived {
 
 pbf_derived pbf_world_derived(const pbf_world *world);
 
-/* Bytes of memory the world holds per particle of capacity (excluding the grid, which is
- * per cell). */
+/* Bytes of memory a CPU world holds per particle of capacity (excluding the grid, which is
+ * per cell), with neighbour lists at a typical 40 neighbours. */
 size_t pbf_bytes_per_particle(void);
+
+/* Memory of a world on its device: bytes per particle of capacity (every array and, on the CPU,
+ * the neighbour lists as now sized) and the grid's bytes. */
+typedef struct pbf_memory {
+    const char *device;        /* backend name: "cpu", "opencl", "cuda" */
+    double bytes_per_particle; /* arrays (and CPU neighbour lists) per particle of capacity */
+    size_t grid_bytes;         /* cell starts */
+    size_t total_bytes;        /* everything the world holds on its device */
+} pbf_memory;
+
+pbf_memory pbf_world_memory(const pbf_world *world);
+
+/* ---- devices ------------------------------------------------------------------------------ */
+
+/* One compute device of this machine, as `pbf devices` lists it. */
+typedef struct pbf_device_info {
+    char id[PBF_DEVICE_NAME_MAX]; /* what world_def.device takes: "cpu", "opencl:0.0", "cuda:0" */
+    char name[128];
+    char driver[96];              /* driver or runtime version */
+    size_t memory;                /* bytes of device memory (host memory for the CPU) */
+    int compute_units;            /* cores, OpenCL compute units or CUDA multiprocessors */
+} pbf_device_info;
+
+/* Fills up to `max` entries and returns how many devices there are (the CPU first, then the
+ * OpenCL and CUDA devices this build can reach). `note` (may be NULL) receives a sentence per
+ * backend that is not built in or found no device. */
+int pbf_list_devices(pbf_device_info *out, int max, char *note, size_t note_size);
 
 #ifdef __cplusplus
 }

@@ -1,19 +1,10 @@
 /*
- * One step of Position Based Fluids (Macklin & Müller 2013, Algorithm 1).
- *
- *   1. predict      v += dt g, |v| <= v_max (CFL, seed 000), x* = x + dt v
- *   2. grid         counting sort by the cell of x*, reorder every particle array (grid.c)
- *   3. solve        `solver_iterations` Jacobi iterations of
- *                     lambda pass: rho_i (eq. 2) incl. wall density, C_i (eq. 1), lambda_i (eq. 11)
- *                     delta-p pass: delta p_i with s_corr (eq. 14) + wall term
- *                     apply pass: x* += delta p, collision response and friction (boundary.c)
- *   4. velocity     v = (x* - x) / dt, |v| <= v_max
- *   5. curl pass    omega_i (eq. 15) and the density at the final positions
- *   6. post pass    vorticity confinement (eq. 16) and XSPH viscosity (eq. 17); x = x*
+ * The CPU backend: the stages of the step (core.c) on the host arrays, with OpenMP threads and
+ * SIMD neighbour loops (src/simd.h), on the kernel math of src/sph/.
  *
  * Every pass is a gather over neighbours computed per particle in a fixed order (the cell order),
  * with no atomics and no reductions across threads, so results are bit-identical for any number
- * of threads. Sums of statistics use fixed chunks (see pbf_solver_compute_stats).
+ * of threads. Sums of statistics use fixed chunks (see stage_stats).
  *
  * Symbols follow the paper: h kernel radius, rho_0 rest density, m particle mass, V = m / rho_0,
  * W poly6 kernel, grad W spiky gradient.
@@ -27,27 +18,24 @@
 #include "internal.h"
 #include "simd.h"
 
-/* Kernel pieces on 8 lanes; `in` = valid & (r2 < h2). */
-typedef struct kernel_consts {
-    pbf_vf h, h2, poly6, spiky, rmin;
-} kernel_consts;
+/* The kernel formulas of src/sph/kernel_formulas.h on SIMD lanes: pbf_poly6_v, pbf_spiky_v,
+ * pbf_scorr_shape_v (bit-identical per lane to the scalar instances the GPU kernels use). */
+#define PBF_REAL pbf_vf
+#define PBF_REAL_SQRT(x) vf_sqrt(x)
+#define PBF_REAL_MAX(a, b) vf_max((a), vf_set1(0.0f) + (b))
+#define PBF_KFN(name) name##_v
+#include "sph/kernel_formulas.h"
+#undef PBF_REAL
+#undef PBF_REAL_SQRT
+#undef PBF_REAL_MAX
+#undef PBF_KFN
 
-static inline PBF_SIMD_INLINE kernel_consts kernel_consts_of(const pbf_world *w) {
-    kernel_consts k = {vf_set1(w->h), vf_set1(w->h2), vf_set1(w->poly6),
-                       vf_set1(-w->spiky_grad), vf_set1(w->r_min)};
-    return k;
+/* W_poly6 and grad W_spiky factor on 8 lanes, zero outside `in` = valid & (r2 < h2). */
+static inline PBF_SIMD_INLINE pbf_vf v_poly6(const pbf_sph_consts *k, pbf_vf r2, pbf_vi in) {
+    return vf_and(pbf_poly6_v(k, r2), in);
 }
-
-static inline PBF_SIMD_INLINE pbf_vf v_poly6(const kernel_consts *k, pbf_vf r2, pbf_vi in) {
-    pbf_vf d = k->h2 - r2;
-    return vf_and(k->poly6 * d * d * d, in);
-}
-
-/* grad W_spiky(r) = factor * r, as pbf_spiky_factor */
-static inline PBF_SIMD_INLINE pbf_vf v_spiky(const kernel_consts *k, pbf_vf r2, pbf_vi in) {
-    pbf_vf r = vf_max(vf_sqrt(r2), k->rmin);
-    pbf_vf d = k->h - r;
-    return vf_and(k->spiky * d * d / r, in);
+static inline PBF_SIMD_INLINE pbf_vf v_spiky(const pbf_sph_consts *k, pbf_vf r2, pbf_vi in) {
+    return vf_and(pbf_spiky_v(k, r2), in);
 }
 
 /* ---- neighbour lists ---------------------------------------------------------------------
@@ -58,11 +46,20 @@ static inline PBF_SIMD_INLINE pbf_vf v_spiky(const kernel_consts *k, pbf_vf r2, 
  * 4095 particles (absurd compression) or a failed allocation switches the step to scanning the
  * ranges directly: slower, same neighbours, never a dropped one. */
 #define CODE_OFFSET_BITS 12
+
+/* The CPU backend's state: the neighbour lists of the step. */
+typedef struct cpu_lists {
+    uint16_t *nbr;  /* particle i's neighbours are nbr[nbr_start[i] .. nbr_start[i + 1]) */
+    size_t cap;     /* entries allocated in nbr, padding excluded */
+    int ok;         /* 0: this step scans the grid ranges instead */
+} cpu_lists;
+#define LISTS(w) ((cpu_lists *)(w)->dev)
 #define CODE_MAX_RANGE ((1u << CODE_OFFSET_BITS) - 1u)
 
 static size_t count_or_fill(pbf_world *w, int fill) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
-    const kernel_consts k = kernel_consts_of(w);
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
     const int n = w->count;
     int overflow = 0;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(| : overflow)
@@ -76,14 +73,14 @@ static size_t count_or_fill(pbf_world *w, int fill) {
                 pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j),
                        dz = zi - vf_load(QZ + j);
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-                unsigned bits = vi_bits(vi_first((int32_t)(end[r] - j)) & (r2 < k.h2));
+                unsigned bits = vi_bits(vi_first((int32_t)(end[r] - j)) & (r2 < h2v));
                 if (!fill) {
                     count += (uint32_t)__builtin_popcount(bits);
                     continue;
                 }
                 const uint32_t base = ((uint32_t)r << CODE_OFFSET_BITS) | (j - begin[r]);
                 for (; bits; bits &= bits - 1u) /* lowest lane first: candidate order */
-                    w->nbr[at++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
+                    LISTS(w)->nbr[at++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
             }
         }
         if (!fill) w->nbr_start[i + 1] = count;
@@ -93,7 +90,7 @@ static size_t count_or_fill(pbf_world *w, int fill) {
 
 static void build_lists(pbf_world *w) {
     const int n = w->count;
-    w->lists_ok = 0;
+    LISTS(w)->ok = 0;
     if (count_or_fill(w, 0) == SIZE_MAX) return;
     size_t total = 0;
     w->nbr_start[0] = 0;
@@ -102,16 +99,16 @@ static void build_lists(pbf_world *w) {
         if (total > UINT32_MAX) return;
         w->nbr_start[i + 1] = (uint32_t)total;
     }
-    if (total > w->nbr_cap) {
+    if (total > LISTS(w)->cap) {
         size_t cap = total + total / 16; /* small headroom: lists are a large share of memory */
-        uint16_t *grown = realloc(w->nbr, (cap + PBF_ARRAY_PADDING) * sizeof *grown);
+        uint16_t *grown = realloc(LISTS(w)->nbr, (cap + PBF_ARRAY_PADDING) * sizeof *grown);
         if (!grown) return;
         memset(grown + cap, 0, PBF_ARRAY_PADDING * sizeof *grown);
-        w->nbr = grown;
-        w->nbr_cap = cap;
+        LISTS(w)->nbr = grown;
+        LISTS(w)->cap = cap;
     }
     count_or_fill(w, 1);
-    w->lists_ok = 1;
+    LISTS(w)->ok = 1;
 }
 
 /* Indices of a chunk of listed neighbours into j[] (a plain array: scalar stores read back by
@@ -133,11 +130,11 @@ static inline PBF_SIMD_INLINE void decode_chunk(const uint16_t *codes, const uin
     do {                                                                                           \
         uint32_t nb_begin_[9], nb_end_[9], jv[PBF_LANES];                                          \
         int nb_count_ = pbf_grid_neighbour_ranges(&(w)->grid, (w)->cell[i], nb_begin_, nb_end_);   \
-        if ((w)->lists_ok) {                                                                       \
+        if (LISTS(w)->ok) {                                                                       \
             const uint32_t nb_s_ = (w)->nbr_start[i], nb_e_ = (w)->nbr_start[(i) + 1];            \
             for (uint32_t nb_k_ = nb_s_; nb_k_ < nb_e_; nb_k_ += PBF_LANES) {                      \
                 const pbf_vi valid = vi_first((int32_t)(nb_e_ - nb_k_));                           \
-                decode_chunk((w)->nbr + nb_k_, nb_begin_, nb_e_ - nb_k_, jv);                      \
+                decode_chunk(LISTS(w)->nbr + nb_k_, nb_begin_, nb_e_ - nb_k_, jv);                      \
                 __VA_ARGS__                                                                        \
             }                                                                                      \
         } else {                                                                                   \
@@ -151,23 +148,12 @@ static inline PBF_SIMD_INLINE void decode_chunk(const uint16_t *codes, const uin
         }                                                                                          \
     } while (0)
 
-static inline void limit_speed(float *vx, float *vy, float *vz, float vmax) {
-    float s2 = *vx * *vx + *vy * *vy + *vz * *vz;
-    if (s2 > vmax * vmax) {
-        float k = vmax / sqrtf(s2);
-        *vx *= k;
-        *vy *= k;
-        *vz *= k;
-    }
-}
-
 static void swapf(float **a, float **b) {
     float *t = *a;
     *a = *b;
     *b = t;
 }
 
-static void build_lists(pbf_world *w);
 
 /* Gathers arr[perm[k]] into *scratch and swaps the buffers: the old array becomes the scratch. */
 static void permute(pbf_world *w, const uint32_t *perm, void **scratch, void **arr) {
@@ -180,14 +166,14 @@ static void permute(pbf_world *w, const uint32_t *perm, void **scratch, void **a
     *arr = dst;
 }
 
-int pbf_stage_predict(pbf_world *w, float dt, float vmax) {
+static int stage_predict(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
     int bad = INT_MAX;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
-        limit_speed(&vx, &vy, &vz, vmax);
+        pbf_limit_speed(&vx, &vy, &vz, vmax);
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
@@ -199,17 +185,14 @@ int pbf_stage_predict(pbf_world *w, float dt, float vmax) {
     return bad;
 }
 
-void pbf_stage_grid(pbf_world *w) {
+static void stage_grid(pbf_world *w) {
     /* lambda and density are recomputed before they are read again, so their buffers serve
      * as the sort permutation and the reorder scratch: no memory is set aside for sorting */
     uint32_t *perm = (uint32_t *)w->lambda;
     void *scratch = w->density;
     pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, perm, w->nthreads);
-    void **arrays[] = {(void **)&w->px, (void **)&w->py, (void **)&w->pz, (void **)&w->qx,
-                       (void **)&w->qy, (void **)&w->qz, (void **)&w->vx, (void **)&w->vy,
-                       (void **)&w->vz, (void **)&w->id, (void **)&w->cell};
-    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; ++a)
-        permute(w, perm, &scratch, arrays[a]);
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) /* every field the registry marks as sorted */
+        if (pbf_fields[f].flags & PBF_FIELD_SORTED) permute(w, perm, &scratch, &w->field[f]);
     w->density = scratch; /* the buffer left over; perm stays in lambda */
     build_lists(w);
 }
@@ -217,38 +200,40 @@ void pbf_stage_grid(pbf_world *w) {
 /* Density (eq. 2) at the predicted positions, including the wall. */
 static inline float density_at(const pbf_world *w, int i, float wall) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
-    const kernel_consts k = kernel_consts_of(w);
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
     pbf_vf rho = vf_set1(0.0f);
     FOR_NEIGHBOURS(w, i, 
         pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-        rho += v_poly6(&k, r2, valid & (r2 < k.h2));
+        rho += v_poly6(k, r2, valid & (r2 < h2v));
     );
-    return w->mass * vf_hsum(rho) + w->def.rest_density * wall;
+    return w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
 }
 
-int pbf_stage_lambda(pbf_world *w) {
+static int stage_lambda(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
-    const float inv_rho0 = 1.0f / w->def.rest_density;
-    const int unilateral = w->def.constraint == PBF_CONSTRAINT_UNILATERAL;
-    const kernel_consts k = kernel_consts_of(w);
-    const pbf_vf vol = vf_set1(w->volume);
+    const float inv_rho0 = 1.0f / w->k.rest_density;
+    const int unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-        float wall = pbf_wall_density(w, p, gw);
+        float wall = pbf_world_wall_density(w, p, gw);
         pbf_vf rho = vf_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
         FOR_NEIGHBOURS(w, i, 
             pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < k.h2);
-            rho += v_poly6(&k, r2, in);
+            pbf_vi in = valid & (r2 < h2v);
+            rho += v_poly6(k, r2, in);
             /* grad_{p_j} C_i = -V grad W(p_i - p_j) (eq. 8, k = j); zero vector for j = i */
-            pbf_vf f = vol * v_spiky(&k, r2, in);
+            pbf_vf f = vol * v_spiky(k, r2, in);
             pbf_vf ax = f * dx, ay = f * dy, az = f * dz;
             gx += ax;
             gy += ay;
@@ -256,7 +241,7 @@ int pbf_stage_lambda(pbf_world *w) {
             s2 += ax * ax + ay * ay + az * az;
         );
         float gix = gw[0] + vf_hsum(gx), giy = gw[1] + vf_hsum(gy), giz = gw[2] + vf_hsum(gz);
-        float r = w->mass * vf_hsum(rho) + w->def.rest_density * wall;
+        float r = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
         w->density[i] = r;
         float c = r * inv_rho0 - 1.0f; /* eq. 1 */
         if (unilateral && c < 0.0f) c = 0.0f;
@@ -267,16 +252,17 @@ int pbf_stage_lambda(pbf_world *w) {
     return bad;
 }
 
-int pbf_stage_delta_p(pbf_world *w) {
+static int stage_delta_p(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict LAMBDA = w->lambda;
     const int n = w->count;
-    const pbf_vf ks = vf_set1(-w->def.scorr_k / w->lattice_grad2); /* s_corr on lambda's scale */
+    const pbf_vf ks = vf_set1(-w->def.pbf.scorr_k / w->lattice_grad2); /* s_corr on lambda's scale */
     const pbf_vf inv_wdq = vf_set1(w->scorr_inv_wdq);
-    const int sn = w->def.scorr_n;
-    const float om = w->def.over_relaxation;
-    const kernel_consts k = kernel_consts_of(w);
-    const pbf_vf vol = vf_set1(w->volume);
+    const int sn = w->def.pbf.scorr_n;
+    const float om = w->def.pbf.over_relaxation;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
@@ -284,13 +270,13 @@ int pbf_stage_delta_p(pbf_world *w) {
         const float li = LAMBDA[i];
         const pbf_vf vli = vf_set1(li);
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-        pbf_wall_density(w, p, gw);
+        pbf_world_wall_density(w, p, gw);
         pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
         FOR_NEIGHBOURS(w, i, 
             pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < k.h2);
-            pbf_vf ratio = v_poly6(&k, r2, in) * inv_wdq, s;
+            pbf_vi in = valid & (r2 < h2v);
+            pbf_vf ratio = v_poly6(k, r2, in) * inv_wdq, s;
             if (sn == 4) { /* the default n: two squarings, no loop in the hot path */
                 s = ratio * ratio;
                 s = s * s;
@@ -299,7 +285,7 @@ int pbf_stage_delta_p(pbf_world *w) {
                 for (int e = 1; e < sn; ++e) s *= ratio;
             }
             pbf_vf scorr = ks * s; /* eq. 13 */
-            pbf_vf f = (vli + LOAD(LAMBDA) + scorr) * vol * v_spiky(&k, r2, in);
+            pbf_vf f = (vli + LOAD(LAMBDA) + scorr) * vol * v_spiky(k, r2, in);
             f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
             ax += f * dx;
             ay += f * dy;
@@ -316,22 +302,23 @@ int pbf_stage_delta_p(pbf_world *w) {
     return bad;
 }
 
-int pbf_stage_apply(pbf_world *w) {
+static int stage_collide(pbf_world *w) {
     const int n = w->count;
     int bad = INT_MAX;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float x = w->qx[i] + w->sx[i], y = w->qy[i] + w->sy[i], z = w->qz[i] + w->sz[i];
         if (!isfinite(x + y + z) && i < bad) bad = i; /* before the collision clamp hides it */
-        pbf_collide(w, &x, &y, &z, w->px[i], w->py[i], w->pz[i]);
-        w->qx[i] = x;
-        w->qy[i] = y;
-        w->qz[i] = z;
+        float q[3] = {x, y, z}, o[3] = {w->px[i], w->py[i], w->pz[i]};
+        pbf_collide(&w->wc, w->wall_boxes, q, o);
+        w->qx[i] = q[0];
+        w->qy[i] = q[1];
+        w->qz[i] = q[2];
     }
     return bad;
 }
 
-int pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax) {
+static int stage_velocity(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float inv_dt = 1.0f / dt;
     int bad = INT_MAX;
@@ -339,29 +326,32 @@ int pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax) {
     for (int i = 0; i < n; ++i) {
         float vx = (w->qx[i] - w->px[i]) * inv_dt, vy = (w->qy[i] - w->py[i]) * inv_dt,
               vz = (w->qz[i] - w->pz[i]) * inv_dt;
-        limit_speed(&vx, &vy, &vz, vmax);
+        pbf_limit_speed(&vx, &vy, &vz, vmax);
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
+        if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
-    const kernel_consts k = kernel_consts_of(w);
-    const pbf_vf vol = vf_set1(w->volume);
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads)
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf vol = vf_set1(w->k.volume);
+    int bad2 = INT_MAX;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad2)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-        float wall = pbf_wall_density(w, p, gw);
+        float wall = pbf_world_wall_density(w, p, gw);
         pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
         FOR_NEIGHBOURS(w, i, 
             pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < k.h2);
-            rho += v_poly6(&k, r2, in);
+            pbf_vi in = valid & (r2 < h2v);
+            rho += v_poly6(k, r2, in);
             /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
-            pbf_vf f = vol * v_spiky(&k, r2, in);
+            pbf_vf f = vol * v_spiky(k, r2, in);
             pbf_vf gx = f * dx, gy = f * dy, gz = f * dz;
             pbf_vf ux = vf_and(LOAD(VX) - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
                    uz = vf_and(LOAD(VZ) - vzi, in);
@@ -369,26 +359,28 @@ int pbf_stage_velocity_curl(pbf_world *w, float dt, float vmax) {
             oy += gz * ux - gx * uz;
             oz += gx * uy - gy * ux;
         );
-        w->density[i] = w->mass * vf_hsum(rho) + w->def.rest_density * wall;
+        w->density[i] = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
         float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
         w->sx[i] = wx;
         w->sy[i] = wy;
         w->sz[i] = wz;
         w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
+        if (!isfinite(w->lambda[i]) && i < bad2) bad2 = i;
     }
-    return bad;
+    return bad < bad2 ? bad : bad2;
 }
 
 /* Vorticity confinement and XSPH; writes the new velocity into the (now free) x arrays. */
-int pbf_stage_post(pbf_world *w, float dt, float vmax) {
+static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float eps = w->def.vorticity, c = w->def.xsph_viscosity;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const float *restrict OMEGA = w->lambda; /* |omega| from the curl pass */
     const float *restrict RHO = w->density;
-    const kernel_consts k = kernel_consts_of(w);
-    const pbf_vf mass = vf_set1(w->mass);
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf mass = vf_set1(w->k.mass);
     int bad = INT_MAX;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
@@ -401,15 +393,15 @@ int pbf_stage_post(pbf_world *w, float dt, float vmax) {
         FOR_NEIGHBOURS(w, i, 
             pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < k.h2);
+            pbf_vi in = valid & (r2 < h2v);
             pbf_vf vj = vf_and(mass / LOAD(RHO), in);
             /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
-            pbf_vf wk = vj * v_poly6(&k, r2, in);
+            pbf_vf wk = vj * v_poly6(k, r2, in);
             sx += vf_and(wk * (LOAD(VX) - vxi), in);
             sy += vf_and(wk * (LOAD(VY) - vyi), in);
             sz += vf_and(wk * (LOAD(VZ) - vzi), in);
             /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(&k, r2, in);
+            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(k, r2, in);
             ex += f * dx;
             ey += f * dy;
             ez += f * dz;
@@ -424,7 +416,7 @@ int pbf_stage_post(pbf_world *w, float dt, float vmax) {
             vy += dt * eps * (nz * oxi - nx * ozi);
             vz += dt * eps * (nx * oyi - ny * oxi);
         }
-        limit_speed(&vx, &vy, &vz, vmax);
+        pbf_limit_speed(&vx, &vy, &vz, vmax);
         w->px[i] = vx;
         w->py[i] = vy;
         w->pz[i] = vz;
@@ -441,83 +433,23 @@ int pbf_stage_post(pbf_world *w, float dt, float vmax) {
     return bad;
 }
 
-void pbf_solver_step(pbf_world *w, float dt) {
-    const float vmax = w->def.cfl * w->h / dt;
-    const char *bad = NULL;
-    int bad_index = -1;
-    uint32_t bad_id = 0;
-    pbf_vec3 bad_pos = {0, 0, 0};
-    /* records the first stage that produced a non-finite value, and its lowest-index particle */
-#define STAGE(name, call)                                                                          \
-    do {                                                                                           \
-        int first_ = (call);                                                                       \
-        if (first_ != INT_MAX && !bad) {                                                           \
-            bad = name;                                                                            \
-            bad_index = first_;                                                                    \
-            bad_id = w->id[first_];                                                                \
-            bad_pos = (pbf_vec3){w->px[first_], w->py[first_], w->pz[first_]};                     \
-        }                                                                                          \
-    } while (0)
-    pbf_timings *tm = &w->timings;
-    double t0 = omp_get_wtime(), t1, start = t0;
-#define LAP(field)                                                                                 \
-    do {                                                                                           \
-        t1 = omp_get_wtime();                                                                      \
-        tm->field += t1 - t0;                                                                      \
-        t0 = t1;                                                                                   \
-    } while (0)
-    pbf_boxes_update(w, w->time + dt);
-    if (w->count > 0) {
-        STAGE("predict", pbf_stage_predict(w, dt, vmax));
-        LAP(predict);
-        pbf_stage_grid(w);
-        if (bad) /* the sort moved the particles: follow the bad one by its id */
-            for (int i = 0; i < w->count; ++i)
-                if (w->id[i] == bad_id) bad_index = i;
-        LAP(grid);
-        for (int it = 0; it < w->def.solver_iterations; ++it) {
-            STAGE("lambda", pbf_stage_lambda(w));
-            LAP(lambda);
-            STAGE("delta_p", pbf_stage_delta_p(w));
-            LAP(delta_p);
-            STAGE("collide", pbf_stage_apply(w));
-            LAP(collide);
-        }
-        STAGE("velocity", pbf_stage_velocity_curl(w, dt, vmax));
-        STAGE("vorticity_xsph", pbf_stage_post(w, dt, vmax));
-        LAP(velocity);
-    }
-#undef STAGE
-    w->time += dt;
-    w->steps += 1;
-    pbf_solver_compute_stats(w);
-    LAP(stats);
-#undef LAP
-    tm->total += t0 - start;
-    tm->steps += 1;
-    w->stats.bad_stage = bad;
-    w->bad_index = bad_index;
-    w->bad_id = bad_id;
-    w->bad_position = bad_pos;
-}
-
-void pbf_solver_refresh(pbf_world *w) {
+static void cpu_refresh(pbf_world *w) {
     if (w->count == 0) return;
     memcpy(w->qx, w->px, (size_t)w->count * sizeof(float));
     memcpy(w->qy, w->py, (size_t)w->count * sizeof(float));
     memcpy(w->qz, w->pz, (size_t)w->count * sizeof(float));
-    pbf_stage_grid(w);
+    stage_grid(w);
     const int n = w->count;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads)
     for (int i = 0; i < n; ++i) {
         float p[3] = {w->qx[i], w->qy[i], w->qz[i]}, gw[3];
-        w->density[i] = density_at(w, i, pbf_wall_density(w, p, gw));
+        w->density[i] = density_at(w, i, pbf_world_wall_density(w, p, gw));
     }
 }
 
 #define STATS_CHUNK 4096
 
-void pbf_solver_compute_stats(pbf_world *w) {
+static void stage_stats(pbf_world *w) {
     const int n = w->count;
     const int chunks = (n + STATS_CHUNK - 1) / STATS_CHUNK;
     pbf_stats s;
@@ -535,7 +467,7 @@ void pbf_solver_compute_stats(pbf_world *w) {
         w->stats = s;
         return;
     }
-    const float inv_rho0 = 1.0f / w->def.rest_density;
+    const float inv_rho0 = 1.0f / w->k.rest_density;
     const float *lo = w->lo, *hi = w->hi;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads)
     for (int c = 0; c < chunks; ++c) {
@@ -580,3 +512,63 @@ void pbf_solver_compute_stats(pbf_world *w) {
     s.escaped = (int)out;
     w->stats = s;
 }
+
+int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
+    switch (stage) {
+    case PBF_STAGE_PREDICT: return stage_predict(w, c->dt, c->vmax);
+    case PBF_STAGE_GRID: stage_grid(w); return INT_MAX;
+    case PBF_STAGE_LAMBDA: return stage_lambda(w);
+    case PBF_STAGE_DELTA_P: return stage_delta_p(w);
+    case PBF_STAGE_COLLIDE: return stage_collide(w);
+    case PBF_STAGE_VELOCITY: return stage_velocity(w, c->dt, c->vmax);
+    case PBF_STAGE_VORTICITY_XSPH: return stage_vorticity_xsph(w, c->dt, c->vmax);
+    case PBF_STAGE_STATS: stage_stats(w); return INT_MAX;
+    case PBF_STAGE_COUNT: break;
+    }
+    return INT_MAX;
+}
+
+/* Host memory is the CPU's device memory: nothing to allocate, copy or wait for. */
+static pbf_status cpu_nothing(pbf_world *w, pbf_error *err) {
+    (void)w;
+    (void)err;
+    return PBF_OK;
+}
+static pbf_status cpu_reserve(pbf_world *w, int capacity, pbf_error *err) {
+    (void)capacity;
+    return cpu_nothing(w, err);
+}
+static void cpu_no_op(pbf_world *w) { (void)w; }
+static void cpu_release(pbf_world *w) {
+    if (w->dev) free(LISTS(w)->nbr);
+    free(w->dev);
+    w->dev = NULL;
+}
+
+pbf_status pbf_cpu_open(pbf_world *w, pbf_error *err) {
+    w->dev = calloc(1, sizeof(cpu_lists));
+    if (!w->dev) {
+        pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "cpu backend: out of memory");
+        return PBF_ERR_OUT_OF_MEMORY;
+    }
+    w->backend = &pbf_backend_cpu;
+    return PBF_OK;
+}
+
+size_t pbf_cpu_list_bytes(const pbf_world *w) {
+    return w->dev ? (LISTS(w)->cap + PBF_ARRAY_PADDING) * sizeof(uint16_t) : 0;
+}
+
+const pbf_backend_ops pbf_backend_cpu = {
+    .name = "cpu",
+    .host_none = 0,
+    .reserve = cpu_reserve,
+    .upload = cpu_nothing,
+    .download = cpu_nothing,
+    .boxes_changed = cpu_no_op,
+    .run_stage = pbf_cpu_stage,
+    .refresh = cpu_refresh,
+    .sync = cpu_no_op,
+    .finish_step = NULL,
+    .release = cpu_release,
+};

@@ -1,0 +1,85 @@
+/*
+ * The backend interface: where the particle arrays live and who runs the stages of a step.
+ *
+ * A backend is a table of function pointers (no plug-in loader, no #ifdef in the solver):
+ * allocate (reserve), upload / download between the host arrays of the field registry and the
+ * device, run one named stage, synchronise. The stage runner (core.c) calls them in the order of
+ * its stage table, times every stage and reports the first stage that produced a non-finite
+ * value. The CPU backend (backends/cpu/) runs the stages on the host arrays themselves with
+ * OpenMP; the GPU backends (backends/opencl/, backends/cuda/) keep the particles on the device
+ * between steps and compile one kernel source (backends/gpu/pbf_kernels.cl) with the kernel math
+ * of src/sph/.
+ */
+#ifndef PBF_BACKEND_H
+#define PBF_BACKEND_H
+
+#include "pbf/pbf.h"
+
+typedef enum pbf_stage_id {
+    PBF_STAGE_PREDICT,        /* v += dt g, |v| <= vmax, x* = x + dt v */
+    PBF_STAGE_GRID,           /* counting sort by the cell of x*, reorder every SORTED field */
+    PBF_STAGE_LAMBDA,         /* density (eq. 2) with the wall, C (eq. 1), lambda (eq. 11) */
+    PBF_STAGE_DELTA_P,        /* delta p with s_corr (eq. 12-14) and the wall term */
+    PBF_STAGE_COLLIDE,        /* x* += delta p, collisions and friction */
+    PBF_STAGE_VELOCITY,       /* v = (x* - x) / dt, vorticity omega (eq. 15), density at x* */
+    PBF_STAGE_VORTICITY_XSPH, /* vorticity confinement (eq. 16), XSPH (eq. 17), x = x* */
+    PBF_STAGE_STATS,          /* statistics of the state into pbf_world.stats */
+    PBF_STAGE_COUNT
+} pbf_stage_id;
+
+/* Per-step values every stage may read. */
+typedef struct pbf_step_ctx {
+    float dt;
+    float vmax; /* CFL speed limit cfl * h / dt */
+} pbf_step_ctx;
+
+/* The particle (memory order after the step) at which a stage first produced a non-finite value. */
+typedef struct pbf_bad_particle {
+    int index;  /* INT_MAX: none */
+    uint32_t id;
+    pbf_vec3 position;
+} pbf_bad_particle;
+
+typedef struct pbf_backend_ops {
+    const char *name; /* "cpu", "opencl", "cuda" */
+    /* Field rows this backend keeps on the host: (flags & host_none) == 0. The CPU backend keeps
+     * everything; a GPU backend keeps only the STATE fields there (its copy of the device). */
+    unsigned host_none;
+    /* Device-side allocation for `capacity` particles (the host arrays are the runner's). */
+    pbf_status (*reserve)(pbf_world *w, int capacity, pbf_error *err);
+    /* The host STATE fields (count particles) and the boxes to the device. */
+    pbf_status (*upload)(pbf_world *w, pbf_error *err);
+    /* The device STATE fields to the host arrays. */
+    pbf_status (*download)(pbf_world *w, pbf_error *err);
+    /* Copies the boxes' current position to the device (once per step, before its stages). */
+    void (*boxes_changed)(pbf_world *w);
+    /* Runs one stage. Returns the lowest index of a particle for which the stage produced a
+     * non-finite value, or INT_MAX; a backend that cannot tell without a round trip returns
+     * INT_MAX and reports in finish_step instead. */
+    int (*run_stage)(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *ctx);
+    /* Sorts the particles and computes their density at the current positions (no motion);
+     * after adding particles or restoring a snapshot. */
+    void (*refresh)(pbf_world *w);
+    /* Waits for the device (timings). */
+    void (*sync)(pbf_world *w);
+    /* End of a step: per stage, the particle at which it first produced a non-finite value, for
+     * backends whose run_stage returns INT_MAX; NULL for the CPU backend. */
+    void (*finish_step)(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]);
+    /* Releases the device side. */
+    void (*release)(pbf_world *w);
+} pbf_backend_ops;
+
+extern const pbf_backend_ops pbf_backend_cpu;
+
+/* backends/cpu/cpu.c */
+pbf_status pbf_cpu_open(pbf_world *w, pbf_error *err);
+size_t pbf_cpu_list_bytes(const pbf_world *w); /* bytes of its neighbour lists now */
+
+/* Appends a line to a device-list note (pbf_list_devices). */
+void pbf_backend_note(char *note, size_t size, const char *text);
+
+/* Opens the backend a device string names ("cpu", "opencl[:P.D]", "cuda[:N]"): sets w->backend
+ * and its state, or fails naming the device. Backends not built in say so. */
+pbf_status pbf_backend_open(pbf_world *w, const char *device, pbf_error *err);
+
+#endif

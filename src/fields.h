@@ -1,0 +1,55 @@
+/*
+ * The particle-field registry: every per-particle array of a world, declared once.
+ *
+ * One row per array says its name, its element type, what it is, and which machinery carries it:
+ *   SORTED  permuted with the particles by the cell sort of every step (grid stage)
+ *   STATE   part of the state: snapshots, restore, checkpoints and the host copy of a device run
+ *   CPU     kept by the CPU backend only (its neighbour-list offsets); GPU backends loop over
+ *           the grid's cell ranges and keep no per-particle neighbour data
+ * Allocation, growth, the reorder after the sort, the bytes-per-particle figure, the public field
+ * table (pbf_particle_fields: what snapshots, checkpoints and writers carry) and the device buffers
+ * of the GPU backends all read this one table.
+ *
+ * Four vec3 arrays rotate roles during a step (position, predicted position, velocity, scratch),
+ * so the post-pass needs no extra storage: a role is a slot of pbf_world.field[], and the step
+ * swaps slots, never data.
+ */
+#ifndef PBF_FIELDS_H
+#define PBF_FIELDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum pbf_field_id {
+    PBF_F_PX, PBF_F_PY, PBF_F_PZ, /* positions x_i */
+    PBF_F_QX, PBF_F_QY, PBF_F_QZ, /* predicted positions x_i* */
+    PBF_F_VX, PBF_F_VY, PBF_F_VZ, /* velocities v_i */
+    PBF_F_SX, PBF_F_SY, PBF_F_SZ, /* scratch: delta p, then vorticity omega */
+    PBF_F_DENSITY,                /* rho_i */
+    PBF_F_LAMBDA,                 /* lambda_i; the sort borrows it for its permutation */
+    PBF_F_ID,                     /* stable identity: order of creation */
+    PBF_F_CELL,                   /* grid cell of x_i* */
+    PBF_F_NBR_START,              /* CPU backend: offset of particle i's neighbour list */
+    PBF_FIELD_COUNT
+} pbf_field_id;
+
+#define PBF_FIELD_SORTED 1u
+#define PBF_FIELD_STATE 2u
+#define PBF_FIELD_CPU 4u
+
+typedef struct pbf_field_desc {
+    const char *name;
+    int is_uint;        /* element type: 0 float, 1 uint32_t (both 4 bytes) */
+    unsigned flags;
+    int public_field;   /* index in pbf_particle_fields(), -1 if internal */
+    int component;      /* component of that public field */
+    const char *what;
+} pbf_field_desc;
+
+extern const pbf_field_desc pbf_fields[PBF_FIELD_COUNT];
+
+/* Bytes per particle of the arrays whose flags include none of `none` (0: every array; a GPU
+ * backend's device arrays: PBF_FIELD_CPU). */
+size_t pbf_fields_bytes(unsigned none);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * SPH kernel math on plain data, compiled unchanged as C (the CPU backend), OpenCL C and CUDA
+ * (the GPU backends). One formula, one place: every stage of every backend calls these.
+ *
+ *   PBF_FN       qualifier of a function callable on the host and on a device (NVIDIA Warp's
+ *                CUDA_CALLABLE): static inline in C and OpenCL C, __host__ __device__ in CUDA.
+ *   PBF_GLOBAL   address space of device memory: __global in OpenCL C, nothing elsewhere.
+ *
+ * Kernels of Müller et al. 2003 as used by Macklin & Müller 2013:
+ *   W_poly6(r)      = 315 / (64 pi h^9) (h^2 - r^2)^3          (density, eq. 2)
+ *   grad W_spiky(r) = -45 / (pi h^6) (h - r)^2 r / |r|          (gradients, eq. 8)
+ * The formulas themselves are in kernel_formulas.h, written once over a "real" type so that the
+ * CPU backend can instantiate them on SIMD lanes as well (see src/backends/cpu/cpu.c).
+ */
+#ifndef PBF_SPH_KERNEL_H
+#define PBF_SPH_KERNEL_H
+
+#if defined(__OPENCL_VERSION__)
+#define PBF_FN static inline
+#define PBF_GLOBAL __global
+#define PBF_SQRTF(x) sqrt(x)
+#elif defined(__CUDACC__)
+#define PBF_FN static inline __host__ __device__
+#define PBF_GLOBAL
+#define PBF_SQRTF(x) sqrtf(x)
+#else
+#include <math.h>
+#include <stdint.h>
+#define PBF_FN static inline
+#define PBF_GLOBAL
+#define PBF_SQRTF(x) sqrtf(x)
+#endif
+
+/* The constants every neighbour stage needs (derived once per world, see world.c). Plain floats
+ * only, so the struct has the same layout on the host, in OpenCL C and in CUDA and can be passed
+ * to a device kernel by value. */
+typedef struct pbf_sph_consts {
+    float h, h2;          /* kernel radius and its square, m, m^2 */
+    float poly6;          /* 315 / (64 pi h^9) */
+    float spiky;          /* -45 / (pi h^6): grad W_spiky = spiky (h - r)^2 / r * r_vec */
+    float r_min;          /* 1e-6 h: distance floor of the spiky gradient */
+    float mass, volume;   /* particle mass m and volume V = m / rho_0 */
+    float rest_density;   /* rho_0 */
+} pbf_sph_consts;
+
+/* Scalar instances: pbf_poly6(k, r2), pbf_spiky(k, r2) and the rest. */
+#define PBF_REAL float
+#define PBF_REAL_SQRT(x) PBF_SQRTF(x)
+#define PBF_REAL_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define PBF_KFN(name) name
+#include "kernel_formulas.h"
+#undef PBF_REAL
+#undef PBF_REAL_SQRT
+#undef PBF_REAL_MAX
+#undef PBF_KFN
+
+/* Speed limit |v| <= vmax (the CFL limit of the step, FleX's maxSpeed). */
+PBF_FN void pbf_limit_speed(float *vx, float *vy, float *vz, float vmax) {
+    float s2 = *vx * *vx + *vy * *vy + *vz * *vz;
+    if (s2 > vmax * vmax) {
+        float k = vmax / PBF_SQRTF(s2);
+        *vx *= k;
+        *vy *= k;
+        *vz *= k;
+    }
+}
+
+#endif
