@@ -37,7 +37,7 @@ command -v callgrind_annotate >/dev/null || { echo "callgrind_guard: callgrind_a
 
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
-if ! { cmake -S . -B "${build}" -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DPBF_NATIVE=OFF &&
+if ! { cmake -S . -B "${build}" -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release -DPBF_NATIVE=OFF -DPBF_OPENCL=OFF -DPBF_CUDA=OFF &&
     cmake --build "${build}" -j2 --target pbf_cli; } >"${work}/build.log" 2>&1; then
     cat "${work}/build.log" >&2
     echo "callgrind_guard: the build in ${build}/ failed" >&2
