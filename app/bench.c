@@ -14,8 +14,9 @@
  * When more than one run is asked for, every run (case x thread count) is made in a forked
  * child process, so that each run's peak resident memory (getrusage ru_maxrss) is its own and no
  * run inherits another's allocations or thread pool. The parent never enters an OpenMP parallel
- * region (libgomp does not survive fork after that). A single run is made in-process, which is
- * what `valgrind --tool=callgrind` wants (bench/callgrind_guard.sh).
+ * region (libgomp does not survive fork after that) and never opens a device (nor do OpenCL and
+ * CUDA runtimes): each child makes its world on the --device. A single run is made in-process,
+ * which is what `valgrind --tool=callgrind` wants (bench/callgrind_guard.sh).
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -111,6 +112,12 @@ typedef struct bench_result {
     double density_error_avg, density_error_max, max_speed, sim_time;
     int nonfinite, escaped;
     double speedup; /* filled by the parent: ms_mean at 1 thread / ms_mean here; < 0 unknown */
+    pbf_status create_status;      /* of pbf_world_create (a device that is not there) */
+    char backend[16];              /* pbf_world_memory: "cpu", "opencl", "cuda" */
+    char device_name[128];         /* the device's name as pbf_list_devices gives it, or "" */
+    double mem_bytes_per_particle; /* pbf_world_memory after the last step */
+    double mem_grid_bytes;
+    double mem_total_bytes;
 } bench_result;
 
 typedef struct bench_options {
@@ -125,6 +132,7 @@ typedef struct bench_options {
     const char *json;
     int quiet;
     int fork_runs;
+    char device[PBF_DEVICE_NAME_MAX]; /* world_def.device of the runs (--device, --set device) */
     pbfapp_override sets[BENCH_MAX_SETS];
     char *set_keys[BENCH_MAX_SETS];
     char set_labels[BENCH_MAX_SETS][300];
@@ -141,7 +149,8 @@ void pbfapp_bench_print_help(FILE *f) {
         "box), at a fixed time step and iteration count, with no output I/O. Each case runs\n"
         "once per thread count: --warmup steps (not measured), then --steps measured steps.\n"
         "Reports ms per step (mean, min, median), the per-stage breakdown, particle-steps per\n"
-        "second, peak resident memory, the speed-up from 1 thread and the final density error.\n"
+        "second, peak resident memory, the memory the world holds on its device, the speed-up\n"
+        "from 1 thread and the final density error.\n"
         "\n"
         "options:\n"
         "  --case LIST         comma-separated cases (default: small,medium):\n"
@@ -157,7 +166,10 @@ void pbfapp_bench_print_help(FILE *f) {
         "                      [%d, %d], a few seconds per run)\n"
         "  --warmup N          steps before the measured ones, excluded (default 5)\n"
         "  --threads LIST      comma-separated thread counts, 'all' = the OpenMP default\n"
-        "                      (default: 1,all)\n"
+        "                      (default: 1,all on the CPU, all on another device)\n"
+        "  --device D          where the runs are made: cpu (default), opencl,\n"
+        "                      opencl:PLATFORM.DEVICE, cuda or cuda:N (same as --set device=D;\n"
+        "                      `pbf devices` lists this machine's)\n"
         "  --set KEY=VALUE     override a world parameter (see `pbf run --help`), after the\n"
         "                      case's own settings; may be repeated\n"
         "  --json FILE         also write the results as JSON to FILE ('-': stdout, the table\n"
@@ -169,7 +181,9 @@ void pbfapp_bench_print_help(FILE *f) {
         "ru_maxrss before the world was created (the process baseline; both in the JSON);\n"
         "'live' the resident set after the last step, world alive, minus the resident set\n"
         "before the world, also per particle. With more than one run each run is a forked\n"
-        "child process, so each peak is its own.\n"
+        "child process, so each peak is its own. 'device memory' is pbf_world_memory after the\n"
+        "last step: bytes per particle of capacity (every array and, on the CPU, the neighbour\n"
+        "lists as sized then), the grid's bytes and everything the world holds on its device.\n"
         "Exit status: 0 success, 1 runtime error (a run failed), 2 usage error.\n",
         BENCH_STEP_BUDGET, BENCH_MIN_STEPS, BENCH_MAX_STEPS);
 }
@@ -180,7 +194,6 @@ static int usage(const char *fmt, const char *a) {
     fputs(" (see `pbf bench --help`)\n", stderr);
     return EXIT_USAGE;
 }
-
 
 static int parse_long(const char *s, long long lo, long long hi, long long *out) {
     char *end = NULL;
@@ -302,6 +315,29 @@ static int steps_for(const bench_options *o, const bench_case *c) {
     return (int)s;
 }
 
+/* The name pbf_list_devices gives the device `id` names ("" when it does not list it): the entry
+ * of that id, or for a bare "opencl" / "cuda" the first device of that kind (the library does not
+ * say which device a bare kind opened). */
+static void device_name(const char *id, char *name, size_t size) {
+    name[0] = '\0';
+    pbf_device_info dev[32];
+    int n = pbf_list_devices(dev, 32, NULL, 0);
+    if (n > 32) n = 32;
+    const char *want = id[0] ? id : "cpu";
+    size_t len = strlen(want);
+    for (int k = 0; k < n; ++k)
+        if (strcmp(dev[k].id, want) == 0) {
+            snprintf(name, size, "%s", dev[k].name);
+            return;
+        }
+    if (strchr(want, ':')) return;
+    for (int k = 0; k < n; ++k)
+        if (strncmp(dev[k].id, want, len) == 0 && dev[k].id[len] == ':') {
+            snprintf(name, size, "%s", dev[k].name);
+            return;
+        }
+}
+
 /* One run of one case at one thread count, in this process. */
 static void run_one(const bench_options *o, int ci, int threads, bench_result *r) {
     const bench_case *c = &o->cases[ci];
@@ -329,7 +365,8 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
     r->rss_baseline_kib = maxrss_kib();
     double t0 = pbfapp_now();
     pbf_world *w = NULL;
-    if (pbf_world_create(&def, &w, &err) != PBF_OK || pbf_world_add_fluid_block(w, &blk, &err)) {
+    r->create_status = pbf_world_create(&def, &w, &err);
+    if (r->create_status != PBF_OK || pbf_world_add_fluid_block(w, &blk, &err)) {
         snprintf(r->error, sizeof r->error, "%s", err.message);
         pbf_world_destroy(w);
         free(times);
@@ -377,6 +414,15 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
     r->sim_time = st.time;
     r->nonfinite = st.nonfinite;
     r->escaped = st.escaped;
+    pbf_memory mem = pbf_world_memory(w);
+    snprintf(r->backend, sizeof r->backend, "%s", mem.device ? mem.device : "?");
+    r->mem_bytes_per_particle = mem.bytes_per_particle;
+    r->mem_grid_bytes = (double)mem.grid_bytes;
+    r->mem_total_bytes = (double)mem.total_bytes;
+    /* the name of a GPU device (listing the devices starts their runtimes: not for the CPU,
+     * whose name is the machine's, so that a CPU run executes nothing else) */
+    if (def.device[0] && strcmp(def.device, "cpu") != 0)
+        device_name(def.device, r->device_name, sizeof r->device_name);
     r->ok = 1;
     pbf_world_destroy(w);
     free(times);
@@ -528,6 +574,10 @@ static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
             m->cpu, m->cores, m->omp_max_threads, m->compiler);
     fprintf(f, "build %s: %s%s%s\n", PBF_BENCH_BUILD_TYPE, PBF_BENCH_FLAGS,
             PBF_BENCH_GIT[0] ? "; commit " : "", PBF_BENCH_GIT);
+    const char *name = strcmp(o->device, "cpu") == 0 ? m->cpu : "";
+    for (int k = 0; k < nres && !name[0]; ++k)
+        if (res[k].ok) name = res[k].device_name;
+    fprintf(f, "device %s%s%s%s\n", o->device, name[0] ? " (" : "", name, name[0] ? ")" : "");
     fprintf(
         f,
         "dt %g s, %d iterations, %d warm-up steps excluded. Memory: peak = ru_maxrss of the run "
@@ -571,6 +621,19 @@ static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
         for (int s = 0; s < ST_COUNT; ++s) fprintf(f, " %8.3f", r->stage_ms[s]);
         fputc('\n', f);
     }
+    fprintf(f,
+            "\ndevice memory (pbf_world_memory after the last step: per particle of capacity, "
+            "every array%s; the grid's cell starts; all the world holds on the device):\n",
+            strcmp(o->device, "cpu") == 0 ? " and the neighbour lists" : "");
+    fprintf(f, "%-8s %3s %-8s %12s %10s %10s\n", "case", "thr", "backend", "B/particle", "grid KiB",
+            "total MiB");
+    for (int k = 0; k < nres; ++k) {
+        const bench_result *r = &res[k];
+        if (!r->ok) continue;
+        fprintf(f, "%-8s %3d %-8s %12.1f %10.1f %10.2f\n", o->cases[r->case_index].name, r->threads,
+                r->backend, r->mem_bytes_per_particle, r->mem_grid_bytes / 1024.0,
+                r->mem_total_bytes / (1024.0 * 1024.0));
+    }
 }
 
 static cJSON *json_results(const bench_options *o, const machine_facts *m, const bench_result *res,
@@ -597,6 +660,7 @@ static cJSON *json_results(const bench_options *o, const machine_facts *m, const
     cJSON_AddNumberToObject(sj, "dt", o->dt);
     cJSON_AddNumberToObject(sj, "iterations", o->iterations);
     cJSON_AddNumberToObject(sj, "warmup_steps", o->warmup);
+    cJSON_AddStringToObject(sj, "device", o->device);
     cJSON *sets = cJSON_AddArrayToObject(sj, "set");
     for (int k = 0; k < o->nsets; ++k) {
         char kv[600];
@@ -610,6 +674,11 @@ static cJSON *json_results(const bench_options *o, const machine_facts *m, const
                             "rss_live_kib = resident set (/proc/self/statm) after the last step, "
                             "world alive, minus the resident set before the world was created "
                             "(the peak also holds transients of pbf_world_create)");
+    cJSON_AddStringToObject(sj, "device_memory_note",
+                            "device_memory: pbf_world_memory after the last step; "
+                            "bytes_per_particle: every array per particle of capacity (on the "
+                            "CPU also the neighbour lists as sized then), grid_bytes: the grid's "
+                            "cell starts, total_bytes: everything the world holds on its device");
     cJSON_AddStringToObject(sj, "ms_note",
                             "ms_per_step_*: wall time of each pbf_world_step after the warm-up; "
                             "stages_ms: pbf_world_timings over the same steps, per step");
@@ -625,6 +694,7 @@ static cJSON *json_results(const bench_options *o, const machine_facts *m, const
         cJSON_AddNumberToObject(rj, "particles_per_side", c->side);
         cJSON_AddNumberToObject(rj, "geometry_scale", c->scale);
         cJSON_AddNumberToObject(rj, "threads", r->threads);
+        cJSON_AddStringToObject(rj, "device", o->device);
         cJSON_AddBoolToObject(rj, "ok", r->ok);
         if (!r->ok) {
             cJSON_AddStringToObject(rj, "error", r->error);
@@ -651,6 +721,17 @@ static cJSON *json_results(const bench_options *o, const machine_facts *m, const
         cJSON_AddNumberToObject(rj, "rss_bytes_per_particle",
                                 (double)rss_world_kib(r) * 1024.0 / (double)r->particles);
         cJSON_AddNumberToObject(rj, "library_bytes_per_particle", (double)pbf_bytes_per_particle());
+        if (strcmp(o->device, "cpu") == 0)
+            cJSON_AddStringToObject(rj, "device_name", m->cpu);
+        else if (r->device_name[0])
+            cJSON_AddStringToObject(rj, "device_name", r->device_name);
+        else
+            cJSON_AddNullToObject(rj, "device_name");
+        cJSON *mj = cJSON_AddObjectToObject(rj, "device_memory");
+        cJSON_AddStringToObject(mj, "backend", r->backend);
+        cJSON_AddNumberToObject(mj, "bytes_per_particle", r->mem_bytes_per_particle);
+        cJSON_AddNumberToObject(mj, "grid_bytes", r->mem_grid_bytes);
+        cJSON_AddNumberToObject(mj, "total_bytes", r->mem_total_bytes);
         long lk = rss_live_kib(r);
         if (lk >= 0) {
             cJSON_AddNumberToObject(rj, "rss_now_before_kib", (double)r->rss_now_before_kib);
@@ -756,7 +837,7 @@ int pbfapp_bench_command(int argc, char **argv) {
     o.dt = 0.005;
     o.iterations = 4;
     o.warmup = 5;
-    const char *case_list = NULL, *threads_list = "1,all";
+    const char *case_list = NULL, *threads_list = NULL;
     long long particles = 0;
     int rc = -1;
     for (int i = 0; i < argc && rc < 0; ++i) {
@@ -807,6 +888,17 @@ int pbfapp_bench_command(int argc, char **argv) {
                 rc = usage("%s needs a value, e.g. --threads 1,2 or --threads 1,all", "--threads");
             else
                 threads_list = v;
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--device", &v)) != 0) {
+            if (m < 0 || !v[0]) {
+                rc = usage("%s needs a value: cpu, opencl[:PLATFORM.DEVICE] or cuda[:N]",
+                           "--device");
+            } else if (o.nsets >= BENCH_MAX_SETS) {
+                rc = usage("at most 64 --set and --device options%s", "");
+            } else {
+                int k = o.nsets++;
+                snprintf(o.set_labels[k], sizeof o.set_labels[k], "--device");
+                o.sets[k] = (pbfapp_override){"device", v, o.set_labels[k]};
+            }
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--json", &v)) != 0) {
             if (m < 0 || !v[0])
                 rc = usage("%s needs a file name ('-' for stdout)", "--json");
@@ -841,6 +933,17 @@ int pbfapp_bench_command(int argc, char **argv) {
         free_options(&o);
         return rc;
     }
+    /* the device of the runs: --device and --set device, in order (each checked below) */
+    {
+        pbf_world_def d = pbf_default_world_def();
+        pbfapp_run run = pbfapp_default_run();
+        for (int k = 0; k < o.nsets; ++k)
+            if (strcmp(o.sets[k].key, "device") == 0)
+                (void)pbfapp_apply_override(&d, &run, "device", o.sets[k].value, o.sets[k].label,
+                                            NULL);
+        snprintf(o.device, sizeof o.device, "%s", d.device[0] ? d.device : "cpu");
+    }
+    if (!threads_list) threads_list = strcmp(o.device, "cpu") == 0 ? "1,all" : "all";
     machine_facts mf;
     get_machine(&mf);
     if (!parse_threads(&o, threads_list, mf.omp_max_threads > 0 ? mf.omp_max_threads : 1)) {
@@ -891,8 +994,8 @@ int pbfapp_bench_command(int argc, char **argv) {
         for (int t = 0; t < o.nthreads; ++t, ++k) {
             const bench_case *cs = &o.cases[c];
             if (!o.quiet) {
-                fprintf(stderr, "pbf bench: %s, %lld particles, %d thread%s, %d + %d steps ...",
-                        cs->name, (long long)cs->particles, o.threads[t],
+                fprintf(stderr, "pbf bench: %s, %lld particles, %s, %d thread%s, %d + %d steps ...",
+                        cs->name, (long long)cs->particles, o.device, o.threads[t],
                         o.threads[t] == 1 ? "" : "s", o.warmup, steps_for(&o, cs));
                 fflush(stderr);
             }
@@ -900,6 +1003,14 @@ int pbfapp_bench_command(int argc, char **argv) {
                 run_forked(&o, c, o.threads[t], &res[k]);
             else
                 run_one(&o, c, o.threads[t], &res[k]);
+            if (res[k].create_status == PBF_ERR_INVALID_ARGUMENT) {
+                /* the world cannot be made here (a device that is not there): no run can */
+                if (!o.quiet) fputs(" failed\n", stderr);
+                fprintf(stderr, "pbf bench: %s\n", res[k].error);
+                free(res);
+                free_options(&o);
+                return EXIT_USAGE;
+            }
             if (!o.quiet) {
                 if (res[k].ok)
                     fprintf(stderr, " %.3f ms/step\n", res[k].ms_mean);

@@ -1,9 +1,11 @@
 /*
  * `pbf bench`: standard performance cases that need no scene file (the dam break geometry of the
  * SPlisHSPlasH peer at three resolutions, or a cube of N particles), timed over a fixed number of
- * steps at fixed dt and iterations, with no output I/O. Reports ms per step, the per-stage
- * breakdown of pbf_world_timings, particle-steps per second, peak resident memory, the speed-up
- * from 1 to N threads and the final density error, as a table and as JSON (bench/README.md).
+ * steps at fixed dt and iterations, with no output I/O, on the device of --device (default the
+ * CPU). Reports ms per step, the per-stage breakdown of pbf_world_timings, particle-steps per
+ * second, peak resident memory, the memory the world holds on its device (pbf_world_memory), the
+ * speed-up from 1 to N threads and the final density error, as a table and as JSON
+ * (bench/README.md).
  */
 #ifndef PBFAPP_BENCH_H
 #define PBFAPP_BENCH_H

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "checkpoint.h"
+#include "particle_fields.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -149,7 +150,8 @@ pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t l
 /* ---- encoding ----------------------------------------------------------------------------- */
 
 uint64_t pbfapp_checkpoint_size(int64_t count) {
-    return PBFAPP_CHECKPOINT_HEADER_BYTES + 32u * (uint64_t)(count > 0 ? count : 0) + 8u;
+    return PBFAPP_CHECKPOINT_HEADER_BYTES +
+           (uint64_t)pbfapp_particle_bytes() * (uint64_t)(count > 0 ? count : 0) + 8u;
 }
 
 static void put(unsigned char *dst, size_t *at, const void *src, size_t n) {
@@ -161,8 +163,19 @@ pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64
                                     unsigned char **out, size_t *length, pbf_error *err) {
     *out = NULL;
     *length = 0;
-    if (s->count < 0 || (s->count > 0 && (!s->x || !s->y || !s->z || !s->vx || !s->vy || !s->vz ||
-                                          !s->density || !s->id)))
+    pbfapp_column col[PBFAPP_MAX_COLUMNS];
+    const void *data[PBFAPP_MAX_COLUMNS];
+    size_t ncol = pbfapp_columns(col, PBFAPP_MAX_COLUMNS);
+    if (ncol > PBFAPP_MAX_COLUMNS)
+        return pbfapp_fail(err, PBF_ERR_LIMIT, "checkpoint: %zu particle columns, more than %d",
+                           ncol, PBFAPP_MAX_COLUMNS);
+    pbf_particles view = pbfapp_snapshot_particles(s);
+    int complete = s->count >= 0;
+    for (size_t j = 0; j < ncol; ++j) {
+        data[j] = pbfapp_column_data(&view, &col[j]);
+        if (s->count > 0 && !data[j]) complete = 0;
+    }
+    if (!complete)
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "checkpoint: invalid snapshot");
     uint64_t total = pbfapp_checkpoint_size(s->count);
     if (total > SIZE_MAX)
@@ -186,15 +199,9 @@ pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64
     put(buf, &at, &s->steps, 8);
     put(buf, &at, &scene_hash, 8);
     put(buf, &at, &reserved, 8);
-    size_t bytes = (size_t)s->count * 4u;
-    put(buf, &at, s->x, bytes);
-    put(buf, &at, s->y, bytes);
-    put(buf, &at, s->z, bytes);
-    put(buf, &at, s->vx, bytes);
-    put(buf, &at, s->vy, bytes);
-    put(buf, &at, s->vz, bytes);
-    put(buf, &at, s->density, bytes);
-    put(buf, &at, s->id, bytes);
+    /* the columns of the field table, each as one array: x, y, z, vx, vy, vz, density, id */
+    size_t bytes = (size_t)s->count * PBFAPP_FIELD_ELEMENT_BYTES;
+    for (size_t j = 0; j < ncol; ++j) put(buf, &at, data[j], bytes);
     uint64_t sum = pbfapp_fnv1a64(PBFAPP_FNV_OFFSET, buf, at);
     put(buf, &at, &sum, 8);
     *out = buf;
@@ -294,23 +301,42 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
     unsigned char *copy = malloc(length);
     if (!copy) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", name);
     memcpy(copy, p, length);
-    size_t bytes = (size_t)count * 4u;
+    size_t bytes = (size_t)count * PBFAPP_FIELD_ELEMENT_BYTES;
     const unsigned char *a = copy + PBFAPP_CHECKPOINT_HEADER_BYTES;
-    const float *arr[7];
-    for (int k = 0; k < 7; ++k) arr[k] = (const float *)(const void *)(a + (size_t)k * bytes);
-    const uint32_t *id = (const uint32_t *)(const void *)(a + 7 * bytes);
-    /* Positions and velocities must be finite; ids unique. */
-    for (int k = 0; k < 6; ++k)
+    pbfapp_column col[PBFAPP_MAX_COLUMNS];
+    size_t ncol = pbfapp_columns(col, PBFAPP_MAX_COLUMNS);
+    if (ncol > PBFAPP_MAX_COLUMNS) {
+        free(copy);
+        return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: %zu particle columns, more than %d", name, ncol,
+                           PBFAPP_MAX_COLUMNS);
+    }
+    pbf_snapshot snap;
+    memset(&snap, 0, sizeof snap);
+    const uint32_t *id = NULL;
+    for (size_t j = 0; j < ncol; ++j) {
+        const void *arr = a + j * bytes;
+        const pbf_field_info *fi = col[j].info;
+        if (!pbfapp_snapshot_set_column(&snap, &col[j], arr)) {
+            free(copy);
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                               "%s: field %s has no place in a snapshot", name, fi->name);
+        }
+        if (strcmp(fi->name, "id") == 0) id = arr;
+        /* float fields must be finite, except the density, which a restore recomputes */
+        if (fi->type != PBF_FIELD_FLOAT32 || strcmp(fi->name, "density") == 0) continue;
         for (int32_t i = 0; i < count; ++i) {
             float v;
-            memcpy(&v, &arr[k][i], sizeof v);
+            memcpy(&v, (const unsigned char *)arr + (size_t)i * PBFAPP_FIELD_ELEMENT_BYTES,
+                   sizeof v);
             if (!isfinite(v)) {
                 free(copy);
                 return pbfapp_fail(err, bad, "%s: particle %d has a non-finite %s", name, (int)i,
-                            k < 3 ? "position" : "velocity");
+                                   fi->name);
             }
         }
-    if (count > 0) {
+    }
+    /* ids must be unique */
+    if (count > 0 && id) {
         uint32_t *ids = malloc(bytes);
         if (!ids) {
             free(copy);
@@ -336,19 +362,10 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
     out->scene_hash = scene_hash;
     out->checksum = stored;
     out->data = copy;
+    if (count > 0) out->snapshot = snap;
     out->snapshot.time = time;
     out->snapshot.steps = steps;
     out->snapshot.count = count;
-    if (count > 0) {
-        out->snapshot.x = arr[0];
-        out->snapshot.y = arr[1];
-        out->snapshot.z = arr[2];
-        out->snapshot.vx = arr[3];
-        out->snapshot.vy = arr[4];
-        out->snapshot.vz = arr[5];
-        out->snapshot.density = arr[6];
-        out->snapshot.id = id;
-    }
     return PBF_OK;
 }
 

@@ -27,7 +27,11 @@
  *   64+28n  4n   uint32 id[n]
  *   64+32n   8   uint64 checksum: FNV-1a 64 of every byte before it
  *
- * The arrays are pbf_snapshot's, in the world's memory order (which is part of the state).
+ * The arrays are pbf_snapshot's, in the world's memory order (which is part of the state): one
+ * array per component of each field of the library's table pbf_particle_fields(), in table order
+ * (app/particle_fields.h), which today gives the layout above. A field added to that table
+ * changes the layout: the format version must then be raised (tests/test_checkpoint.c checks
+ * that version 1 still means 32 bytes per particle).
  * Every file is written atomically: NAME.tmp, write, fflush, fsync, rename, fsync of the directory.
  */
 #ifndef PBFAPP_CHECKPOINT_H
@@ -53,9 +57,10 @@ extern "C" {
 uint64_t pbfapp_fnv1a64(uint64_t h, const void *data, size_t n);
 
 /* Hash of everything in a scene that determines the simulated state or the frame files: every
- * world parameter except `threads`, the run parameters fps, substeps and format, every fluid
+ * world parameter except `threads` and `device` (a checkpoint written on one device resumes on
+ * any other), the run parameters fps, substeps and format, every fluid
  * block and box. Not included (they may change between a run and its resume): frames, threads,
- * guard_density_error, adaptive, checkpoint_every, name, description. */
+ * device, guard_density_error, adaptive, checkpoint_every, name, description. */
 uint64_t pbfapp_scene_hash(const pbfapp_scene *scene);
 
 /* Writes `length` bytes to `path` atomically (PATH.tmp, fsync, rename, fsync of the directory).

@@ -2,6 +2,7 @@
 #define _XOPEN_SOURCE 700
 
 #include "guard.h"
+#include "particle_fields.h"
 
 #include <math.h>
 #include <signal.h>
@@ -18,48 +19,47 @@ void pbfapp_guard_init(pbfapp_guard *g, double density_limit, int adaptive) {
 void pbfapp_guard_free(pbfapp_guard *g) {
     if (!g) return;
     free(g->buf);
-    free(g->ids);
     g->buf = NULL;
-    g->ids = NULL;
     g->cap = 0;
 }
 
-/* Copies the world's state into the guard (for a retry from the frame's start). */
+/* Copies the world's state, every column of the public field table, into the guard (for a retry
+ * from the frame's start). */
 static pbf_status save_start(pbfapp_guard *g, const pbf_world *w, pbf_snapshot *out,
                              pbf_error *err) {
     pbf_snapshot s = pbf_world_snapshot(w);
     size_t n = s.count > 0 ? (size_t)s.count : 0;
-    if (n > g->cap) {
-        float *b = realloc(g->buf, 7 * n * sizeof *b);
-        if (b) g->buf = b;
-        uint32_t *i = realloc(g->ids, n * sizeof *i);
-        if (i) g->ids = i;
-        if (!b || !i) {
-            if (err) {
-                err->status = PBF_ERR_OUT_OF_MEMORY;
-                snprintf(err->message, sizeof err->message,
-                         "out of memory copying %zu particles for --adaptive", n);
-            }
-            return PBF_ERR_OUT_OF_MEMORY;
+    pbfapp_column col[PBFAPP_MAX_COLUMNS];
+    size_t ncol = pbfapp_columns(col, PBFAPP_MAX_COLUMNS);
+    const char *fail = NULL;
+    if (ncol > PBFAPP_MAX_COLUMNS) fail = "too many particle columns";
+    if (!fail && n * ncol > g->cap) {
+        uint32_t *b = realloc(g->buf, n * ncol * sizeof *b);
+        if (!b)
+            fail = "out of memory";
+        else {
+            g->buf = b;
+            g->cap = n * ncol;
         }
-        g->cap = n;
     }
-    const float *src[7] = {s.x, s.y, s.z, s.vx, s.vy, s.vz, s.density};
-    float *dst[7];
-    for (int k = 0; k < 7; ++k) {
-        dst[k] = g->buf + (size_t)k * n;
-        if (n) memcpy(dst[k], src[k], n * sizeof(float));
-    }
-    if (n) memcpy(g->ids, s.id, n * sizeof(uint32_t));
+    pbf_particles view = pbfapp_snapshot_particles(&s);
     *out = s;
-    out->x = dst[0];
-    out->y = dst[1];
-    out->z = dst[2];
-    out->vx = dst[3];
-    out->vy = dst[4];
-    out->vz = dst[5];
-    out->density = dst[6];
-    out->id = g->ids;
+    for (size_t j = 0; j < ncol && !fail; ++j) {
+        uint32_t *dst = g->buf + j * n;
+        const void *src = pbfapp_column_data(&view, &col[j]);
+        if (n && src) memcpy(dst, src, n * PBFAPP_FIELD_ELEMENT_BYTES);
+        if (!pbfapp_snapshot_set_column(out, &col[j], dst))
+            fail = "a field without a snapshot member";
+    }
+    if (fail) {
+        pbf_status st = strcmp(fail, "out of memory") == 0 ? PBF_ERR_OUT_OF_MEMORY : PBF_ERR_LIMIT;
+        if (err) {
+            err->status = st;
+            snprintf(err->message, sizeof err->message, "%s copying %zu particles for --adaptive",
+                     fail, n);
+        }
+        return st;
+    }
     return PBF_OK;
 }
 

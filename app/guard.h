@@ -26,10 +26,10 @@ extern "C" {
 typedef struct pbfapp_guard {
     double density_limit; /* percent; <= 0: the density check is off (the others stay on) */
     int adaptive;         /* retry an unstable frame with more substeps */
-    /* copy of the frame's start state, for adaptive retries */
-    float *buf;
-    uint32_t *ids;
-    size_t cap;
+    /* copy of the frame's start state, for adaptive retries: one array of 4-byte elements per
+     * column of the public field table (app/particle_fields.h) */
+    uint32_t *buf;
+    size_t cap; /* elements of buf */
 } pbfapp_guard;
 
 /* What happened in one frame. */

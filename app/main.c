@@ -6,6 +6,7 @@
  *   pbf render DIR [options]  render the frames of a run as PNG images or a video
  *   pbf view SCENE [options]  simulate live in a window (app/viewer/, built with GLFW + epoxy)
  *   pbf bench [options]       time the solver on standard cases (app/bench.c)
+ *   pbf devices               the compute devices of this machine (pbf_list_devices)
  *   pbf validate [options]    fidelity report docs/validation.md (app/validate.c)
  *   pbf --help | --version
  *
@@ -77,6 +78,9 @@ static void print_run_help(FILE *f) {
             "  --out DIR           output directory, created if missing (default: out)\n"
             "  --frames N          number of frames after frame 0 (same as --set frames=N)\n"
             "  --threads N         OpenMP threads, 0 = default (same as --set threads=N)\n"
+            "  --device D          where the solver runs: cpu, opencl, opencl:PLATFORM.DEVICE,\n"
+            "                      cuda or cuda:N (same as --set device=D; `pbf devices` lists\n"
+            "                      this machine's); a device that is not there is an error\n"
             "  --format F          vtp, ply or csv (same as --set format=F)\n"
             "  --set KEY=VALUE     override any parameter below; vectors as x,y,z, choices by\n"
             "                      name; may be repeated, applied after the scene file\n"
@@ -85,8 +89,9 @@ static void print_run_help(FILE *f) {
             "  --resume DIR        continue the run whose output is DIR from its newest valid\n"
             "                      checkpoint, with the scene DIR/scene.json written at its start\n"
             "                      (no SCENE, no --out; --set may change only parameters that do\n"
-            "                      not change the simulation: frames, threads, guard_density_error,\n"
-            "                      checkpoint_every, adaptive)\n"
+            "                      not change the simulation: frames, threads, device,\n"
+            "                      guard_density_error, checkpoint_every, adaptive; a checkpoint\n"
+            "                      written on one device resumes on any other)\n"
             "  --adaptive          retry an unstable frame from its start with 2x, 4x, 8x\n"
             "                      substeps (same as --set adaptive=1)\n"
             "  -q, --quiet         no progress and no summary, only errors\n"
@@ -138,6 +143,8 @@ static void print_help(FILE *f) {
             "       pbf render DIR [options]   images or a video of a run (`pbf render --help`)\n"
             "       pbf view [SCENE] [options] live viewer in a window (`pbf view --help`)\n"
             "       pbf bench [options]        time the solver (`pbf bench --help`)\n"
+            "       pbf devices                the CPU, OpenCL and CUDA devices of this machine\n"
+            "                                  that --device takes (`pbf devices --help`)\n"
             "       pbf validate [--out DIR] [--fast]  fidelity report: physics and experiment\n"
             "                                      (`pbf validate --help`)\n"
             "       pbf --help | --version\n"
@@ -258,9 +265,11 @@ static int run_command(int argc, char **argv) {
             if (!add_override(&opt, "adaptive", "1", "--adaptive")) rc = EXIT_RUNTIME;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--frames", &value)) != 0 ||
                    (m = pbfapp_option_value(argc, argv, &i, "--threads", &value)) != 0 ||
-                   (m = pbfapp_option_value(argc, argv, &i, "--format", &value)) != 0) {
+                   (m = pbfapp_option_value(argc, argv, &i, "--format", &value)) != 0 ||
+                   (m = pbfapp_option_value(argc, argv, &i, "--device", &value)) != 0) {
             const char *key = arg[2] == 'f' && arg[3] == 'r' ? "frames"
                               : arg[2] == 't'                ? "threads"
+                              : arg[2] == 'd'                ? "device"
                                                              : "format";
             char label[32];
             snprintf(label, sizeof label, "--%s", key);
@@ -441,11 +450,12 @@ static int simulate(const run_options *opt) {
         if (opt->resume)
             printf("pbf: resuming %s from %s: frame %d of %d, t = %.4f s\n", opt->out,
                    checkpoint_path, start_frame, run->frames, stats.time);
-        printf("pbf: %s: %s%s%d particles, %d frames at %g fps (%g s), %d substeps of %.4g ms, "
-               "writing %s files to %s/\n",
-               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles, run->frames,
-               (double)run->fps, (double)run->frames / (double)run->fps, run->substeps,
-               1000.0 * (double)dt, pbfapp_format_extension(run->format), opt->out);
+        printf("pbf: %s: %s%s%d particles on %s, %d frames at %g fps (%g s), %d substeps of "
+               "%.4g ms, writing %s files to %s/\n",
+               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles,
+               scene.def.device[0] ? scene.def.device : "cpu", run->frames, (double)run->fps,
+               (double)run->frames / (double)run->fps, run->substeps, 1000.0 * (double)dt,
+               pbfapp_format_extension(run->format), opt->out);
         fflush(stdout);
     }
 
@@ -577,6 +587,72 @@ static int simulate(const run_options *opt) {
     return rc;
 }
 
+/* `pbf devices`: the compute devices of this machine (pbf_list_devices). */
+static void print_devices_help(FILE *f) {
+    fprintf(f,
+            "usage: pbf devices\n"
+            "\n"
+            "Lists the compute devices this pbf can run a simulation on: the CPU, then the OpenCL\n"
+            "and CUDA devices of the backends built in, with the id that --device (or the\n"
+            "scene key \"device\") takes, the name, the memory (host memory for the CPU), the\n"
+            "compute units (cores, OpenCL compute units, CUDA multiprocessors) and the driver.\n"
+            "Notes name the backends that are not built in or found no device.\n"
+            "exit status: 0 success, 2 usage error\n");
+}
+
+static void format_bytes(char *buf, size_t size, size_t bytes) {
+    double b = (double)bytes;
+    if (bytes == 0)
+        snprintf(buf, size, "-");
+    else if (b >= 1024.0 * 1024.0 * 1024.0)
+        snprintf(buf, size, "%.1f GiB", b / (1024.0 * 1024.0 * 1024.0));
+    else
+        snprintf(buf, size, "%.0f MiB", b / (1024.0 * 1024.0));
+}
+
+static int devices_command(int argc, char **argv) {
+    for (int i = 0; i < argc; ++i) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            print_devices_help(stdout);
+            return 0;
+        }
+        fprintf(stderr, "pbf devices: unknown argument \"%s\" (see `pbf devices --help`)\n",
+                argv[i]);
+        return EXIT_USAGE;
+    }
+    char note[2048];
+    int n = pbf_list_devices(NULL, 0, NULL, 0);
+    pbf_device_info *dev = calloc((size_t)(n > 0 ? n : 1), sizeof *dev);
+    if (!dev) {
+        fputs("pbf devices: out of memory\n", stderr);
+        return EXIT_RUNTIME;
+    }
+    int got = pbf_list_devices(dev, n, note, sizeof note);
+    if (got < n) n = got;
+    size_t idw = 2, namew = 4;
+    for (int i = 0; i < n; ++i) {
+        size_t a = strlen(dev[i].id), b = strlen(dev[i].name);
+        if (a > idw) idw = a;
+        if (b > namew) namew = b;
+    }
+    printf("%-*s  %-*s  %10s  %5s  %s\n", (int)idw, "id", (int)namew, "name", "memory", "units",
+           "driver");
+    for (int i = 0; i < n; ++i) {
+        char mem[32];
+        format_bytes(mem, sizeof mem, dev[i].memory);
+        printf("%-*s  %-*s  %10s  %5d  %s\n", (int)idw, dev[i].id, (int)namew, dev[i].name, mem,
+               dev[i].compute_units, dev[i].driver[0] ? dev[i].driver : "-");
+    }
+    for (const char *line = note; *line;) {
+        size_t len = strcspn(line, "\n");
+        printf("note: %.*s\n", (int)len, line);
+        line += len;
+        if (*line == '\n') ++line;
+    }
+    free(dev);
+    return fflush(stdout) == 0 ? 0 : EXIT_RUNTIME;
+}
+
 /* `pbf view`: the live viewer of app/viewer/, when it was built. */
 static int view_command(int argc, char **argv) {
 #ifdef PBF_HAVE_VIEWER
@@ -609,6 +685,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "render") == 0) return pbfapp_render_command(argc - 2, argv + 2);
     if (strcmp(cmd, "view") == 0) return view_command(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return pbfapp_bench_command(argc - 2, argv + 2);
+    if (strcmp(cmd, "devices") == 0) return devices_command(argc - 2, argv + 2);
     if (strcmp(cmd, "validate") == 0) return pbfapp_validate_command(argc - 2, argv + 2);
     size_t n = strlen(cmd);
     if (n > 5 && strcmp(cmd + n - 5, ".json") == 0)

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "output.h"
+#include "particle_fields.h"
 #include "util.h"
 
 #include <errno.h>
@@ -56,12 +57,6 @@ static void sink_u32(sink *s, uint32_t v) {
 static void sink_u64(sink *s, uint64_t v) {
     sink_u32(s, (uint32_t)(v & 0xffffffffu));
     sink_u32(s, (uint32_t)(v >> 32));
-}
-
-static void sink_f32(sink *s, float v) {
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    sink_u32(s, u);
 }
 
 /* ---- atomic files ------------------------------------------------------------------------- */
@@ -144,21 +139,76 @@ static sink *sink_new(FILE *f) {
     return s;
 }
 
+/* Element i of a column (4 bytes, float or uint32) as its bits. */
+static uint32_t word_at(const void *column, size_t i) {
+    uint32_t u;
+    memcpy(&u, (const unsigned char *)column + (size_t)PBFAPP_FIELD_ELEMENT_BYTES * i, sizeof u);
+    return u;
+}
+
+/* The columns of the public field table (pbf_particle_fields) with their arrays in a view. */
+typedef struct columns {
+    size_t n;
+    pbfapp_column col[PBFAPP_MAX_COLUMNS];
+    const void *data[PBFAPP_MAX_COLUMNS];
+} columns;
+
+static pbf_status get_columns(const pbf_particles *p, const char *path, columns *c,
+                              pbf_error *err) {
+    c->n = pbfapp_columns(c->col, PBFAPP_MAX_COLUMNS);
+    if (c->n > PBFAPP_MAX_COLUMNS)
+        return pbfapp_fail(err, PBF_ERR_LIMIT,
+                           "%s: %zu particle columns, more than the %d a writer holds", path, c->n,
+                           PBFAPP_MAX_COLUMNS);
+    for (size_t j = 0; j < c->n; ++j) {
+        c->data[j] = pbfapp_column_data(p, &c->col[j]);
+        if (!c->data[j] && p->count > 0)
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: the particles have no %s array",
+                               path, c->col[j].info->name);
+    }
+    return PBF_OK;
+}
+
+/* Flushes and frees the sink; on a failed write removes PATH.tmp and names it. */
+static pbf_status sink_finish(sink *s, atomic_file *a, const char *path, pbf_error *err) {
+    sink_flush(s);
+    int failed = s->failed;
+    free(s);
+    if (failed) {
+        int e = failed; /* the errno of the failed write */
+        atomic_abort(a);
+        return pbfapp_fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
+                           pbfapp_space_hint(e));
+    }
+    return PBF_OK;
+}
+
+/* VTK XML PolyData, raw appended data: every field of the table but position is a PointData
+ * array (table order), position is the Points, then one vertex per particle. Each appended
+ * block is a UInt64 byte count followed by the bytes, in the order the header names them. */
 pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint32_t *order,
                             double time, pbf_error *err) {
+    columns cs;
+    pbf_status st = get_columns(p, path, &cs, err);
+    if (st != PBF_OK) return st;
+    size_t nf = 0;
+    const pbf_field_info *fi = pbf_particle_fields(&nf);
+    const int pos = pbfapp_field_index("position");
+    if (pos < 0 || fi[pos].components != 3)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: no 3-component position field",
+                           path);
     atomic_file a;
-    pbf_status st = atomic_open(&a, path, err);
+    st = atomic_open(&a, path, err);
     if (st != PBF_OK) return st;
     uint64_t n = p->count > 0 ? (uint64_t)p->count : 0;
-    /* Appended blocks: each is a UInt64 byte count followed by the bytes. */
-    uint64_t sz_vec = 12 * n, sz_scalar = 4 * n;
-    uint64_t off_velocity = 0;
-    uint64_t off_density = off_velocity + 8 + sz_vec;
-    uint64_t off_id = off_density + 8 + sz_scalar;
-    uint64_t off_points = off_id + 8 + sz_scalar;
-    uint64_t off_conn = off_points + 8 + sz_vec;
-    uint64_t off_offsets = off_conn + 8 + sz_scalar;
     FILE *f = a.f;
+    /* the active scalars and vectors: the first one-component and three-component float arrays */
+    const char *scalars = NULL, *vectors = NULL;
+    for (size_t k = 0; k < nf; ++k) {
+        if ((int)k == pos || fi[k].type != PBF_FIELD_FLOAT32) continue;
+        if (!scalars && fi[k].components == 1) scalars = fi[k].name;
+        if (!vectors && fi[k].components == 3) vectors = fi[k].name;
+    }
     fprintf(f,
             "<?xml version=\"1.0\"?>\n"
             "<VTKFile type=\"PolyData\" version=\"1.0\" byte_order=\"LittleEndian\" "
@@ -170,12 +220,27 @@ pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint
             "    </FieldData>\n"
             "    <Piece NumberOfPoints=\"%llu\" NumberOfVerts=\"%llu\" NumberOfLines=\"0\" "
             "NumberOfStrips=\"0\" NumberOfPolys=\"0\">\n"
-            "      <PointData Scalars=\"density\" Vectors=\"velocity\">\n"
-            "        <DataArray type=\"Float32\" Name=\"velocity\" NumberOfComponents=\"3\" "
-            "format=\"appended\" offset=\"%llu\"/>\n"
-            "        <DataArray type=\"Float32\" Name=\"density\" format=\"appended\" "
-            "offset=\"%llu\"/>\n"
-            "        <DataArray type=\"UInt32\" Name=\"id\" format=\"appended\" offset=\"%llu\"/>\n"
+            "      <PointData%s%s%s%s%s%s>\n",
+            time, (unsigned long long)n, (unsigned long long)n, scalars ? " Scalars=\"" : "",
+            scalars ? scalars : "", scalars ? "\"" : "", vectors ? " Vectors=\"" : "",
+            vectors ? vectors : "", vectors ? "\"" : "");
+    uint64_t offset = 0;
+    for (size_t k = 0; k < nf; ++k) {
+        if ((int)k == pos) continue;
+        char comps[40] = "";
+        if (fi[k].components > 1)
+            snprintf(comps, sizeof comps, " NumberOfComponents=\"%d\"", fi[k].components);
+        fprintf(f,
+                "        <DataArray type=\"%s\" Name=\"%s\"%s format=\"appended\" "
+                "offset=\"%llu\"/>\n",
+                fi[k].type == PBF_FIELD_UINT32 ? "UInt32" : "Float32", fi[k].name, comps,
+                (unsigned long long)offset);
+        offset += 8 + 4 * (uint64_t)fi[k].components * n;
+    }
+    uint64_t off_points = offset;
+    uint64_t off_conn = off_points + 8 + 12 * n;
+    uint64_t off_offsets = off_conn + 8 + 4 * n;
+    fprintf(f,
             "      </PointData>\n"
             "      <Points>\n"
             "        <DataArray type=\"Float32\" Name=\"Points\" NumberOfComponents=\"3\" "
@@ -191,8 +256,6 @@ pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint
             "  </PolyData>\n"
             "  <AppendedData encoding=\"raw\">\n"
             "   _",
-            time, (unsigned long long)n, (unsigned long long)n, (unsigned long long)off_velocity,
-            (unsigned long long)off_density, (unsigned long long)off_id,
             (unsigned long long)off_points, (unsigned long long)off_conn,
             (unsigned long long)off_offsets);
     sink *s = sink_new(f);
@@ -200,58 +263,52 @@ pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint
         atomic_abort(&a);
         return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
     }
-    sink_u64(s, sz_vec);
-    for (uint64_t k = 0; k < n; ++k) {
-        uint32_t i = order[k];
-        sink_f32(s, p->vx[i]);
-        sink_f32(s, p->vy[i]);
-        sink_f32(s, p->vz[i]);
+    /* the PointData blocks in table order, then the Points: field `pos` last */
+    for (size_t pass = 0; pass <= nf; ++pass) {
+        size_t k = pass < nf ? pass : (size_t)pos;
+        if (pass < nf && (int)k == pos) continue;
+        size_t first = 0;
+        while (first < cs.n && cs.col[first].field != k) ++first;
+        int nc = fi[k].components;
+        sink_u64(s, 4 * (uint64_t)nc * n);
+        for (uint64_t r = 0; r < n; ++r) {
+            uint32_t i = order[r];
+            for (int c = 0; c < nc; ++c) sink_u32(s, word_at(cs.data[first + (size_t)c], i));
+        }
     }
-    sink_u64(s, sz_scalar);
-    for (uint64_t k = 0; k < n; ++k) sink_f32(s, p->density[order[k]]);
-    sink_u64(s, sz_scalar);
-    for (uint64_t k = 0; k < n; ++k) sink_u32(s, p->id[order[k]]);
-    sink_u64(s, sz_vec);
-    for (uint64_t k = 0; k < n; ++k) {
-        uint32_t i = order[k];
-        sink_f32(s, p->x[i]);
-        sink_f32(s, p->y[i]);
-        sink_f32(s, p->z[i]);
-    }
-    sink_u64(s, sz_scalar);
+    sink_u64(s, 4 * n);
     for (uint64_t k = 0; k < n; ++k) sink_u32(s, (uint32_t)k);
-    sink_u64(s, sz_scalar);
+    sink_u64(s, 4 * n);
     for (uint64_t k = 0; k < n; ++k) sink_u32(s, (uint32_t)(k + 1));
-    sink_flush(s);
-    int failed = s->failed;
-    free(s);
+    st = sink_finish(s, &a, path, err);
+    if (st != PBF_OK) return st;
     fputs("\n  </AppendedData>\n</VTKFile>\n", f);
-    if (failed) {
-        int e = failed; /* the errno of the failed write */
-        atomic_abort(&a);
-        return pbfapp_fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
-                    pbfapp_space_hint(e));
-    }
     return atomic_commit(&a, err);
 }
 
+/* Binary little-endian PLY: one vertex per particle, one property per column of the table. */
 pbf_status pbfapp_write_ply(const char *path, const pbf_particles *p, const uint32_t *order,
                             double time, pbf_error *err) {
+    columns cs;
+    pbf_status st = get_columns(p, path, &cs, err);
+    if (st != PBF_OK) return st;
     atomic_file a;
-    pbf_status st = atomic_open(&a, path, err);
+    st = atomic_open(&a, path, err);
     if (st != PBF_OK) return st;
     size_t n = p->count > 0 ? (size_t)p->count : 0;
     fprintf(a.f,
             "ply\n"
             "format binary_little_endian 1.0\n"
             "comment pbf %s time %.17g\n"
-            "element vertex %zu\n"
-            "property float x\nproperty float y\nproperty float z\n"
-            "property float vx\nproperty float vy\nproperty float vz\n"
-            "property float density\n"
-            "property uint id\n"
-            "end_header\n",
+            "element vertex %zu\n",
             PBF_VERSION_STRING, time, n);
+    for (size_t j = 0; j < cs.n; ++j) {
+        char name[80];
+        pbfapp_column_name(&cs.col[j], name, sizeof name);
+        fprintf(a.f, "property %s %s\n",
+                cs.col[j].info->type == PBF_FIELD_UINT32 ? "uint" : "float", name);
+    }
+    fputs("end_header\n", a.f);
     sink *s = sink_new(a.f);
     if (!s) {
         atomic_abort(&a);
@@ -259,39 +316,57 @@ pbf_status pbfapp_write_ply(const char *path, const pbf_particles *p, const uint
     }
     for (size_t k = 0; k < n; ++k) {
         uint32_t i = order[k];
-        sink_f32(s, p->x[i]);
-        sink_f32(s, p->y[i]);
-        sink_f32(s, p->z[i]);
-        sink_f32(s, p->vx[i]);
-        sink_f32(s, p->vy[i]);
-        sink_f32(s, p->vz[i]);
-        sink_f32(s, p->density[i]);
-        sink_u32(s, p->id[i]);
+        for (size_t j = 0; j < cs.n; ++j) sink_u32(s, word_at(cs.data[j], i));
     }
-    sink_flush(s);
-    int failed = s->failed;
-    free(s);
-    if (failed) {
-        int e = failed; /* the errno of the failed write */
-        atomic_abort(&a);
-        return pbfapp_fail(err, PBF_ERR_IO, "%s.tmp: write failed: %s%s", path, strerror(e),
-                    pbfapp_space_hint(e));
-    }
+    st = sink_finish(s, &a, path, err);
+    if (st != PBF_OK) return st;
     return atomic_commit(&a, err);
 }
 
+/* CSV: a header line of column names, one particle per line. The id column is left out: the
+ * rows are in id order. */
 pbf_status pbfapp_write_csv(const char *path, const pbf_particles *p, const uint32_t *order,
                             pbf_error *err) {
+    columns cs;
+    pbf_status st = get_columns(p, path, &cs, err);
+    if (st != PBF_OK) return st;
+    size_t used = 0;
+    for (size_t j = 0; j < cs.n; ++j)
+        if (strcmp(cs.col[j].info->name, "id") != 0) {
+            cs.col[used] = cs.col[j];
+            cs.data[used] = cs.data[j];
+            ++used;
+        }
+    cs.n = used;
     atomic_file a;
-    pbf_status st = atomic_open(&a, path, err);
+    st = atomic_open(&a, path, err);
     if (st != PBF_OK) return st;
     size_t n = p->count > 0 ? (size_t)p->count : 0;
-    fputs("x,y,z,vx,vy,vz,density\n", a.f);
+    for (size_t j = 0; j < cs.n; ++j) {
+        char name[80];
+        pbfapp_column_name(&cs.col[j], name, sizeof name);
+        fprintf(a.f, "%s%s", j ? "," : "", name);
+    }
+    fputc('\n', a.f);
+    char line[40 * PBFAPP_MAX_COLUMNS + 2];
     for (size_t k = 0; k < n; ++k) {
         uint32_t i = order[k];
-        fprintf(a.f, "%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n", (double)p->x[i], (double)p->y[i],
-                (double)p->z[i], (double)p->vx[i], (double)p->vy[i], (double)p->vz[i],
-                (double)p->density[i]);
+        size_t at = 0;
+        for (size_t j = 0; j < cs.n; ++j) {
+            uint32_t u = word_at(cs.data[j], i);
+            const char *sep = j ? "," : "";
+            int w;
+            if (cs.col[j].info->type == PBF_FIELD_UINT32) {
+                w = snprintf(line + at, sizeof line - at, "%s%u", sep, (unsigned)u);
+            } else {
+                float v;
+                memcpy(&v, &u, sizeof v);
+                w = snprintf(line + at, sizeof line - at, "%s%.9g", sep, (double)v);
+            }
+            if (w > 0) at += (size_t)w;
+        }
+        line[at++] = '\n';
+        fwrite(line, 1, at, a.f);
     }
     return atomic_commit(&a, err);
 }

@@ -670,10 +670,12 @@ int pbfapp_render_command(int argc, char **argv) {
         pbfapp_scene_free(&scene);
         return st != PBF_OK ? EXIT_RUNTIME : EXIT_USAGE;
     }
-    /* A world holding only the boxes, to place moving walls at each frame's time. */
+    /* A world holding only the boxes, to place moving walls at each frame's time: on the CPU,
+     * whatever device the run was made on (it may not be on this machine). */
     pbf_world *world = NULL;
     pbf_world_def def = scene.def;
     def.max_particles = 0;
+    snprintf(def.device, sizeof def.device, "cpu");
     st = pbf_world_create(&def, &world, &err);
     for (int b = 0; st == PBF_OK && b < scene.box_count; ++b)
         st = pbf_world_add_box(world, &scene.boxes[b], &err);

@@ -1736,7 +1736,7 @@ static int write_report(const validate_options *o, const char *report, const run
     check c[MAX_CHECKS];
     int nc = build_checks(rs, c);
     fprintf(f, "## Summary\n\n");
-    fprintf(f, "Targets of issue 4, measured at three resolutions (n particles across the "
+    fprintf(f, "The fidelity targets, measured at three resolutions (n particles across the "
                "column; 4 solver iterations unless named). ✅ met, ❌ missed. The last column is "
                "what the CI test (`pbf validate --fast`, ctest label `validation`) checks on the "
                "n = 18 runs: the target itself where the full run meets it at n = 18, otherwise "

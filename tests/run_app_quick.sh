@@ -74,8 +74,8 @@ check "--quiet: exit 0 and no output" $?
 help_ok=0
 for key in domain_min domain_max gravity particle_radius rest_density kernel_ratio \
     solver_iterations relaxation constraint scorr_k scorr_n scorr_dq xsph_viscosity vorticity cfl \
-    friction_static friction_dynamic max_particles threads frames fps substeps format \
-    --out --frames --threads --format --set --quiet; do
+    friction_static friction_dynamic max_particles threads device solver frames fps substeps \
+    format --out --frames --threads --device --format --set --quiet; do
     for f in help.txt run_help.txt; do
         if ! grep -q -- "${key}" "${tmp}/${f}"; then
             echo "     ${f} lacks ${key}"

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "particle_fields.h"
 #include "scene.h"
 
 static const char scene_text[] =
@@ -72,8 +73,16 @@ static void test_round_trip_and_continue(void) {
     ENSURE(pbfapp_checkpoint_decode(buf, len, "mem", &c, &err) == PBF_OK);
     ENSURE_EQ_INT(c.count, s.count);
     ENSURE(c.frame == 3 && c.scene_hash == hash && c.steps == 6 && c.time == s.time);
-    ENSURE(memcmp(c.snapshot.x, s.x, (size_t)s.count * 4) == 0);
-    ENSURE(memcmp(c.snapshot.id, s.id, (size_t)s.count * 4) == 0);
+    const void *before[] = {s.x, s.y, s.z, s.vx, s.vy, s.vz, s.density, s.id};
+    const void *after[] = {c.snapshot.x,  c.snapshot.y,  c.snapshot.z,       c.snapshot.vx,
+                           c.snapshot.vy, c.snapshot.vz, c.snapshot.density, c.snapshot.id};
+    for (int k = 0; k < 8; ++k) ENSURE(memcmp(after[k], before[k], (size_t)s.count * 4) == 0);
+    /* the version 1 layout: after the 64-byte header x[n], y, z, vx, vy, vz, density, id[n],
+     * then the checksum */
+    for (int k = 0; k < 8; ++k)
+        ENSURE(memcmp(buf + 64 + (size_t)k * 4 * (size_t)s.count, before[k], (size_t)s.count * 4) ==
+               0);
+    ENSURE(len == 64 + 32 * (size_t)s.count + 8);
     /* a second world restored from the checkpoint continues bit-identically */
     ENSURE(pbfapp_scene_create_world(&sc, &b, &err) == PBF_OK);
     ENSURE(pbf_world_restore(b, &c.snapshot, &err) == PBF_OK);
@@ -88,6 +97,17 @@ static void test_round_trip_and_continue(void) {
     pbf_world_destroy(a);
     pbf_world_destroy(b);
     pbfapp_scene_free(&sc);
+}
+
+/* The checkpoint carries every column of the library's public field table (app/particle_fields.h):
+ * a field added there changes the layout, and the format version must be raised with it. */
+static void test_layout_version(void) {
+    if (pbfapp_particle_bytes() != 32 || PBFAPP_CHECKPOINT_VERSION != 1u)
+        printf("  the particle fields take %zu bytes per particle; checkpoint version %u means "
+               "32: raise PBFAPP_CHECKPOINT_VERSION with the field table and update this test\n",
+               pbfapp_particle_bytes(), PBFAPP_CHECKPOINT_VERSION);
+    ENSURE(PBFAPP_CHECKPOINT_VERSION == 1u && pbfapp_particle_bytes() == 32);
+    ENSURE(pbfapp_checkpoint_size(10) == 64u + 320u + 8u);
 }
 
 static void test_damage_detected(void) {
@@ -133,6 +153,8 @@ static void test_scene_hash(void) {
     /* unchanged by what does not change the simulation */
     static const char *const same[][2] = {{"frames", "9"},
                                           {"threads", "3"},
+                                          {"device", "opencl:1.2"},
+                                          {"device", "cuda"},
                                           {"guard_density_error", "5"},
                                           {"checkpoint_every", "2"},
                                           {"adaptive", "1"}};
@@ -267,6 +289,7 @@ static void test_directory(void) {
 int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_round_trip_and_continue);
+    RUN_SUBTEST(test_layout_version);
     RUN_SUBTEST(test_damage_detected);
     RUN_SUBTEST(test_scene_hash);
     RUN_SUBTEST(test_directory);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "output.h"
+#include "particle_fields.h"
 
 enum { N = 37 };
 
@@ -311,6 +312,38 @@ static void test_write_into_missing_dir_fails(void) {
     ENSURE(strstr(err.message, "/nonexistent-pbf-dir/frame_00000.vtp") != NULL);
 }
 
+/* The writers walk the library's public field table: its columns are, in order, the members of
+ * pbf_particles (and the PLY/CSV column names of the formats), and the snapshot helpers map every
+ * column to the member of pbf_snapshot that the view holds it in. */
+static void test_field_columns(void) {
+    static const char *const names[] = {"x", "y", "z", "vx", "vy", "vz", "density", "id"};
+    pbfapp_column col[PBFAPP_MAX_COLUMNS];
+    size_t n = pbfapp_columns(col, PBFAPP_MAX_COLUMNS);
+    ENSURE_EQ_INT((int)n, 8);
+    ENSURE_EQ_INT((int)pbfapp_particle_bytes(), 32);
+    fake f;
+    make_fake(&f);
+    const void *members[] = {f.x, f.y, f.z, f.vx, f.vy, f.vz, f.density, f.id};
+    float arrays[8][1];
+    pbf_snapshot snap;
+    memset(&snap, 0, sizeof snap);
+    snap.count = 1;
+    for (size_t j = 0; j < n && j < 8; ++j) {
+        char name[80];
+        pbfapp_column_name(&col[j], name, sizeof name);
+        ENSURE(strcmp(name, names[j]) == 0);
+        ENSURE(pbfapp_column_data(&f.p, &col[j]) == members[j]);
+        ENSURE(pbfapp_snapshot_set_column(&snap, &col[j], arrays[j]));
+    }
+    pbf_particles view = pbfapp_snapshot_particles(&snap);
+    ENSURE_EQ_INT(view.count, 1);
+    for (size_t j = 0; j < n && j < 8; ++j)
+        ENSURE(pbfapp_column_data(&view, &col[j]) == (const void *)arrays[j]);
+    ENSURE_EQ_INT(pbfapp_field_index("position"), 0);
+    ENSURE_EQ_INT(pbfapp_field_index("id"), 3);
+    ENSURE_EQ_INT(pbfapp_field_index("no such field"), -1);
+}
+
 int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_id_order_permutation);
@@ -320,5 +353,6 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_vtp_layout);
     RUN_SUBTEST(test_output_dir_and_stats);
     RUN_SUBTEST(test_write_into_missing_dir_fails);
+    RUN_SUBTEST(test_field_columns);
     return test_end();
 }

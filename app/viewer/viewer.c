@@ -107,6 +107,8 @@ void pbfview_print_help(FILE *f, const char *default_scene) {
             "  --color F           colour field: water, density or speed (default water)\n"
             "  --fluid             start in screen-space fluid mode\n"
             "  --threads N         OpenMP threads, 0 = default (same as --set threads=N)\n"
+            "  --device D          where the solver runs: cpu, opencl, opencl:PLATFORM.DEVICE,\n"
+            "                      cuda or cuda:N (same as --set device=D; `pbf devices`)\n"
             "  --set KEY=VALUE     override a scene parameter (see `pbf run --help`)\n"
             "  --frames N          draw the initial state and N frames of `substeps` steps each,\n"
             "                      then exit (prints the frame rate; for measurements)\n"
@@ -234,6 +236,9 @@ static int parse_options(int argc, char **argv, view_options *o, const char *def
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--threads", &value)) != 0) {
             if (m < 0) return usage("%s needs a value", "--threads");
             if (!add_override(o, "threads", 7, value, "--threads")) return EXIT_RUNTIME;
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--device", &value)) != 0) {
+            if (m < 0) return usage("%s needs a value (cpu, opencl[:P.D] or cuda[:N])", "--device");
+            if (!add_override(o, "device", 6, value, "--device")) return EXIT_RUNTIME;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--set", &value)) != 0) {
             if (m < 0) return usage("%s needs a value (KEY=VALUE)", "--set");
             const char *eq = strchr(value, '=');
@@ -731,10 +736,11 @@ static int run_viewer(viewer *v) {
     const float light[3] = {0.35f, 1.0f, 0.55f};
     const float vmax = pbfapp_render_vmax(d);
 
-    printf("pbf view: %s: %s%s%d particles, %d substeps of %.4g ms per frame at %g fps; press H "
-           "for the controls\n",
+    printf("pbf view: %s: %s%s%d particles on %s, %d substeps of %.4g ms per frame at %g fps; "
+           "press H for the controls\n",
            v->scene.path, v->scene.name, v->scene.name[0] ? ": " : "", v->stats.particles,
-           v->scene.run.substeps, 1000.0 * (double)v->dt, (double)v->scene.run.fps);
+           v->scene.def.device[0] ? v->scene.def.device : "cpu", v->scene.run.substeps,
+           1000.0 * (double)v->dt, (double)v->scene.run.fps);
     fflush(stdout);
 
     int rc = 0;
