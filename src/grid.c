@@ -1,6 +1,7 @@
 /*
  * Uniform grid with cell size >= h, built by counting sort with prefix sums (Hoetzlein 2014,
- * seed 001): no hashing, so no collisions, and no per-cell capacity, so nothing overflows.
+ * "Fast Fixed-Radius Nearest Neighbors: Interactive Million-Particle Fluids"): no hashing, so
+ * no collisions, and no per-cell capacity, so nothing overflows.
  * Cells are numbered linearly with x fastest: the cells (x-1..x+1, y, z) are consecutive, so a
  * neighbour query visits 9 contiguous particle ranges (see solver.c).
  */

@@ -286,6 +286,35 @@ pbf_world_def pbf_default_world_def(void) {
     return def;
 }
 
+/* cpu | opencl | opencl:P.D | cuda | cuda:N (whether that device exists is for the backend) */
+static int device_name_ok(const char *d) {
+    if (strcmp(d, "cpu") == 0) return 1;
+    const char *rest = NULL;
+    int dotted = 0;
+    if (strncmp(d, "opencl", 6) == 0) {
+        rest = d + 6;
+        dotted = 1;
+    } else if (strncmp(d, "cuda", 4) == 0) {
+        rest = d + 4;
+    } else {
+        return 0;
+    }
+    if (*rest == '\0') return 1;
+    if (*rest++ != ':') return 0;
+    int digits = 0, dots = 0;
+    for (; *rest; ++rest) {
+        if (*rest >= '0' && *rest <= '9') {
+            ++digits;
+        } else if (*rest == '.' && dotted && digits > 0 && dots == 0) {
+            ++dots;
+            digits = 0;
+        } else {
+            return 0;
+        }
+    }
+    return digits > 0 && (dots == 1 || !dotted);
+}
+
 pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
     char where[96];
     if (!def) {
@@ -305,6 +334,13 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
                               "world_def.%s: must be a non-empty NUL-terminated string of at most "
                               "%d characters",
                               p->name, (int)p->max - 1);
+                return PBF_ERR_INVALID_ARGUMENT;
+            }
+            if (strcmp(p->name, "device") == 0 && !device_name_ok(v)) {
+                pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                              "world_def.device = \"%s\": unknown device; use cpu, opencl, "
+                              "opencl:PLATFORM.DEVICE, cuda or cuda:N",
+                              v);
                 return PBF_ERR_INVALID_ARGUMENT;
             }
             continue;

@@ -62,7 +62,7 @@ typedef struct pbf_vec3 {
 } pbf_vec3;
 
 /* The density constraint C_i = rho_i / rho_0 - 1 (paper eq. 1). "unilateral" solves only
- * C_i > 0 (compression, as in seed 003 and FleX), so free-surface particles are never pulled
+ * C_i > 0 (compression only, as NVIDIA FleX does), so free-surface particles are never pulled
  * together; "bilateral" solves C_i = 0 as written in the paper and relies on s_corr. */
 typedef enum pbf_constraint_mode {
     PBF_CONSTRAINT_UNILATERAL = 0,

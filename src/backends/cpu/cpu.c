@@ -291,7 +291,7 @@ static int stage_delta_p(pbf_world *w) {
             ay += f * dy;
             az += f * dz;
         );
-        /* over-relaxation of the Jacobi step (SOR, seed 003): omega = 1 is the paper */
+        /* over-relaxation of the Jacobi step (successive over-relaxation): omega = 1 is the paper */
         float dpx = om * (li * gw[0] + vf_hsum(ax)), dpy = om * (li * gw[1] + vf_hsum(ay)),
               dpz = om * (li * gw[2] + vf_hsum(az));
         w->sx[i] = dpx; /* eq. 14 */
