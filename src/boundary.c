@@ -3,7 +3,8 @@
  *
  * Wall density. A particle near a wall misses the neighbours the wall cuts away, so it reads
  * under-dense and the solver pulls fluid into the wall (clumping), or corners "explode". pbf
- * treats the solid as filled with fluid at rest density that never moves, in the continuum limit of Akinci et al. 2012's boundary particles: the wall adds
+ * treats the solid as filled with fluid at rest density that never moves, in the continuum limit
+ * of Akinci et al. 2012's boundary particles: the wall adds
  *
  *     rho_wall(p) = rho_0 * integral over the solid S of W_poly6(p - y) dy
  *
