@@ -24,11 +24,37 @@ if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
 endif()
 enable_language(CUDA)
 find_package(CUDAToolkit REQUIRED)
-target_sources(pbf PRIVATE src/backends/cuda/cuda.cu)
+# The kernels sum over neighbours in the CPU backend's SIMD lanes (src/simd.h: 8 with AVX, else
+# 4); the host C code decides that with its own flags (-march=native under PBF_NATIVE), so ask the
+# C compiler the same question here and give nvcc the answer.
+include(CheckCSourceCompiles)
+set(CMAKE_REQUIRED_FLAGS "")
+if(PBF_NATIVE)
+  set(CMAKE_REQUIRED_FLAGS "-march=native")
+endif()
+check_c_source_compiles("#ifndef __AVX__\n#error no AVX\n#endif\nint main(void) { return 0; }"
+                        PBF_HOST_HAS_AVX)
+unset(CMAKE_REQUIRED_FLAGS)
+if(PBF_HOST_HAS_AVX)
+  set(PBF_CUDA_LANES 8)
+else()
+  set(PBF_CUDA_LANES 4)
+endif()
+# An object library of its own: the library's C options (-fno-math-errno, ...) are not nvcc's.
+add_library(pbf_cuda OBJECT src/backends/cuda/cuda.cu)
+target_include_directories(pbf_cuda PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+target_compile_definitions(pbf_cuda PRIVATE PBF_HAVE_CUDA=1 PBF_LANES=${PBF_CUDA_LANES})
+# no fused multiply-add, as -ffp-contract=off on the host, and IEEE division and square root: the
+# CUDA results are then compared with the CPU's at the tolerance the tests state
+target_compile_options(pbf_cuda PRIVATE
+                       $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false;-prec-div=true;-prec-sqrt=true;-ftz=false>)
+set_target_properties(pbf_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON
+                      CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
+# `pbf` was created before CUDA was enabled: give it the architectures too (it links the objects)
+set_target_properties(pbf PROPERTIES CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
+target_link_libraries(pbf_cuda PRIVATE CUDA::cudart_static)
+target_sources(pbf PRIVATE $<TARGET_OBJECTS:pbf_cuda>)
 target_compile_definitions(pbf PRIVATE PBF_HAVE_CUDA=1)
-# no fused multiply-add, as -ffp-contract=off on the host: the CUDA results are then compared with
-# the CPU's at the tolerance the tests state
-target_compile_options(pbf PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false>)
 target_link_libraries(pbf PUBLIC CUDA::cudart_static)
 set(PBF_HAVE_CUDA ON)
-message(STATUS "CUDA backend: on (${CMAKE_CUDA_COMPILER}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+message(STATUS "CUDA backend: on (${CMAKE_CUDA_COMPILER}, architectures ${CMAKE_CUDA_ARCHITECTURES}, ${PBF_CUDA_LANES} lanes)")

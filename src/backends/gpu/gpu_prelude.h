@@ -12,6 +12,7 @@
  *   PBF_BARRIER                work-group barrier on shared memory
  *   PBF_ATOMIC_ADD_U32(p, v)   atomic add on an unsigned int in device memory, returns the old value
  *   PBF_ATOMIC_MIN_I32(p, v)   atomic min on an int in device memory
+ *   PBF_LOWEST_BIT(m)          index of the lowest set bit of an unsigned int m != 0
  *
  * Floating point: the kernels must not contract a * b + c into a fused multiply-add (the host code
  * is built with -ffp-contract=off, and the CPU backend is the reference the GPU results are
@@ -24,10 +25,14 @@
 #ifndef PBF_GPU_PRELUDE_H
 #define PBF_GPU_PRELUDE_H
 
+/* before any code, the shared headers' included: OpenCL C contracts by default */
+#if defined(__OPENCL_VERSION__)
+#pragma OPENCL FP_CONTRACT OFF
+#endif
+
 #include "../../sph/walls.h" /* kernel.h (PBF_FN, PBF_GLOBAL, pbf_sph_consts) and the walls */
 
 #if defined(__OPENCL_VERSION__)
-#pragma OPENCL FP_CONTRACT OFF
 #if defined(PBF_CELL_FP64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
@@ -41,6 +46,7 @@
 #define PBF_ATOMIC_ADD_U32(p, v) atomic_add((volatile __global unsigned int *)(p), (v))
 #define PBF_ATOMIC_MIN_I32(p, v) atomic_min((volatile __global int *)(p), (v))
 #define PBF_INT_MAX INT_MAX
+#define PBF_LOWEST_BIT(m) (31u - clz((m) & (0u - (m)))) /* index of the lowest set bit, m != 0 */
 #elif defined(__CUDACC__)
 #define PBF_KERNEL extern "C" __global__ void
 #define PBF_GID ((int)(blockIdx.x * blockDim.x + threadIdx.x))
@@ -52,6 +58,7 @@
 #define PBF_ATOMIC_ADD_U32(p, v) atomicAdd((unsigned int *)(p), (v))
 #define PBF_ATOMIC_MIN_I32(p, v) atomicMin((int *)(p), (v))
 #define PBF_INT_MAX 2147483647
+#define PBF_LOWEST_BIT(m) ((unsigned int)(__ffs((int)(m)) - 1))
 #endif
 
 /* Work-group sizes the host launches with (it may lower them with -D on small devices). The

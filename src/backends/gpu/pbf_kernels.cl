@@ -2,15 +2,17 @@
  * The GPU kernels of pbf: every stage of the step (src/core.c) on device buffers, one work-item
  * per particle (per cell for the grid's cell passes). Compiled as OpenCL C 1.2 by the OpenCL
  * backend (backends/opencl/opencl.c; CMake embeds this file and the headers it includes into the
- * library) and as CUDA by a .cu file that #includes it. The portability macros are in
- * gpu_prelude.h; the SPH and wall formulas are those of src/sph/, the same functions the CPU
+ * library) and as CUDA by backends/cuda/cuda.cu, which #includes it. The portability macros are
+ * in gpu_prelude.h; the SPH and wall formulas are those of src/sph/, the same functions the CPU
  * backend (the reference, backends/cpu/cpu.c) runs.
  *
  * Layout: structure of arrays, one buffer per row of the field registry (src/fields.h) except the
- * CPU's neighbour-list offsets. No neighbour lists: a neighbour loop visits the 9 contiguous
- * index ranges of the 27 cells around the particle's cell (PBF_NEIGHBOURS_BEGIN), as
- * pbf_grid_neighbour_ranges of src/internal.h, in the same order, and every sum over neighbours
- * runs in that fixed order: results are bit-identical from run to run on one device.
+ * CPU's neighbour-list offsets. No neighbour lists: a neighbour loop (PBF_FOR_NEIGHBOURS) visits
+ * the 9 contiguous index ranges of the 27 cells around the particle's cell, as
+ * pbf_grid_neighbour_ranges of src/internal.h, keeps the pairs that were within h when the grid
+ * was built (the CPU backend's lists) and sums over them in the CPU backend's SIMD lanes: the
+ * results are the CPU backend's, bit for bit, on a device with IEEE single precision (no
+ * contraction, correctly rounded division and square root), and bit-identical from run to run.
  *
  * The grid (stage "grid"): cell key and rank per particle with an atomic histogram, exclusive
  * prefix scan of the counts (work-group scans, a scan of the block sums, add), scatter to
@@ -42,52 +44,115 @@ PBF_FN int pbf_gpu_axis_cell(float v, pbf_gpu_real origin, pbf_gpu_real inv, int
  * negative or NaN (never a reason to skip). */
 PBF_FN float pbf_gpu_face2(float d) { return d > 0.0f ? d * d : 0.0f; }
 
+/* Sums over neighbours: PBF_LANES partial sums, neighbour k of the sequence below going to lane
+ * k % PBF_LANES, combined in one fixed tree. This is the order of the CPU backend's SIMD lanes
+ * over its neighbour lists (src/simd.h vf_hsum; the host sets PBF_LANES to the CPU backend's),
+ * so both backends add the same terms in the same order: a device with IEEE single precision,
+ * correctly rounded division and square root and no contraction gives the CPU's bits. On a CPU
+ * device the lane loops vectorise like the CPU backend's; on a GPU they are plain loops over
+ * registers. */
+#ifndef PBF_LANES
+#define PBF_LANES 8
+#endif
+/* How the loops run, without changing a result (a masked lane adds an exact 0):
+ *   PBF_TEST_BLOCK  candidates tested per block, without branches: 8 on a CPU device (one vector
+ *                   compare; the arrays are padded for the reads past a range), 1 on a GPU
+ *   PBF_LANES_ALL   1: every lane of a chunk, masked (vector code on a CPU device); 0: only the
+ *                   lanes holding a neighbour (a GPU's threads do no work for empty lanes) */
+#ifndef PBF_TEST_BLOCK
+#define PBF_TEST_BLOCK 1u
+#endif
+#ifndef PBF_LANES_ALL
+#define PBF_LANES_ALL 0
+#endif
+#define PBF_LANE_ZERO(a)                                                                           \
+    for (int l_ = 0; l_ < PBF_LANES; ++l_) (a)[l_] = 0.0f
+PBF_FN float pbf_gpu_hsum(const float *a) {
+#if PBF_LANES == 8
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+#elif PBF_LANES == 4
+    return (a[0] + a[1]) + (a[2] + a[3]);
+#elif PBF_LANES == 1
+    return a[0];
+#else
+#error "PBF_LANES must be 1, 4 or 8"
+#endif
+}
+
 /* The neighbours of particle i in the step's neighbour sets (Algorithm 1, line 6): every j of
- * the 9 contiguous index ranges of the 27 cells around `cell`, z then y ascending and x ascending
- * inside a range (the order of pbf_grid_neighbour_ranges), with |x*_i0 - x*_j0| < h at the
- * positions the grid was built on (q0; (x0, y0, z0) is particle i's). The CPU backend's neighbour
- * lists hold exactly these pairs; the stages then take those with |x*_i - x*_j| < h at the
- * current positions, as the CPU's do.
+ * the 9 contiguous index ranges of the 27 cells around `cell` (z then y ascending, x ascending
+ * inside a range: the order of pbf_grid_neighbour_ranges) with |x*_i0 - x*_j0| < h at the
+ * positions the grid was built on (q0; (x0, y0, z0) is particle i's): exactly the CPU backend's
+ * neighbour list of i, in its order. They are collected PBF_LANES at a time into idx_ and the
+ * body runs once per chunk for every lane l, with j = idx_[l] and `valid` (l holds a neighbour;
+ * the stages also test |x*_i - x*_j| < h at the current positions, as the CPU's do).
  * A cell whose box is farther than P.reach from x*_i0 (its faces in float, the margin of reach
- * covering their rounding, see opencl.c) cannot hold such a j and is skipped: about a quarter of
- * the candidates, with the same neighbours in the same order. The distance to a face of the
+ * covering their rounding, see opencl.c) cannot hold such a j and is skipped (about a quarter of
+ * the candidates; the same neighbours in the same order). The distance to a face of the
  * particle's own cell counts as 0 when the particle lies outside it (border cells also hold the
  * particles beyond the grid) or is NaN. */
-#define PBF_NEIGHBOURS_BEGIN(P, start, cell, j, q0x, q0y, q0z, x0, y0, z0)                         \
+#define PBF_LANES_RUN_(...)                                                                        \
+    for (int l = 0; l < (PBF_LANES_ALL ? PBF_LANES : cnt_); ++l) {                                 \
+        const unsigned int j = idx_[l];                                                            \
+        const int valid = l < cnt_;                                                                \
+        __VA_ARGS__                                                                                \
+    }
+#define PBF_FOR_NEIGHBOURS(P, start, cell, self, q0x, q0y, q0z, x0, y0, z0, ...)                   \
     {                                                                                              \
+        unsigned int idx_[PBF_LANES];                                                              \
+        int cnt_ = 0;                                                                              \
+        for (int l_ = 0; l_ < PBF_LANES; ++l_) idx_[l_] = (unsigned int)(self);                    \
         const int nx_ = (P).dim[0], ny_ = (P).dim[1], nz_ = (P).dim[2];                            \
         const int cx_ = (int)((cell) % (unsigned int)nx_);                                         \
         const int cy_ = (int)(((cell) / (unsigned int)nx_) % (unsigned int)ny_);                   \
         const int cz_ = (int)((cell) / ((unsigned int)nx_ * (unsigned int)ny_));                   \
-        const int x0_ = cx_ > 0 ? cx_ - 1 : cx_, x1_ = cx_ < nx_ - 1 ? cx_ + 1 : cx_;              \
-        const int y0_ = cy_ > 0 ? cy_ - 1 : cy_, y1_ = cy_ < ny_ - 1 ? cy_ + 1 : cy_;              \
-        const int z0_ = cz_ > 0 ? cz_ - 1 : cz_, z1_ = cz_ < nz_ - 1 ? cz_ + 1 : cz_;              \
-        const float lx_ = (P).origin[0] + (float)cx_ * (P).cell_size;                                   \
-        const float ly_ = (P).origin[1] + (float)cy_ * (P).cell_size;                                   \
-        const float lz_ = (P).origin[2] + (float)cz_ * (P).cell_size;                                   \
-        const float dlx_ = pbf_gpu_face2((x0) - lx_), dhx_ = pbf_gpu_face2(lx_ + (P).cell_size - (x0)); \
-        const float dly_ = pbf_gpu_face2((y0) - ly_), dhy_ = pbf_gpu_face2(ly_ + (P).cell_size - (y0)); \
-        const float dlz_ = pbf_gpu_face2((z0) - lz_), dhz_ = pbf_gpu_face2(lz_ + (P).cell_size - (z0)); \
-        for (int z_ = z0_; z_ <= z1_; ++z_) {                                                      \
+        const int xa_ = cx_ > 0 ? cx_ - 1 : cx_, xb_ = cx_ < nx_ - 1 ? cx_ + 1 : cx_;              \
+        const int ya_ = cy_ > 0 ? cy_ - 1 : cy_, yb_ = cy_ < ny_ - 1 ? cy_ + 1 : cy_;              \
+        const int za_ = cz_ > 0 ? cz_ - 1 : cz_, zb_ = cz_ < nz_ - 1 ? cz_ + 1 : cz_;              \
+        const float lx_ = (P).origin[0] + (float)cx_ * (P).cell_size;                              \
+        const float ly_ = (P).origin[1] + (float)cy_ * (P).cell_size;                              \
+        const float lz_ = (P).origin[2] + (float)cz_ * (P).cell_size;                              \
+        const float dlx_ = pbf_gpu_face2((x0) - lx_);                                              \
+        const float dhx_ = pbf_gpu_face2(lx_ + (P).cell_size - (x0));                              \
+        const float dly_ = pbf_gpu_face2((y0) - ly_);                                              \
+        const float dhy_ = pbf_gpu_face2(ly_ + (P).cell_size - (y0));                              \
+        const float dlz_ = pbf_gpu_face2((z0) - lz_);                                              \
+        const float dhz_ = pbf_gpu_face2(lz_ + (P).cell_size - (z0));                              \
+        for (int z_ = za_; z_ <= zb_; ++z_) {                                                      \
             const float bz_ = z_ < cz_ ? dlz_ : (z_ > cz_ ? dhz_ : 0.0f);                          \
-            for (int y_ = y0_; y_ <= y1_; ++y_) {                                                  \
+            for (int y_ = ya_; y_ <= yb_; ++y_) {                                                  \
                 const float byz_ = bz_ + (y_ < cy_ ? dly_ : (y_ > cy_ ? dhy_ : 0.0f));             \
                 if (!(byz_ < (P).reach2)) continue;                                                \
                 const unsigned int row_ =                                                          \
                     ((unsigned int)z_ * (unsigned int)ny_ + (unsigned int)y_) * (unsigned int)nx_; \
-                for (int xc_ = x0_; xc_ <= x1_; ++xc_) {                                           \
+                for (int xc_ = xa_; xc_ <= xb_; ++xc_) {                                           \
                     if (!(byz_ + (xc_ < cx_ ? dlx_ : (xc_ > cx_ ? dhx_ : 0.0f)) < (P).reach2))     \
                         continue;                                                                  \
                     const unsigned int end_ = (start)[row_ + (unsigned int)xc_ + 1u];              \
-                    for (unsigned int j = (start)[row_ + (unsigned int)xc_]; j < end_; ++j) {      \
-                        const float ex_ = (x0) - (q0x)[j], ey_ = (y0) - (q0y)[j],                  \
-                                    ez_ = (z0) - (q0z)[j];                                         \
-                        if (!(ex_ * ex_ + ey_ * ey_ + ez_ * ez_ < (P).k.h2)) continue;
-#define PBF_NEIGHBOURS_END                                                                         \
-    }                                                                                              \
-    }                                                                                              \
-    }                                                                                              \
-    }                                                                                              \
+                    for (unsigned int c_ = (start)[row_ + (unsigned int)xc_]; c_ < end_;           \
+                         c_ += PBF_TEST_BLOCK) {                                                   \
+                        unsigned int m_ = 0u;                                                      \
+                        for (unsigned int b_ = 0u; b_ < PBF_TEST_BLOCK; ++b_) {                    \
+                            const float ex_ = (x0) - (q0x)[c_ + b_], ey_ = (y0) - (q0y)[c_ + b_],  \
+                                        ez_ = (z0) - (q0z)[c_ + b_];                               \
+                            m_ |= (ex_ * ex_ + ey_ * ey_ + ez_ * ez_ < (P).k.h2 && c_ + b_ < end_) \
+                                      ? 1u << b_                                                   \
+                                      : 0u;                                                        \
+                        }                                                                          \
+                        for (; m_ != 0u; m_ &= m_ - 1u) { /* ascending */                          \
+                            idx_[cnt_++] = c_ + PBF_LOWEST_BIT(m_);                                \
+                            if (cnt_ == PBF_LANES) {                                               \
+                                PBF_LANES_RUN_(__VA_ARGS__)                                        \
+                                cnt_ = 0;                                                          \
+                            }                                                                      \
+                        }                                                                          \
+                    }                                                                              \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+        if (cnt_ > 0) {                                                                            \
+            PBF_LANES_RUN_(__VA_ARGS__)                                                            \
+        }                                                                                          \
     }
 
 /* Cell of x* and its rank among the particles of the cell (in atomic order); counts[] (ncells + 1
@@ -223,14 +288,15 @@ PBF_KERNEL pbf_k_predict(const pbf_gpu_params P, const PBF_GLOBAL float *px,
     if (!isfinite(x + y + z)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
 
-/* Density (eq. 2) with the wall at x*, after adding particles or restoring (cpu.c density_at). */
+/* Density (eq. 2) with the wall at x*, after adding particles or restoring (cpu.c density_at;
+ * q0 = x* here). */
 PBF_KERNEL pbf_k_density(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
-                       const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
-                       const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
-                       const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
-                       const PBF_GLOBAL float *q0z,
-                       const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
-                       const PBF_GLOBAL pbf_wall_box *boxes, PBF_GLOBAL float *density) {
+                         const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                         const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
+                         const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
+                         const PBF_GLOBAL float *q0z, const PBF_GLOBAL float *F,
+                         const PBF_GLOBAL float *G, const PBF_GLOBAL pbf_wall_box *boxes,
+                         PBF_GLOBAL float *density) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     const pbf_sph_consts k = P.k;
@@ -238,26 +304,26 @@ PBF_KERNEL pbf_k_density(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const float xi = qx[i], yi = qy[i], zi = qz[i];
     float p[3] = {xi, yi, zi}, gw[3];
     const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
-    const unsigned int c = cell[i];
-    const float x0i = q0x[i], y0i = q0y[i], z0i = q0z[i];
-    float rho = 0.0f;
-    PBF_NEIGHBOURS_BEGIN(P, start, c, j, q0x, q0y, q0z, x0i, y0i, z0i)
+    float rho[PBF_LANES];
+    PBF_LANE_ZERO(rho);
+    PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
-        if (r2 < k.h2) rho += pbf_poly6(&k, r2);
-    PBF_NEIGHBOURS_END
-    density[i] = k.mass * rho + k.rest_density * wall;
+        const int in = valid && r2 < k.h2;
+        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
+    )
+    density[i] = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
 }
 
 /* rho_i (eq. 2) with the wall, C_i (eq. 1, clamped at 0 when unilateral), lambda_i (eq. 11). */
 PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
-                      const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
-                      const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
-                       const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
-                       const PBF_GLOBAL float *q0z,
-                      const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
-                      const PBF_GLOBAL pbf_wall_box *boxes, PBF_GLOBAL float *density,
-                      PBF_GLOBAL float *lambda, PBF_GLOBAL int *bad, int slot) {
+                        const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                        const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
+                        const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
+                        const PBF_GLOBAL float *q0z, const PBF_GLOBAL float *F,
+                        const PBF_GLOBAL float *G, const PBF_GLOBAL pbf_wall_box *boxes,
+                        PBF_GLOBAL float *density, PBF_GLOBAL float *lambda, PBF_GLOBAL int *bad,
+                        int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     const pbf_sph_consts k = P.k;
@@ -265,44 +331,47 @@ PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const float xi = qx[i], yi = qy[i], zi = qz[i];
     float p[3] = {xi, yi, zi}, gw[3];
     const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
-    const unsigned int c = cell[i];
-    const float x0i = q0x[i], y0i = q0y[i], z0i = q0z[i];
-    float rho = 0.0f, gx = 0.0f, gy = 0.0f, gz = 0.0f, s2 = 0.0f;
-    PBF_NEIGHBOURS_BEGIN(P, start, c, j, q0x, q0y, q0z, x0i, y0i, z0i)
+    float rho[PBF_LANES], gx[PBF_LANES], gy[PBF_LANES], gz[PBF_LANES], s2[PBF_LANES];
+    PBF_LANE_ZERO(rho);
+    PBF_LANE_ZERO(gx);
+    PBF_LANE_ZERO(gy);
+    PBF_LANE_ZERO(gz);
+    PBF_LANE_ZERO(s2);
+    PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
-        if (r2 < k.h2) {
-            rho += pbf_poly6(&k, r2);
-            /* grad_{p_j} C_i = -V grad W(p_i - p_j) (eq. 8, k = j); zero vector for j = i */
-            const float f = k.volume * pbf_spiky(&k, r2);
-            const float ax = f * dx, ay = f * dy, az = f * dz;
-            gx += ax;
-            gy += ay;
-            gz += az;
-            s2 += ax * ax + ay * ay + az * az;
-        }
-    PBF_NEIGHBOURS_END
-    const float gix = gw[0] + gx, giy = gw[1] + gy, giz = gw[2] + gz;
-    const float r = k.mass * rho + k.rest_density * wall;
+        const int in = valid && r2 < k.h2;
+        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
+        /* grad_{p_j} C_i = -V grad W(p_i - p_j) (eq. 8, k = j); zero vector for j = i */
+        const float f = k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);
+        const float ax = in ? f * dx : 0.0f, ay = in ? f * dy : 0.0f, az = in ? f * dz : 0.0f;
+        gx[l] += ax;
+        gy[l] += ay;
+        gz[l] += az;
+        s2[l] += ax * ax + ay * ay + az * az;
+    )
+    const float gix = gw[0] + pbf_gpu_hsum(gx), giy = gw[1] + pbf_gpu_hsum(gy),
+                giz = gw[2] + pbf_gpu_hsum(gz);
+    const float r = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
     density[i] = r;
     float cc = r * P.inv_rho0 - 1.0f; /* eq. 1 */
     if (P.unilateral && cc < 0.0f) cc = 0.0f;
-    const float sum2 = s2 + gix * gix + giy * giy + giz * giz;
-    const float l = -cc / (sum2 + P.eps_abs); /* eq. 11 */
-    lambda[i] = l;
-    if (!isfinite(l)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
+    const float sum2 = pbf_gpu_hsum(s2) + gix * gix + giy * giy + giz * giz;
+    const float lam = -cc / (sum2 + P.eps_abs); /* eq. 11 */
+    lambda[i] = lam;
+    if (!isfinite(lam)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
 
 /* delta p_i with s_corr (eq. 12-14), the wall term and over-relaxation, into s. */
 PBF_KERNEL pbf_k_delta_p(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
-                       const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
-                       const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
-                       const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
-                       const PBF_GLOBAL float *q0z,
-                       const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
-                       const PBF_GLOBAL pbf_wall_box *boxes, const PBF_GLOBAL float *lambda,
-                       PBF_GLOBAL float *sx, PBF_GLOBAL float *sy, PBF_GLOBAL float *sz,
-                       PBF_GLOBAL int *bad, int slot) {
+                         const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                         const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
+                         const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
+                         const PBF_GLOBAL float *q0z, const PBF_GLOBAL float *F,
+                         const PBF_GLOBAL float *G, const PBF_GLOBAL pbf_wall_box *boxes,
+                         const PBF_GLOBAL float *lambda, PBF_GLOBAL float *sx,
+                         PBF_GLOBAL float *sy, PBF_GLOBAL float *sz, PBF_GLOBAL int *bad,
+                         int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     const pbf_sph_consts k = P.k;
@@ -310,22 +379,33 @@ PBF_KERNEL pbf_k_delta_p(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const float xi = qx[i], yi = qy[i], zi = qz[i], li = lambda[i];
     float p[3] = {xi, yi, zi}, gw[3];
     pbf_wall_density(&wc, F, G, boxes, p, gw);
-    const unsigned int c = cell[i];
-    const float x0i = q0x[i], y0i = q0y[i], z0i = q0z[i];
-    float ax = 0.0f, ay = 0.0f, az = 0.0f;
-    PBF_NEIGHBOURS_BEGIN(P, start, c, j, q0x, q0y, q0z, x0i, y0i, z0i)
-        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        if (r2 < k.h2) {
-            const float scorr = P.ks * pbf_scorr_shape(pbf_poly6(&k, r2), P.inv_wdq, P.scorr_n);
-            const float f = (li + lambda[j] + scorr) * k.volume * pbf_spiky(&k, r2); /* eq. 13 */
-            ax += f * dx;
-            ay += f * dy;
-            az += f * dz;
-        }
-    PBF_NEIGHBOURS_END
-    const float dpx = P.omega * (li * gw[0] + ax), dpy = P.omega * (li * gw[1] + ay),
-                dpz = P.omega * (li * gw[2] + az);
+    float ax[PBF_LANES], ay[PBF_LANES], az[PBF_LANES];
+    PBF_LANE_ZERO(ax);
+    PBF_LANE_ZERO(ay);
+    PBF_LANE_ZERO(az);
+    /* the default n = 4 with a constant exponent: no loop in the lanes, which then vectorise */
+#define PBF_DELTA_P_LANE(n)                                                                        \
+    const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];                                 \
+    const float r2 = dx * dx + dy * dy + dz * dz;                                                  \
+    const int in = valid && r2 < k.h2;                                                             \
+    const float w = in ? pbf_poly6(&k, r2) : 0.0f;                                                 \
+    const float scorr = P.ks * pbf_scorr_shape(w, P.inv_wdq, (n)); /* eq. 13 */                    \
+    const float f = (li + lambda[j] + scorr) * k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);         \
+    ax[l] += in ? f * dx : 0.0f;                                                                   \
+    ay[l] += in ? f * dy : 0.0f;                                                                   \
+    az[l] += in ? f * dz : 0.0f;
+    if (P.scorr_n == 4) {
+        PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+                           PBF_DELTA_P_LANE(4))
+    } else {
+        PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+                           PBF_DELTA_P_LANE(P.scorr_n))
+    }
+#undef PBF_DELTA_P_LANE
+    /* over-relaxation of the Jacobi step (SOR): omega = 1 is the paper */
+    const float dpx = P.omega * (li * gw[0] + pbf_gpu_hsum(ax)),
+                dpy = P.omega * (li * gw[1] + pbf_gpu_hsum(ay)),
+                dpz = P.omega * (li * gw[2] + pbf_gpu_hsum(az));
     sx[i] = dpx; /* eq. 14 */
     sy[i] = dpy;
     sz[i] = dpz;
@@ -368,18 +448,18 @@ PBF_KERNEL pbf_k_velocity(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     if (!isfinite(ux + uy + uz)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
 
-/* Vorticity omega_i (eq. 15) into s, |omega_i| into lambda, density at x* (second half of
+/* Vorticity omega_i (eq. 15) into s, |omega_i| into `omega`, density at x* (second half of
  * "velocity"). */
 PBF_KERNEL pbf_k_curl(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
-                    const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
-                    const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
-                       const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
-                       const PBF_GLOBAL float *q0z,
-                    const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
-                    const PBF_GLOBAL pbf_wall_box *boxes, const PBF_GLOBAL float *vx,
-                    const PBF_GLOBAL float *vy, const PBF_GLOBAL float *vz,
-                    PBF_GLOBAL float *density, PBF_GLOBAL float *sx, PBF_GLOBAL float *sy,
-                    PBF_GLOBAL float *sz, PBF_GLOBAL float *omega, PBF_GLOBAL int *bad, int slot) {
+                      const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                      const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
+                      const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
+                      const PBF_GLOBAL float *q0z, const PBF_GLOBAL float *F,
+                      const PBF_GLOBAL float *G, const PBF_GLOBAL pbf_wall_box *boxes,
+                      const PBF_GLOBAL float *vx, const PBF_GLOBAL float *vy,
+                      const PBF_GLOBAL float *vz, PBF_GLOBAL float *density, PBF_GLOBAL float *sx,
+                      PBF_GLOBAL float *sy, PBF_GLOBAL float *sz, PBF_GLOBAL float *omega,
+                      PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     const pbf_sph_consts k = P.k;
@@ -388,76 +468,84 @@ PBF_KERNEL pbf_k_curl(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const float vxi = vx[i], vyi = vy[i], vzi = vz[i];
     float p[3] = {xi, yi, zi}, gw[3];
     const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
-    const unsigned int c = cell[i];
-    const float x0i = q0x[i], y0i = q0y[i], z0i = q0z[i];
-    float rho = 0.0f, ox = 0.0f, oy = 0.0f, oz = 0.0f;
-    PBF_NEIGHBOURS_BEGIN(P, start, c, j, q0x, q0y, q0z, x0i, y0i, z0i)
+    float rho[PBF_LANES], ox[PBF_LANES], oy[PBF_LANES], oz[PBF_LANES];
+    PBF_LANE_ZERO(rho);
+    PBF_LANE_ZERO(ox);
+    PBF_LANE_ZERO(oy);
+    PBF_LANE_ZERO(oz);
+    PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
-        if (r2 < k.h2) {
-            rho += pbf_poly6(&k, r2);
-            /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
-            const float f = k.volume * pbf_spiky(&k, r2);
-            const float gx = f * dx, gy = f * dy, gz = f * dz;
-            const float ux = vx[j] - vxi, uy = vy[j] - vyi, uz = vz[j] - vzi;
-            ox += gy * uz - gz * uy;
-            oy += gz * ux - gx * uz;
-            oz += gx * uy - gy * ux;
-        }
-    PBF_NEIGHBOURS_END
-    density[i] = k.mass * rho + k.rest_density * wall;
-    sx[i] = ox;
-    sy[i] = oy;
-    sz[i] = oz;
-    const float w = PBF_SQRTF(ox * ox + oy * oy + oz * oz);
+        const int in = valid && r2 < k.h2;
+        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
+        /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
+        const float f = k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);
+        const float gx = f * dx, gy = f * dy, gz = f * dz;
+        const float ux = in ? vx[j] - vxi : 0.0f, uy = in ? vy[j] - vyi : 0.0f,
+                    uz = in ? vz[j] - vzi : 0.0f;
+        ox[l] += in ? gy * uz - gz * uy : 0.0f;
+        oy[l] += in ? gz * ux - gx * uz : 0.0f;
+        oz[l] += in ? gx * uy - gy * ux : 0.0f;
+    )
+    density[i] = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
+    const float wx = pbf_gpu_hsum(ox), wy = pbf_gpu_hsum(oy), wz = pbf_gpu_hsum(oz);
+    sx[i] = wx;
+    sy[i] = wy;
+    sz[i] = wz;
+    const float w = PBF_SQRTF(wx * wx + wy * wy + wz * wz);
     omega[i] = w;
     if (!isfinite(w)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
 
-/* Vorticity confinement (eq. 16) and XSPH (eq. 17); the new velocity goes into `out` (the
- * position buffer, free now: the host then rotates the roles x <- x*, v <- out). */
+/* Vorticity confinement (eq. 16) and XSPH (eq. 17); the new velocity goes into `out` (which may
+ * be the buffer of s: each work-item reads only its own omega before it writes). */
 PBF_KERNEL pbf_k_vorticity_xsph(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
-                              const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
-                              const PBF_GLOBAL unsigned int *cell,
-                              const PBF_GLOBAL unsigned int *start, const PBF_GLOBAL float *q0x,
-                              const PBF_GLOBAL float *q0y, const PBF_GLOBAL float *q0z,
-                              const PBF_GLOBAL float *vx,
-                              const PBF_GLOBAL float *vy, const PBF_GLOBAL float *vz,
-                              const PBF_GLOBAL float *sx, const PBF_GLOBAL float *sy,
-                              const PBF_GLOBAL float *sz, const PBF_GLOBAL float *omega,
-                              const PBF_GLOBAL float *density, PBF_GLOBAL float *outx,
-                              PBF_GLOBAL float *outy, PBF_GLOBAL float *outz, PBF_GLOBAL int *bad,
-                              int slot) {
+                                const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                                const PBF_GLOBAL unsigned int *cell,
+                                const PBF_GLOBAL unsigned int *start, const PBF_GLOBAL float *q0x,
+                                const PBF_GLOBAL float *q0y, const PBF_GLOBAL float *q0z,
+                                const PBF_GLOBAL float *vx, const PBF_GLOBAL float *vy,
+                                const PBF_GLOBAL float *vz, const PBF_GLOBAL float *sx,
+                                const PBF_GLOBAL float *sy, const PBF_GLOBAL float *sz,
+                                const PBF_GLOBAL float *omega, const PBF_GLOBAL float *density,
+                                PBF_GLOBAL float *outx, PBF_GLOBAL float *outy,
+                                PBF_GLOBAL float *outz, PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     const pbf_sph_consts k = P.k;
     const float xi = qx[i], yi = qy[i], zi = qz[i];
     const float vxs = vx[i], vys = vy[i], vzs = vz[i];
     const float oxi = sx[i], oyi = sy[i], ozi = sz[i], wi = omega[i];
-    const unsigned int c = cell[i];
-    const float x0i = q0x[i], y0i = q0y[i], z0i = q0z[i];
-    float ex = 0.0f, ey = 0.0f, ez = 0.0f, ax = 0.0f, ay = 0.0f, az = 0.0f;
-    PBF_NEIGHBOURS_BEGIN(P, start, c, j, q0x, q0y, q0z, x0i, y0i, z0i)
+    float ex[PBF_LANES], ey[PBF_LANES], ez[PBF_LANES], ax[PBF_LANES], ay[PBF_LANES],
+        az[PBF_LANES];
+    PBF_LANE_ZERO(ex);
+    PBF_LANE_ZERO(ey);
+    PBF_LANE_ZERO(ez);
+    PBF_LANE_ZERO(ax);
+    PBF_LANE_ZERO(ay);
+    PBF_LANE_ZERO(az);
+    PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
-        if (r2 < k.h2) {
-            const float vj = k.mass / density[j];
-            /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
-            const float wk = vj * pbf_poly6(&k, r2);
-            ax += wk * (vx[j] - vxs);
-            ay += wk * (vy[j] - vys);
-            az += wk * (vz[j] - vzs);
-            /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-            const float f = vj * (omega[j] - wi) * pbf_spiky(&k, r2);
-            ex += f * dx;
-            ey += f * dy;
-            ez += f * dz;
-        }
-    PBF_NEIGHBOURS_END
-    float ux = vxs + P.xsph * ax, uy = vys + P.xsph * ay, uz = vzs + P.xsph * az;
-    const float el = PBF_SQRTF(ex * ex + ey * ey + ez * ez);
+        const int in = valid && r2 < k.h2;
+        const float vj = in ? k.mass / density[j] : 0.0f;
+        /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
+        const float wk = vj * (in ? pbf_poly6(&k, r2) : 0.0f);
+        ax[l] += in ? wk * (vx[j] - vxs) : 0.0f;
+        ay[l] += in ? wk * (vy[j] - vys) : 0.0f;
+        az[l] += in ? wk * (vz[j] - vzs) : 0.0f;
+        /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
+        const float f = (in ? vj * (omega[j] - wi) : 0.0f) * (in ? pbf_spiky(&k, r2) : 0.0f);
+        ex[l] += in ? f * dx : 0.0f;
+        ey[l] += in ? f * dy : 0.0f;
+        ez[l] += in ? f * dz : 0.0f;
+    )
+    float ux = vxs + P.xsph * pbf_gpu_hsum(ax), uy = vys + P.xsph * pbf_gpu_hsum(ay),
+          uz = vzs + P.xsph * pbf_gpu_hsum(az);
+    const float hx = pbf_gpu_hsum(ex), hy = pbf_gpu_hsum(ey), hz = pbf_gpu_hsum(ez);
+    const float el = PBF_SQRTF(hx * hx + hy * hy + hz * hz);
     if (P.vorticity > 0.0f && el > 1e-20f) {
-        const float nx = ex / el, ny = ey / el, nz = ez / el;
+        const float nx = hx / el, ny = hy / el, nz = hz / el;
         /* f = eps (N x omega), applied as an acceleration over dt */
         ux += P.dt * P.vorticity * (ny * ozi - nz * oyi);
         uy += P.dt * P.vorticity * (nz * oxi - nx * ozi);

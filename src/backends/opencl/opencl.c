@@ -4,16 +4,21 @@
  *
  * The kernel source and the headers it includes (src/sph/, gpu_prelude.h) are embedded into the
  * library at build time (embed_kernels.cmake -> pbf_opencl_kernel_lines) and compiled when a world
- * opens the device; a build failure fails pbf_world_create with the start of the build log.
+ * opens the device, with the CPU backend's SIMD lane count (src/simd.h) and IEEE single precision
+ * options: the kernels then reproduce the CPU backend's results bit for bit (pbf_kernels.cl). A
+ * build failure fails pbf_world_create with the device's name and the start of the build log.
  *
  * Buffers: one per row of the field registry (src/fields.h) except the CPU's neighbour-list
  * offsets, indexed by role like the host slots of pbf_world.field[]: the sort's gather and the end
- * of the step swap handles, never data, exactly as the CPU backend swaps pointers. The sort
- * borrows buffers the way the CPU's does (permutation in lambda, ranks and gather scratch in
- * density and the s vector), so the device holds 16 arrays per particle and the grid's cell starts.
+ * of the step swap handles, never data, as the CPU backend swaps pointers. The sort borrows
+ * buffers as the CPU's does (permutation in lambda, ranks and gather scratch in density and s),
+ * and the velocity buffers, idle between predict and the velocity stage, hold the positions the
+ * neighbour sets are defined on (grid()): the device holds 16 arrays per particle, as
+ * pbf_world_memory counts, plus the grid's cell starts and small fixed buffers.
  *
  * Host traffic per step: the boxes (boxes_changed, once, only when there are boxes) and at the
  * end one read of the statistics partials and of the first non-finite particle (finish_step).
+ * Within a step the host only enqueues (core.c's timing laps wait with clFinish after each stage).
  * The host arrays (the world's) are a copy of the device's STATE fields, refreshed on demand
  * (download via pbf_sync_host: views, snapshots, diagnoses).
  */
@@ -27,6 +32,7 @@
 
 #include "backends/gpu/gpu_prelude.h"
 #include "internal.h"
+#include "simd.h" /* PBF_LANES: the kernels sum over neighbours in the CPU backend's lanes */
 
 extern const char *const pbf_opencl_kernel_lines[];
 extern const size_t pbf_opencl_kernel_line_count;
@@ -78,7 +84,6 @@ typedef struct ocl_state {
     cl_int error; /* first OpenCL error of a step (the step has no error path) */
 
     cl_mem field[PBF_FIELD_COUNT]; /* by role; NULL for the CPU-only rows */
-    cl_mem q0[3]; /* x* when the grid was built: the step's neighbour sets (see grid()) */
     int capacity;
 
     cl_mem cell_start;                 /* ncells + 1: the histogram, then the cell starts */
@@ -343,7 +348,6 @@ static pbf_gpu_params params(const pbf_world *w, const pbf_step_ctx *c) {
     P.cell_size = (float)cell;
     const double reach = (double)w->k.h * (1.0 + 1e-5) + extent * 0x1p-20;
     P.reach2 = (float)(reach * reach * (1.0 + 0x1p-20));
-    if (getenv("PBF_XNOSKIP")) P.reach2 = INFINITY; /* EXPERIMENT */
     const float dt = c ? c->dt : 0.0f;
     /* the same float expressions as the CPU backend */
     P.gdt[0] = w->def.gravity.x * dt;
@@ -383,8 +387,14 @@ static void scan(ocl_state *d, int level, cl_mem data, cl_uint count) {
 }
 
 /* Stage "grid": sort by the cell of x* and gather every SORTED field (map: follow the predict
- * slot into the sorted order, or -1). */
-static void grid(pbf_world *w, int map) {
+ * slot into the sorted order, or -1).
+ *
+ * In a step (in_step) the velocity is not gathered: predict has used it and the velocity stage
+ * computes it anew, so its buffers hold x* as sorted here instead, q0 = x*_0: the positions the
+ * step's neighbour sets are defined on (Algorithm 1, line 6; the CPU backend builds its neighbour
+ * lists from them), which every neighbour kernel tests before the current positions. No memory
+ * beyond the registry's arrays: see ocl_run_stage for where the velocity goes instead. */
+static void grid(pbf_world *w, int map, int in_step) {
     ocl_state *d = DEV(w);
     const pbf_gpu_params P = params(w, NULL);
     const cl_uint ncells = w->grid.ncells, n1 = ncells + 1;
@@ -417,7 +427,9 @@ static void grid(pbf_world *w, int map) {
     cl_mem pool[4] = {FB(DENSITY), FB(SX), FB(SY), FB(SZ)};
     int sorted[PBF_FIELD_COUNT], ns = 0;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-        if (pbf_fields[f].flags & PBF_FIELD_SORTED) sorted[ns++] = f;
+        if ((pbf_fields[f].flags & PBF_FIELD_SORTED) &&
+            !(in_step && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)))
+            sorted[ns++] = f;
     const cl_int n = w->count;
     for (int s = 0; s < ns; s += 4) {
         const cl_int nf = ns - s < 4 ? ns - s : 4;
@@ -438,11 +450,9 @@ static void grid(pbf_world *w, int map) {
     FB(SX) = pool[1];
     FB(SY) = pool[2];
     FB(SZ) = pool[3];
-    /* the positions the neighbour sets are defined on (Algorithm 1, line 6): the CPU backend
-     * builds its neighbour lists from them, the kernels test them before the current ones */
-    for (int a = 0; a < 3 && d->error == CL_SUCCESS; ++a) {
-        cl_int e = clEnqueueCopyBuffer(d->queue, d->field[PBF_F_QX + a], d->q0[a], 0, 0,
-                                       (size_t)n * sizeof(float), 0, NULL, NULL);
+    for (int a = 0; a < 3 && in_step && d->error == CL_SUCCESS; ++a) { /* q0 */
+        cl_int e = clEnqueueCopyBuffer(d->queue, d->field[PBF_F_QX + a], d->field[PBF_F_VX + a], 0,
+                                       0, (size_t)n * sizeof(float), 0, NULL, NULL);
         if (e != CL_SUCCESS) d->error = e;
     }
 }
@@ -452,12 +462,6 @@ static cl_int next_slot(ocl_state *d, pbf_stage_id stage) {
     int s = d->seq < d->nslots ? d->seq++ : d->nslots - 1;
     d->slot_stage[s] = stage;
     return (cl_int)s;
-}
-
-static void swap_mem(cl_mem *a, cl_mem *b) {
-    cl_mem t = *a;
-    *a = *b;
-    *b = t;
 }
 
 static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c);
@@ -560,19 +564,19 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
                A(FB(VZ)), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(d->bad), A(slot));
         break;
     }
-    case PBF_STAGE_GRID: grid(w, d->map_slot); break;
+    case PBF_STAGE_GRID: grid(w, d->map_slot, 1); break;
     case PBF_STAGE_LAMBDA: {
         cl_int slot = next_slot(d, stage);
         LAUNCH(d, K_LAMBDA, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(CELL)),
-               A(d->cell_start), A(d->q0[0]), A(d->q0[1]), A(d->q0[2]), A(d->F), A(d->G),
-               A(d->boxes), A(FB(DENSITY)), A(FB(LAMBDA)), A(d->bad), A(slot));
+               A(d->cell_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
+               A(FB(DENSITY)), A(FB(LAMBDA)), A(d->bad), A(slot));
         break;
     }
     case PBF_STAGE_DELTA_P: {
         cl_int slot = next_slot(d, stage);
         LAUNCH(d, K_DELTA_P, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(CELL)),
-               A(d->cell_start), A(d->q0[0]), A(d->q0[1]), A(d->q0[2]), A(d->F), A(d->G),
-               A(d->boxes), A(FB(LAMBDA)), A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(d->bad), A(slot));
+               A(d->cell_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
+               A(FB(LAMBDA)), A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(d->bad), A(slot));
         break;
     }
     case PBF_STAGE_COLLIDE: {
@@ -582,33 +586,46 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
         break;
     }
     case PBF_STAGE_VELOCITY: {
+        /* Buffers from here to the end of the step (v holds q0, see grid()):
+         *   velocity  v = (x* - x) / dt          -> s   (the CPU: -> v)
+         *   curl      omega                      -> x   (the CPU: -> s), |omega| -> lambda
+         *   post      new velocity, in place     -> x   (it reads only its own omega)
+         * then x <- x*, v <- x, and x*, s take the free buffers (old q0 and old velocity). */
         cl_int slot = next_slot(d, stage);
         LAUNCH(d, K_VELOCITY, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(PX)), A(FB(PY)),
-               A(FB(PZ)), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->bad), A(slot));
+               A(FB(PZ)), A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(d->bad), A(slot));
+        /* the first non-finite particle so far, at its start-of-step position, before the
+         * position buffer takes omega */
+        cl_int from = 0, to = slot + 1;
+        LAUNCH(d, K_CAPTURE_BAD, 1, 1, A(d->bad), A(from), A(to), A(d->map_slot), A(FB(PX)),
+               A(FB(PY)), A(FB(PZ)), A(FB(ID)), A(d->bad_info));
+        /* the curl's own slot (also stage "velocity"): non-finite omega from finite velocities
+         * cannot happen, so this slot is never the step's first in practice; if it were, the
+         * position reported would be x* (captured after the post pass) */
+        cl_int curl = next_slot(d, stage);
         LAUNCH(d, K_CURL, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(CELL)),
-               A(d->cell_start), A(d->q0[0]), A(d->q0[1]), A(d->q0[2]), A(d->F), A(d->G),
-               A(d->boxes), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(FB(DENSITY)), A(FB(SX)), A(FB(SY)),
-               A(FB(SZ)), A(FB(LAMBDA)), A(d->bad), A(slot));
+               A(d->cell_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
+               A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(FB(DENSITY)), A(FB(PX)), A(FB(PY)), A(FB(PZ)),
+               A(FB(LAMBDA)), A(d->bad), A(curl));
         break;
     }
     case PBF_STAGE_VORTICITY_XSPH: {
-        /* the particle of an earlier stage, at its start-of-step position, before the new
-         * velocity overwrites the position buffer */
-        cl_int from = 0, to = (cl_int)d->seq;
-        LAUNCH(d, K_CAPTURE_BAD, 1, 1, A(d->bad), A(from), A(to), A(d->map_slot), A(FB(PX)),
-               A(FB(PY)), A(FB(PZ)), A(FB(ID)), A(d->bad_info));
         cl_int slot = next_slot(d, stage);
         LAUNCH(d, K_VORTICITY_XSPH, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(CELL)),
-               A(d->cell_start), A(d->q0[0]), A(d->q0[1]), A(d->q0[2]), A(FB(VX)), A(FB(VY)),
-               A(FB(VZ)), A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(FB(LAMBDA)), A(FB(DENSITY)), A(FB(PX)),
-               A(FB(PY)), A(FB(PZ)), A(d->bad), A(slot));
-        /* rotate roles as the CPU does: x <- x*, v <- the new velocity (written into x) */
+               A(d->cell_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(FB(SX)), A(FB(SY)), A(FB(SZ)),
+               A(FB(PX)), A(FB(PY)), A(FB(PZ)), A(FB(LAMBDA)), A(FB(DENSITY)), A(FB(PX)), A(FB(PY)),
+               A(FB(PZ)), A(d->bad), A(slot));
         for (int a = 0; a < 3; ++a) {
-            swap_mem(&d->field[PBF_F_PX + a], &d->field[PBF_F_QX + a]);
-            swap_mem(&d->field[PBF_F_QX + a], &d->field[PBF_F_VX + a]);
+            cl_mem x = d->field[PBF_F_PX + a], q = d->field[PBF_F_QX + a],
+                   q0 = d->field[PBF_F_VX + a], v = d->field[PBF_F_SX + a];
+            d->field[PBF_F_PX + a] = q;  /* x <- x* */
+            d->field[PBF_F_VX + a] = x;  /* v <- the new velocity */
+            d->field[PBF_F_QX + a] = q0; /* free */
+            d->field[PBF_F_SX + a] = v;  /* free */
         }
-        cl_int next = slot + 1;
-        LAUNCH(d, K_CAPTURE_BAD, 1, 1, A(d->bad), A(slot), A(next), A(d->map_slot), A(FB(PX)),
+        /* the curl's and the post pass's particle, at x* (the CPU reports x* for this stage) */
+        cl_int from = slot - 1, to = slot + 1;
+        LAUNCH(d, K_CAPTURE_BAD, 1, 1, A(d->bad), A(from), A(to), A(d->map_slot), A(FB(PX)),
                A(FB(PY)), A(FB(PZ)), A(FB(ID)), A(d->bad_info));
         break;
     }
@@ -657,10 +674,10 @@ static void ocl_refresh(pbf_world *w) {
                                        0, bytes, 0, NULL, NULL);
         if (e != CL_SUCCESS) d->error = e;
     }
-    grid(w, -1);
+    grid(w, -1, 0);
     const pbf_gpu_params P = params(w, NULL);
     LAUNCH(d, K_DENSITY, (size_t)w->count, d->wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)),
-           A(FB(CELL)), A(d->cell_start), A(d->q0[0]), A(d->q0[1]), A(d->q0[2]), A(d->F), A(d->G),
+           A(FB(CELL)), A(d->cell_start), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(d->F), A(d->G),
            A(d->boxes), A(FB(DENSITY)));
     if (d->error == CL_SUCCESS) {
         cl_int e = clFinish(d->queue);
@@ -763,7 +780,7 @@ static pbf_status ocl_reserve(pbf_world *w, int capacity, pbf_error *err) {
     if (capacity <= d->capacity) return PBF_OK;
     const size_t elems = (size_t)capacity + PBF_ARRAY_PADDING;
     const size_t per_array = elems * 4;
-    const size_t arrays = (size_t)pbf_fields_bytes(PBF_FIELD_CPU) / 4 + 3; /* and q0 */
+    const size_t arrays = (size_t)pbf_fields_bytes(PBF_FIELD_CPU) / 4;
     const size_t chunk = d->stats_wg * PBF_STATS_PER_ITEM;
     const size_t chunks = ((size_t)capacity + chunk - 1) / chunk;
     const size_t partial_bytes = chunks * PBF_STATS_VALUES * sizeof(double);
@@ -804,12 +821,6 @@ static pbf_status ocl_reserve(pbf_world *w, int capacity, pbf_error *err) {
         if (d->field[f]) clReleaseMemObject(d->field[f]);
         d->field[f] = grown;
     }
-    for (int a = 0; a < 3 && d->error == CL_SUCCESS; ++a) { /* q0: valid within a step only */
-        cl_mem grown = new_buffer(d, per_array, NULL);
-        if (!grown) break;
-        if (d->q0[a]) clReleaseMemObject(d->q0[a]);
-        d->q0[a] = grown;
-    }
     void *host = NULL;
     if (d->error == CL_SUCCESS) {
         cl_mem partial = new_buffer(d, partial_bytes, NULL);
@@ -843,8 +854,6 @@ static void ocl_release(pbf_world *w) {
     if (d->queue) clFinish(d->queue);
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if (d->field[f]) clReleaseMemObject(d->field[f]);
-    for (int a = 0; a < 3; ++a)
-        if (d->q0[a]) clReleaseMemObject(d->q0[a]);
     cl_mem others[] = {d->cell_start, d->F, d->G, d->boxes, d->bad, d->bad_info, d->partial};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) clReleaseMemObject(others[i]);
@@ -882,12 +891,17 @@ static pbf_status build(ocl_state *d, cl_device_id dev, pbf_error *err) {
     }
     cl_device_fp_config single = 0;
     clGetDeviceInfo(dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof single, &single, NULL);
-    char options[256];
-    snprintf(options, sizeof options, "-cl-std=CL1.2 -DPBF_SCAN_WG=%zu -DPBF_STATS_WG=%zu%s%s",
-             d->scan_wg, d->stats_wg, d->fp64 ? " -DPBF_CELL_FP64=1" : "",
-             (single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT)
-                 ? " -cl-fp32-correctly-rounded-divide-sqrt"
-                 : "");
+    char options[320];
+    cl_device_type type = 0;
+    clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    const int cpu = (type & CL_DEVICE_TYPE_CPU) != 0; /* vector lanes: see pbf_kernels.cl */
+    snprintf(
+        options, sizeof options,
+        "-cl-std=CL1.2 -DPBF_LANES=%d -DPBF_TEST_BLOCK=%uu -DPBF_LANES_ALL=%d "
+        "-DPBF_SCAN_WG=%zu -DPBF_STATS_WG=%zu%s%s",
+        PBF_LANES, cpu ? 8u : 1u, cpu, d->scan_wg, d->stats_wg, d->fp64 ? " -DPBF_CELL_FP64=1" : "",
+        (single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? " -cl-fp32-correctly-rounded-divide-sqrt"
+                                                       : "");
     e = clBuildProgram(d->program, 1, &dev, options, NULL, NULL);
     if (e != CL_SUCCESS) {
         char log[400] = "";
@@ -995,7 +1009,8 @@ static pbf_status fixed_buffers(pbf_world *w, pbf_error *err) {
     d->F = new_buffer(d, n3 * sizeof(float), w->walls.F);
     d->G = new_buffer(d, n3 * sizeof(float), w->walls.G);
     d->boxes = new_buffer(d, PBF_MAX_BOXES * sizeof(pbf_wall_box), NULL);
-    d->nslots = 3 + 3 * w->def.pbf.solver_iterations; /* predict, iterations, velocity, post */
+    /* predict, the iterations, velocity and curl, post */
+    d->nslots = 4 + 3 * w->def.pbf.solver_iterations;
     d->map_slot = d->nslots;
     d->slot_stage = malloc((size_t)d->nslots * sizeof *d->slot_stage);
     d->bad = new_buffer(d, (size_t)(d->nslots + 1) * sizeof(cl_int), NULL);
@@ -1034,7 +1049,6 @@ pbf_status pbf_opencl_open(pbf_world *w, const char *spec, pbf_error *err) {
     clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof d->max_alloc, &d->max_alloc, NULL);
     max_wg = pow2_floor(max_wg ? max_wg : 1);
     d->wg = max_wg < PARTICLE_WG ? max_wg : PARTICLE_WG;
-    if (getenv("PBF_XWG")) d->wg = (size_t)atoi(getenv("PBF_XWG")); /* EXPERIMENT */
     d->scan_wg = max_wg < 256 ? max_wg : 256;
     d->stats_wg = d->scan_wg;
 

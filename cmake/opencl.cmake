@@ -1,0 +1,39 @@
+# The OpenCL backend (src/backends/opencl/), optional: built when the OpenCL headers and an ICD
+# loader are found and PBF_OPENCL is ON (Debian: opencl-headers ocl-icd-opencl-dev; a device at
+# run time needs an ICD, e.g. pocl-opencl-icd for the CPU). Included by the top-level
+# CMakeLists.txt after the `pbf` library target is defined. Sets PBF_HAVE_OPENCL (ON/OFF) for
+# tests/CMakeLists.txt and tests/opencl.cmake.
+#
+# The kernel source (src/backends/gpu/pbf_kernels.cl) and the headers it includes are embedded
+# into the library as C strings at build time (src/backends/opencl/embed_kernels.cmake), so the
+# library needs no file of the source tree at run time.
+
+if(NOT PBF_OPENCL)
+  set(PBF_HAVE_OPENCL OFF)
+  message(STATUS "pbf: OpenCL backend off (-DPBF_OPENCL=OFF)")
+  return()
+endif()
+find_package(OpenCL QUIET)
+if(OpenCL_FOUND)
+  set(PBF_HAVE_OPENCL ON)
+  set(_pbf_cl_dir ${PROJECT_SOURCE_DIR}/src/backends)
+  set(_pbf_cl_embedded ${PROJECT_BINARY_DIR}/generated/pbf_kernels_cl.c)
+  add_custom_command(
+    OUTPUT ${_pbf_cl_embedded}
+    COMMAND ${CMAKE_COMMAND} -DPBF_CL_INPUT=src/backends/gpu/pbf_kernels.cl
+            -DPBF_CL_ROOT=${PROJECT_SOURCE_DIR} -DPBF_CL_OUTPUT=${_pbf_cl_embedded}
+            -P ${_pbf_cl_dir}/opencl/embed_kernels.cmake
+    DEPENDS ${_pbf_cl_dir}/gpu/pbf_kernels.cl ${_pbf_cl_dir}/gpu/gpu_prelude.h
+            ${PROJECT_SOURCE_DIR}/src/sph/kernel.h ${PROJECT_SOURCE_DIR}/src/sph/kernel_formulas.h
+            ${PROJECT_SOURCE_DIR}/src/sph/walls.h ${_pbf_cl_dir}/opencl/embed_kernels.cmake
+    COMMENT "Embedding the OpenCL kernels (src/backends/gpu/pbf_kernels.cl)"
+    VERBATIM)
+  target_sources(pbf PRIVATE ${_pbf_cl_dir}/opencl/opencl.c ${_pbf_cl_embedded})
+  target_compile_definitions(pbf PRIVATE PBF_HAVE_OPENCL=1)
+  target_link_libraries(pbf PRIVATE OpenCL::OpenCL)
+  message(STATUS "pbf: OpenCL backend enabled (${OpenCL_LIBRARIES}, OpenCL ${OpenCL_VERSION_STRING} headers)")
+else()
+  set(PBF_HAVE_OPENCL OFF)
+  message(STATUS "pbf: OpenCL not found (headers and ICD loader: apt-get install opencl-headers "
+                 "ocl-icd-opencl-dev): the OpenCL backend is skipped")
+endif()
