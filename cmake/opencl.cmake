@@ -18,14 +18,15 @@ if(OpenCL_FOUND)
   set(PBF_HAVE_OPENCL ON)
   set(_pbf_cl_dir ${PROJECT_SOURCE_DIR}/src/backends)
   set(_pbf_cl_embedded ${PROJECT_BINARY_DIR}/generated/pbf_kernels_cl.c)
+  # every header the kernel source may include (the embedding follows its #include "..." lines)
+  file(GLOB _pbf_cl_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/sph/*.h
+       ${_pbf_cl_dir}/gpu/*.h ${_pbf_cl_dir}/gpu/*.cl)
   add_custom_command(
     OUTPUT ${_pbf_cl_embedded}
     COMMAND ${CMAKE_COMMAND} -DPBF_CL_INPUT=src/backends/gpu/pbf_kernels.cl
             -DPBF_CL_ROOT=${PROJECT_SOURCE_DIR} -DPBF_CL_OUTPUT=${_pbf_cl_embedded}
             -P ${_pbf_cl_dir}/opencl/embed_kernels.cmake
-    DEPENDS ${_pbf_cl_dir}/gpu/pbf_kernels.cl ${_pbf_cl_dir}/gpu/gpu_prelude.h
-            ${PROJECT_SOURCE_DIR}/src/sph/kernel.h ${PROJECT_SOURCE_DIR}/src/sph/kernel_formulas.h
-            ${PROJECT_SOURCE_DIR}/src/sph/walls.h ${_pbf_cl_dir}/opencl/embed_kernels.cmake
+    DEPENDS ${_pbf_cl_headers} ${_pbf_cl_dir}/opencl/embed_kernels.cmake
     COMMENT "Embedding the OpenCL kernels (src/backends/gpu/pbf_kernels.cl)"
     VERBATIM)
   target_sources(pbf PRIVATE ${_pbf_cl_dir}/opencl/opencl.c ${_pbf_cl_embedded})
