@@ -17,7 +17,13 @@ static const char *test_device(void) {
 static int on_cpu(void) { return strcmp(test_device(), "cpu") == 0; }
 
 /* Subtests that read or write the CPU backend's arrays in the middle of a step. */
-#define CPU_ONLY()                                                                                     do {                                                                                                   if (!on_cpu()) {                                                                                       printf("  skipped on %s: reads the CPU backend's internal arrays\n", test_device());                return;                                                                                        }                                                                                              } while (0)
+#define CPU_ONLY()                                                                                 \
+    do {                                                                                           \
+        if (!on_cpu()) {                                                                           \
+            printf("  skipped on %s: reads the CPU backend's internal arrays\n", test_device());    \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
 
 static pbf_world *make(pbf_world_def *def) {
     pbf_world *w = NULL;

@@ -234,7 +234,8 @@ static int stage_lambda(pbf_world *w) {
             rho += v_poly6(k, r2, in);
             /* grad_{p_j} C_i = -V grad W(p_i - p_j) (eq. 8, k = j); zero vector for j = i */
             pbf_vf f = vol * v_spiky(k, r2, in);
-            pbf_vf ax = f * dx, ay = f * dy, az = f * dz;
+            /* masked products: a padding lane's dx may be NaN, and 0 * NaN is NaN */
+            pbf_vf ax = vf_and(f * dx, in), ay = vf_and(f * dy, in), az = vf_and(f * dz, in);
             gx += ax;
             gy += ay;
             gz += az;
@@ -287,9 +288,9 @@ static int stage_delta_p(pbf_world *w) {
             pbf_vf scorr = ks * s; /* eq. 13 */
             pbf_vf f = (vli + LOAD(LAMBDA) + scorr) * vol * v_spiky(k, r2, in);
             f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
-            ax += f * dx;
-            ay += f * dy;
-            az += f * dz;
+            ax += vf_and(f * dx, in);
+            ay += vf_and(f * dy, in);
+            az += vf_and(f * dz, in);
         );
         /* over-relaxation of the Jacobi step (successive over-relaxation): omega = 1 is the paper */
         float dpx = om * (li * gw[0] + vf_hsum(ax)), dpy = om * (li * gw[1] + vf_hsum(ay)),
@@ -352,7 +353,7 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
             rho += v_poly6(k, r2, in);
             /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
             pbf_vf f = vol * v_spiky(k, r2, in);
-            pbf_vf gx = f * dx, gy = f * dy, gz = f * dz;
+            pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
             pbf_vf ux = vf_and(LOAD(VX) - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
                    uz = vf_and(LOAD(VZ) - vzi, in);
             ox += gy * uz - gz * uy;
@@ -402,9 +403,9 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
             sz += vf_and(wk * (LOAD(VZ) - vzi), in);
             /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
             pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(k, r2, in);
-            ex += f * dx;
-            ey += f * dy;
-            ez += f * dz;
+            ex += vf_and(f * dx, in);
+            ey += vf_and(f * dy, in);
+            ez += vf_and(f * dz, in);
         );
         float vx = vxs + c * vf_hsum(sx), vy = vys + c * vf_hsum(sy), vz = vzs + c * vf_hsum(sz);
         float hx = vf_hsum(ex), hy = vf_hsum(ey), hz = vf_hsum(ez);
