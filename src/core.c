@@ -128,3 +128,30 @@ void pbf_sync_host(const pbf_world *w) {
     pbf_world *mw = (pbf_world *)w;
     if (mw->backend->download(mw, NULL) == PBF_OK) mw->host_stale = 0;
 }
+
+void pbf_stats_accumulate(double acc[PBF_STATS_PARTIALS], const double v[PBF_STATS_PARTIALS]) {
+    acc[0] += v[0];
+    if (v[1] > acc[1]) acc[1] = v[1];
+    if (v[2] > acc[2]) acc[2] = v[2];
+    acc[3] += v[3];
+    acc[4] += v[4];
+}
+
+void pbf_stats_finish(pbf_world *w, const double acc[PBF_STATS_PARTIALS], int lost) {
+    const int n = w->count;
+    pbf_stats s;
+    memset(&s, 0, sizeof s);
+    s.time = w->time;
+    s.steps = w->steps;
+    s.particles = n;
+    if (lost) {
+        s.nonfinite = n;
+    } else if (n > 0 && acc) {
+        s.density_error_avg = 100.0 * acc[0] / n;
+        s.density_error_max = 100.0 * acc[1];
+        s.max_speed = sqrt(acc[2]);
+        s.nonfinite = (int)acc[3];
+        s.escaped = (int)acc[4];
+    }
+    w->stats = s;
+}

@@ -154,6 +154,14 @@ void pbf_run_step(pbf_world *w, float dt);
 void pbf_refresh(pbf_world *w);
 /* Statistics of the current state into w->stats. */
 void pbf_update_stats(pbf_world *w);
+/* Statistics from per-chunk partials, combined in chunk order by every backend: acc (zeroed by
+ * the caller) and each chunk's v hold the sum and the maximum of the density error, the maximum
+ * squared speed, the non-finite and the escaped counts. pbf_stats_finish writes w->stats from
+ * acc (NULL: none available, zeros), or marks every particle non-finite when the device lost the
+ * state (lost != 0). */
+#define PBF_STATS_PARTIALS 5
+void pbf_stats_accumulate(double acc[PBF_STATS_PARTIALS], const double v[PBF_STATS_PARTIALS]);
+void pbf_stats_finish(pbf_world *w, const double acc[PBF_STATS_PARTIALS], int lost);
 /* Brings the host arrays up to date with the device (no-op on the CPU). */
 void pbf_sync_host(const pbf_world *w);
 

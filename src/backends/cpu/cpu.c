@@ -453,19 +453,14 @@ static void cpu_refresh(pbf_world *w) {
 static void stage_stats(pbf_world *w) {
     const int n = w->count;
     const int chunks = (n + STATS_CHUNK - 1) / STATS_CHUNK;
-    pbf_stats s;
-    memset(&s, 0, sizeof s);
-    s.time = w->time;
-    s.steps = w->steps;
-    s.particles = n;
     if (n == 0) {
-        w->stats = s;
+        pbf_stats_finish(w, NULL, 0);
         return;
     }
     /* per chunk: sum err, max err, max speed^2, nonfinite, escaped */
-    double *part = malloc((size_t)chunks * 5 * sizeof *part);
+    double *part = malloc((size_t)chunks * PBF_STATS_PARTIALS * sizeof *part);
     if (!part) { /* statistics are best effort; the simulation itself is unaffected */
-        w->stats = s;
+        pbf_stats_finish(w, NULL, 0);
         return;
     }
     const float inv_rho0 = 1.0f / w->k.rest_density;
@@ -489,29 +484,17 @@ static void stage_stats(pbf_world *w) {
                   w->py[i] <= hi[1] && w->pz[i] >= lo[2] && w->pz[i] <= hi[2]))
                 out += 1.0;
         }
-        double *pc = part + (size_t)c * 5;
+        double *pc = part + (size_t)c * PBF_STATS_PARTIALS;
         pc[0] = sum;
         pc[1] = emax;
         pc[2] = v2max;
         pc[3] = bad;
         pc[4] = out;
     }
-    double sum = 0.0, emax = 0.0, v2max = 0.0, bad = 0.0, out = 0.0;
-    for (int c = 0; c < chunks; ++c) {
-        const double *pc = part + (size_t)c * 5;
-        sum += pc[0];
-        if (pc[1] > emax) emax = pc[1];
-        if (pc[2] > v2max) v2max = pc[2];
-        bad += pc[3];
-        out += pc[4];
-    }
+    double acc[PBF_STATS_PARTIALS] = {0};
+    for (int c = 0; c < chunks; ++c) pbf_stats_accumulate(acc, part + (size_t)c * PBF_STATS_PARTIALS);
     free(part);
-    s.density_error_avg = 100.0 * sum / n;
-    s.density_error_max = 100.0 * emax;
-    s.max_speed = sqrt(v2max);
-    s.nonfinite = (int)bad;
-    s.escaped = (int)out;
-    w->stats = s;
+    pbf_stats_finish(w, acc, 0);
 }
 
 int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {

@@ -283,37 +283,20 @@ static void enqueue_stats(pbf_world *w) {
 }
 
 /* The statistics from the partials (chunk order, in double), as opencl.c reduce_stats. */
+static_assert(PBF_STATS_VALUES == PBF_STATS_PARTIALS, "the kernels' statistics partials");
+
 static void reduce_stats(pbf_world *w) {
     cuda_state *d = DEV(w);
     const int n = w->count;
-    pbf_stats s;
-    memset(&s, 0, sizeof s);
-    s.time = w->time;
-    s.steps = w->steps;
-    s.particles = n;
     if (n > 0 && d->error != cudaSuccess) { /* the device failed: the state is lost */
-        s.nonfinite = n;
-        w->stats = s;
+        pbf_stats_finish(w, NULL, 1);
         return;
     }
     const size_t chunks = stats_chunks(n);
-    double sum = 0.0, emax = 0.0, v2max = 0.0, bad = 0.0, out = 0.0;
-    for (size_t c = 0; c < chunks; ++c) {
-        const double *v = d->host_partial + c * PBF_STATS_VALUES;
-        sum += v[0];
-        if (v[1] > emax) emax = v[1];
-        if (v[2] > v2max) v2max = v[2];
-        bad += v[3];
-        out += v[4];
-    }
-    if (n > 0) {
-        s.density_error_avg = 100.0 * sum / n;
-        s.density_error_max = 100.0 * emax;
-        s.max_speed = sqrt(v2max);
-        s.nonfinite = (int)bad;
-        s.escaped = (int)out;
-    }
-    w->stats = s;
+    double acc[PBF_STATS_PARTIALS] = {0};
+    for (size_t c = 0; c < chunks; ++c)
+        pbf_stats_accumulate(acc, d->host_partial + c * PBF_STATS_VALUES);
+    pbf_stats_finish(w, acc, 0);
 }
 
 static void cu_sync(pbf_world *w) {

@@ -498,22 +498,18 @@ static void enqueue_stats(pbf_world *w) {
 }
 
 /* The statistics from the partials (chunk order, in double), as the CPU's stage_stats. */
+_Static_assert(PBF_STATS_VALUES == PBF_STATS_PARTIALS, "the kernels' statistics partials");
+
 static void reduce_stats(pbf_world *w) {
     ocl_state *d = DEV(w);
     const int n = w->count;
-    pbf_stats s;
-    memset(&s, 0, sizeof s);
-    s.time = w->time;
-    s.steps = w->steps;
-    s.particles = n;
     if (n > 0 && d->error != CL_SUCCESS) { /* the device failed: the state is lost */
-        s.nonfinite = n;
-        w->stats = s;
+        pbf_stats_finish(w, NULL, 1);
         return;
     }
     const size_t chunk = d->stats_wg * PBF_STATS_PER_ITEM;
     const size_t chunks = ((size_t)n + chunk - 1) / chunk;
-    double sum = 0.0, emax = 0.0, v2max = 0.0, bad = 0.0, out = 0.0;
+    double acc[PBF_STATS_PARTIALS] = {0};
     for (size_t c = 0; c < chunks; ++c) {
         double v[PBF_STATS_VALUES];
         for (int k = 0; k < PBF_STATS_VALUES; ++k) {
@@ -521,20 +517,9 @@ static void reduce_stats(pbf_world *w) {
             v[k] = d->fp64 ? ((const double *)d->host_partial)[at]
                            : (double)((const float *)d->host_partial)[at];
         }
-        sum += v[0];
-        if (v[1] > emax) emax = v[1];
-        if (v[2] > v2max) v2max = v[2];
-        bad += v[3];
-        out += v[4];
+        pbf_stats_accumulate(acc, v);
     }
-    if (n > 0) {
-        s.density_error_avg = 100.0 * sum / n;
-        s.density_error_max = 100.0 * emax;
-        s.max_speed = sqrt(v2max);
-        s.nonfinite = (int)bad;
-        s.escaped = (int)out;
-    }
-    w->stats = s;
+    pbf_stats_finish(w, acc, 0);
 }
 
 static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
