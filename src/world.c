@@ -603,7 +603,7 @@ pbf_memory pbf_world_memory(const pbf_world *w) {
     int gpu = w->backend != &pbf_backend_cpu;
     size_t cap = (size_t)(w->capacity > 0 ? w->capacity : 0) + PBF_ARRAY_PADDING;
     size_t arrays = cap * pbf_fields_bytes(gpu ? PBF_FIELD_CPU : 0);
-    size_t lists = gpu ? 0 : pbf_cpu_list_bytes(w);
+    size_t lists = w->backend->list_bytes ? w->backend->list_bytes(w) : 0;
     m.grid_bytes = ((size_t)w->grid.ncells + 1) * sizeof(uint32_t);
     m.total_bytes = arrays + lists + m.grid_bytes;
     m.bytes_per_particle = w->capacity > 0 ? (double)(arrays + lists) / (double)w->capacity : 0.0;

@@ -67,13 +67,14 @@ typedef struct pbf_backend_ops {
     void (*finish_step)(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]);
     /* Releases the device side. */
     void (*release)(pbf_world *w);
+    /* Bytes its neighbour lists hold now (NULL: it keeps none). */
+    size_t (*list_bytes)(const pbf_world *w);
 } pbf_backend_ops;
 
 extern const pbf_backend_ops pbf_backend_cpu;
 
 /* backends/cpu/cpu.c */
 pbf_status pbf_cpu_open(pbf_world *w, pbf_error *err);
-size_t pbf_cpu_list_bytes(const pbf_world *w); /* bytes of its neighbour lists now */
 
 /* Appends a line to a device-list note (pbf_list_devices). */
 void pbf_backend_note(char *note, size_t size, const char *text);

@@ -539,7 +539,7 @@ pbf_status pbf_cpu_open(pbf_world *w, pbf_error *err) {
     return PBF_OK;
 }
 
-size_t pbf_cpu_list_bytes(const pbf_world *w) {
+static size_t cpu_list_bytes(const pbf_world *w) {
     return w->dev ? (LISTS(w)->cap + PBF_ARRAY_PADDING) * sizeof(uint16_t) : 0;
 }
 
@@ -555,4 +555,5 @@ const pbf_backend_ops pbf_backend_cpu = {
     .sync = cpu_no_op,
     .finish_step = NULL,
     .release = cpu_release,
+    .list_bytes = cpu_list_bytes,
 };

@@ -97,15 +97,16 @@ PBF_FN float pbf_gpu_hsum(const float *a) {
         const int valid = l < cnt_;                                                                \
         __VA_ARGS__                                                                                \
     }
-#define PBF_FOR_NEIGHBOURS(P, start, cell, self, q0x, q0y, q0z, x0, y0, z0, ...)                   \
+#define PBF_SEARCH_NEIGHBOURS(P, start, cell, self, q0x, q0y, q0z, x0, y0, z0, ...)                \
     {                                                                                              \
         unsigned int idx_[PBF_LANES];                                                              \
         int cnt_ = 0;                                                                              \
         for (int l_ = 0; l_ < PBF_LANES; ++l_) idx_[l_] = (unsigned int)(self);                    \
+        const unsigned int cell_ = (cell)[self];                                                   \
         const int nx_ = (P).dim[0], ny_ = (P).dim[1], nz_ = (P).dim[2];                            \
-        const int cx_ = (int)((cell) % (unsigned int)nx_);                                         \
-        const int cy_ = (int)(((cell) / (unsigned int)nx_) % (unsigned int)ny_);                   \
-        const int cz_ = (int)((cell) / ((unsigned int)nx_ * (unsigned int)ny_));                   \
+        const int cx_ = (int)(cell_ % (unsigned int)nx_);                                          \
+        const int cy_ = (int)((cell_ / (unsigned int)nx_) % (unsigned int)ny_);                    \
+        const int cz_ = (int)(cell_ / ((unsigned int)nx_ * (unsigned int)ny_));                    \
         const int xa_ = cx_ > 0 ? cx_ - 1 : cx_, xb_ = cx_ < nx_ - 1 ? cx_ + 1 : cx_;              \
         const int ya_ = cy_ > 0 ? cy_ - 1 : cy_, yb_ = cy_ < ny_ - 1 ? cy_ + 1 : cy_;              \
         const int za_ = cz_ > 0 ? cz_ - 1 : cz_, zb_ = cz_ < nz_ - 1 ? cz_ + 1 : cz_;              \
@@ -154,6 +155,33 @@ PBF_FN float pbf_gpu_hsum(const float *a) {
             PBF_LANES_RUN_(__VA_ARGS__)                                                            \
         }                                                                                          \
     }
+
+/* Neighbour lists (PBF_LISTS = 1, the host's choice on CPU devices): the sequence above, found
+ * once per grid build by pbf_k_list_count / pbf_k_list_fill and stored as one index list per
+ * particle (off[i] .. off[i + 1] in idx, compressed rows: no per-particle capacity), so that the
+ * ten neighbour passes of a step read their neighbours instead of testing every candidate of 27
+ * cells again. The same neighbours in the same order, in the same lanes: the same bits. A
+ * neighbour kernel then gets off in place of the cell keys and idx in place of the cell starts
+ * (the arguments `cell` and `start`; q0 is not read). On a GPU the search above costs less than
+ * the lists' memory traffic and PBF_LISTS is 0. */
+#ifndef PBF_LISTS
+#define PBF_LISTS 0
+#endif
+#if PBF_LISTS
+#define PBF_FOR_NEIGHBOURS(P, idx, off, self, q0x, q0y, q0z, x0, y0, z0, ...)                      \
+    {                                                                                              \
+        unsigned int idx_[PBF_LANES];                                                              \
+        const unsigned int b_ = (off)[self], e_ = (off)[(self) + 1];                               \
+        for (unsigned int c_ = b_; c_ < e_; c_ += PBF_LANES) {                                     \
+            const int cnt_ = e_ - c_ < (unsigned int)PBF_LANES ? (int)(e_ - c_) : PBF_LANES;       \
+            for (int l_ = 0; l_ < PBF_LANES; ++l_)                                                 \
+                idx_[l_] = l_ < cnt_ ? (idx)[c_ + (unsigned int)l_] : (unsigned int)(self);        \
+            PBF_LANES_RUN_(__VA_ARGS__)                                                            \
+        }                                                                                          \
+    }
+#else
+#define PBF_FOR_NEIGHBOURS PBF_SEARCH_NEIGHBOURS
+#endif
 
 /* Cell of x* and its rank among the particles of the cell (in atomic order); counts[] (ncells + 1
  * entries) is zero on entry and holds the particles per cell on exit. */
@@ -266,6 +294,36 @@ PBF_KERNEL pbf_k_gather(int n, const PBF_GLOBAL unsigned int *perm, int nf,
     if (map >= 0 && (int)j == bad[0]) bad[map] = k;
 }
 
+/* Neighbour lists (PBF_LISTS): counts[i] = the number of neighbours of i within h at q (the
+ * positions the grid was built on), then, after an exclusive scan of counts into off, their
+ * indices in the neighbour loops' order. Compiled in every build; run only with PBF_LISTS. */
+PBF_KERNEL pbf_k_list_count(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
+                            const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                            const PBF_GLOBAL unsigned int *cell,
+                            const PBF_GLOBAL unsigned int *start, PBF_GLOBAL unsigned int *counts) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    unsigned int c = 0u;
+    PBF_SEARCH_NEIGHBOURS(P, start, cell, i, qx, qy, qz, qx[i], qy[i], qz[i],
+        (void)j;
+        c += valid ? 1u : 0u;
+    )
+    counts[i] = c;
+}
+
+PBF_KERNEL pbf_k_list_fill(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
+                           const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                           const PBF_GLOBAL unsigned int *cell,
+                           const PBF_GLOBAL unsigned int *start,
+                           const PBF_GLOBAL unsigned int *off, PBF_GLOBAL unsigned int *idx) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    unsigned int o = off[i];
+    PBF_SEARCH_NEIGHBOURS(P, start, cell, i, qx, qy, qz, qx[i], qy[i], qz[i],
+        if (valid) idx[o++] = j;
+    )
+}
+
 /* ---- the stages ----------------------------------------------------------------------------- */
 
 /* v += dt g, |v| <= vmax, x* = x + dt v  (cpu.c stage_predict) */
@@ -306,7 +364,7 @@ PBF_KERNEL pbf_k_density(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
     float rho[PBF_LANES];
     PBF_LANE_ZERO(rho);
-    PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
@@ -337,7 +395,7 @@ PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     PBF_LANE_ZERO(gy);
     PBF_LANE_ZERO(gz);
     PBF_LANE_ZERO(s2);
-    PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
@@ -395,10 +453,10 @@ PBF_KERNEL pbf_k_delta_p(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     ay[l] += in ? f * dy : 0.0f;                                                                   \
     az[l] += in ? f * dz : 0.0f;
     if (P.scorr_n == 4) {
-        PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+        PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
                            PBF_DELTA_P_LANE(4))
     } else {
-        PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+        PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
                            PBF_DELTA_P_LANE(P.scorr_n))
     }
 #undef PBF_DELTA_P_LANE
@@ -473,7 +531,7 @@ PBF_KERNEL pbf_k_curl(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     PBF_LANE_ZERO(ox);
     PBF_LANE_ZERO(oy);
     PBF_LANE_ZERO(oz);
-    PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
@@ -524,7 +582,7 @@ PBF_KERNEL pbf_k_vorticity_xsph(const pbf_gpu_params P, const PBF_GLOBAL float *
     PBF_LANE_ZERO(ax);
     PBF_LANE_ZERO(ay);
     PBF_LANE_ZERO(az);
-    PBF_FOR_NEIGHBOURS(P, start, cell[i], i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;

@@ -59,6 +59,8 @@ enum {
     K_CAPTURE_BAD,
     K_STATS,
     K_LAYOUT,
+    K_LIST_COUNT,
+    K_LIST_FILL,
     K_COUNT
 };
 static const char *const kernel_names[K_COUNT] = {
@@ -66,7 +68,7 @@ static const char *const kernel_names[K_COUNT] = {
     "pbf_k_sort_cells", "pbf_k_gather",         "pbf_k_predict",     "pbf_k_density",
     "pbf_k_lambda",     "pbf_k_delta_p",        "pbf_k_collide",     "pbf_k_velocity",
     "pbf_k_curl",       "pbf_k_vorticity_xsph", "pbf_k_capture_bad", "pbf_k_stats",
-    "pbf_k_layout",
+    "pbf_k_layout",     "pbf_k_list_count",     "pbf_k_list_fill",
 };
 
 #define MAX_SCAN_LEVELS 8
@@ -89,6 +91,13 @@ typedef struct ocl_state {
     cl_mem cell_start;                 /* ncells + 1: the histogram, then the cell starts */
     cl_mem scan_sums[MAX_SCAN_LEVELS]; /* block sums of each level of the scan */
     int scan_levels;
+    size_t scan_count; /* the longest array the block-sum buffers can scan */
+
+    /* neighbour lists (PBF_LISTS in pbf_kernels.cl; CPU devices): offsets (capacity + 1) and
+     * indices, rebuilt with the grid */
+    int lists;
+    cl_mem nbr_off, nbr_idx;
+    size_t nbr_idx_cap; /* entries */
     cl_mem F, G, boxes;
 
     /* non-finite guard: one int slot per launch of the step (atomic_min of a particle index),
@@ -369,6 +378,11 @@ static pbf_gpu_params params(const pbf_world *w, const pbf_step_ctx *c) {
 }
 
 #define FB(f) (d->field[PBF_F_##f])
+/* The neighbour kernels' arguments `cell` and `start`: the cell keys and starts, or with lists
+ * the list offsets and indices (pbf_kernels.cl, PBF_LISTS). */
+#define NB_ARGS(d)                                                                                 \
+    cl_mem nb_cell = (d)->lists ? (d)->nbr_off : (d)->field[PBF_F_CELL];                           \
+    cl_mem nb_start = (d)->lists ? (d)->nbr_idx : (d)->cell_start
 
 /* In-place exclusive scan of count uints (level: which block-sum buffer to use). */
 static void scan(ocl_state *d, int level, cl_mem data, cl_uint count) {
@@ -384,6 +398,34 @@ static void scan(ocl_state *d, int level, cl_mem data, cl_uint count) {
         scan(d, level + 1, sums, blocks);
         LAUNCH(d, K_SCAN_ADD, count, d->wg, A(data), A(count), A(sums));
     }
+}
+
+static cl_mem new_buffer(ocl_state *d, size_t bytes, const void *init);
+
+/* The neighbour lists of the sorted particles at x* (the positions the step's neighbour sets
+ * are defined on): count, scan, one read of the total (to size the index buffer), fill. */
+static void build_lists(pbf_world *w) {
+    ocl_state *d = DEV(w);
+    const pbf_gpu_params P = params(w, NULL);
+    const cl_uint n = (cl_uint)w->count;
+    LAUNCH(d, K_LIST_COUNT, (size_t)n, d->wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(CELL)),
+           A(d->cell_start), A(d->nbr_off));
+    scan(d, 0, d->nbr_off, n + 1);
+    cl_uint total = 0;
+    if (d->error == CL_SUCCESS) {
+        cl_int e = clEnqueueReadBuffer(d->queue, d->nbr_off, CL_TRUE, (size_t)n * sizeof(cl_uint),
+                                       sizeof total, &total, 0, NULL, NULL);
+        if (e != CL_SUCCESS) d->error = e;
+    }
+    if (d->error == CL_SUCCESS && (size_t)total > d->nbr_idx_cap) {
+        /* grow by a quarter beyond the need, so that a slowly denser liquid reallocates rarely */
+        const size_t cap = (size_t)total + (size_t)total / 4 + PBF_LANES;
+        if (d->nbr_idx) clReleaseMemObject(d->nbr_idx);
+        d->nbr_idx = new_buffer(d, cap * sizeof(cl_uint), NULL);
+        d->nbr_idx_cap = d->nbr_idx ? cap : 0;
+    }
+    LAUNCH(d, K_LIST_FILL, (size_t)n, d->wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(CELL)),
+           A(d->cell_start), A(d->nbr_off), A(d->nbr_idx));
 }
 
 /* Stage "grid": sort by the cell of x* and gather every SORTED field (map: follow the predict
@@ -455,6 +497,7 @@ static void grid(pbf_world *w, int map, int in_step) {
                                        0, (size_t)n * sizeof(float), 0, NULL, NULL);
         if (e != CL_SUCCESS) d->error = e;
     }
+    if (d->lists) build_lists(w);
 }
 
 /* The launch slot of a stage this step (its non-finite particle goes there). */
@@ -539,6 +582,7 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
     if (w->count == 0) return INT_MAX;
     const pbf_gpu_params P = params(w, c);
     const size_t n = (size_t)w->count, wg = d->wg;
+    NB_ARGS(d);
     d->stats_ready = 0;
     w->host_stale = 1;
     switch (stage) {
@@ -552,15 +596,15 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
     case PBF_STAGE_GRID: grid(w, d->map_slot, 1); break;
     case PBF_STAGE_LAMBDA: {
         cl_int slot = next_slot(d, stage);
-        LAUNCH(d, K_LAMBDA, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(CELL)),
-               A(d->cell_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
+        LAUNCH(d, K_LAMBDA, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(nb_cell),
+               A(nb_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
                A(FB(DENSITY)), A(FB(LAMBDA)), A(d->bad), A(slot));
         break;
     }
     case PBF_STAGE_DELTA_P: {
         cl_int slot = next_slot(d, stage);
-        LAUNCH(d, K_DELTA_P, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(CELL)),
-               A(d->cell_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
+        LAUNCH(d, K_DELTA_P, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(nb_cell),
+               A(nb_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
                A(FB(LAMBDA)), A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(d->bad), A(slot));
         break;
     }
@@ -588,16 +632,16 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
          * cannot happen, so this slot is never the step's first in practice; if it were, the
          * position reported would be x* (captured after the post pass) */
         cl_int curl = next_slot(d, stage);
-        LAUNCH(d, K_CURL, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(CELL)),
-               A(d->cell_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
+        LAUNCH(d, K_CURL, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(nb_cell),
+               A(nb_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
                A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(FB(DENSITY)), A(FB(PX)), A(FB(PY)), A(FB(PZ)),
                A(FB(LAMBDA)), A(d->bad), A(curl));
         break;
     }
     case PBF_STAGE_VORTICITY_XSPH: {
         cl_int slot = next_slot(d, stage);
-        LAUNCH(d, K_VORTICITY_XSPH, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(FB(CELL)),
-               A(d->cell_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(FB(SX)), A(FB(SY)), A(FB(SZ)),
+        LAUNCH(d, K_VORTICITY_XSPH, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(nb_cell),
+               A(nb_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(FB(SX)), A(FB(SY)), A(FB(SZ)),
                A(FB(PX)), A(FB(PY)), A(FB(PZ)), A(FB(LAMBDA)), A(FB(DENSITY)), A(FB(PX)), A(FB(PY)),
                A(FB(PZ)), A(d->bad), A(slot));
         for (int a = 0; a < 3; ++a) {
@@ -661,8 +705,9 @@ static void ocl_refresh(pbf_world *w) {
     }
     grid(w, -1, 0);
     const pbf_gpu_params P = params(w, NULL);
+    NB_ARGS(d); /* after grid(): it may have grown the list buffer */
     LAUNCH(d, K_DENSITY, (size_t)w->count, d->wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)),
-           A(FB(CELL)), A(d->cell_start), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(d->F), A(d->G),
+           A(nb_cell), A(nb_start), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(d->F), A(d->G),
            A(d->boxes), A(FB(DENSITY)));
     if (d->error == CL_SUCCESS) {
         cl_int e = clFinish(d->queue);
@@ -745,6 +790,28 @@ static cl_mem new_buffer(ocl_state *d, size_t bytes, const void *init) {
     return m;
 }
 
+/* Block-sum buffers for scans of up to `count` entries (every level, down to one block). */
+static int scan_buffers(ocl_state *d, size_t count) {
+    if (count <= d->scan_count) return 1;
+    int levels = 0;
+    size_t c = count;
+    do {
+        c = (c + 2 * d->scan_wg - 1) / (2 * d->scan_wg);
+        levels++;
+    } while (c > 1);
+    if (levels > MAX_SCAN_LEVELS) return 0;
+    c = count;
+    for (int l = 0; l < levels && d->error == CL_SUCCESS; ++l) {
+        c = (c + 2 * d->scan_wg - 1) / (2 * d->scan_wg);
+        if (d->scan_sums[l]) clReleaseMemObject(d->scan_sums[l]);
+        d->scan_sums[l] = new_buffer(d, c * sizeof(cl_uint), NULL);
+    }
+    if (d->error != CL_SUCCESS) return 0;
+    d->scan_levels = levels;
+    d->scan_count = count;
+    return 1;
+}
+
 /* Bytes of the device buffers that do not depend on the capacity. */
 static size_t fixed_bytes(const pbf_world *w) {
     const ocl_state *d = DEV(w);
@@ -806,6 +873,15 @@ static pbf_status ocl_reserve(pbf_world *w, int capacity, pbf_error *err) {
         if (d->field[f]) clReleaseMemObject(d->field[f]);
         d->field[f] = grown;
     }
+    if (d->lists && d->error == CL_SUCCESS) { /* list offsets: capacity + 1, and their scan */
+        cl_mem off = new_buffer(d, ((size_t)capacity + 1) * sizeof(cl_uint), NULL);
+        if (off) {
+            if (d->nbr_off) clReleaseMemObject(d->nbr_off);
+            d->nbr_off = off;
+            if (!scan_buffers(d, (size_t)capacity + 1) && d->error == CL_SUCCESS)
+                d->error = CL_INVALID_BUFFER_SIZE;
+        }
+    }
     void *host = NULL;
     if (d->error == CL_SUCCESS) {
         cl_mem partial = new_buffer(d, partial_bytes, NULL);
@@ -839,7 +915,8 @@ static void ocl_release(pbf_world *w) {
     if (d->queue) clFinish(d->queue);
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if (d->field[f]) clReleaseMemObject(d->field[f]);
-    cl_mem others[] = {d->cell_start, d->F, d->G, d->boxes, d->bad, d->bad_info, d->partial};
+    cl_mem others[] = {d->cell_start, d->F,       d->G,       d->boxes,  d->bad,
+                       d->bad_info,   d->partial, d->nbr_off, d->nbr_idx};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) clReleaseMemObject(others[i]);
     for (int l = 0; l < MAX_SCAN_LEVELS; ++l)
@@ -853,6 +930,11 @@ static void ocl_release(pbf_world *w) {
     free(d->host_partial);
     free(d);
     w->dev = NULL;
+}
+
+static size_t ocl_list_bytes(const pbf_world *w) {
+    const ocl_state *d = DEV(w);
+    return d->lists ? ((size_t)d->capacity + 1 + d->nbr_idx_cap) * sizeof(cl_uint) : 0;
 }
 
 /* ---- opening -------------------------------------------------------------------------------- */
@@ -879,12 +961,13 @@ static pbf_status build(ocl_state *d, cl_device_id dev, pbf_error *err) {
     char options[320];
     cl_device_type type = 0;
     clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof type, &type, NULL);
-    const int cpu = (type & CL_DEVICE_TYPE_CPU) != 0; /* vector lanes: see pbf_kernels.cl */
+    const int cpu = (type & CL_DEVICE_TYPE_CPU) != 0; /* vector lanes, lists: pbf_kernels.cl */
+    d->lists = cpu;
     snprintf(
         options, sizeof options,
         "-cl-std=CL1.2 -DPBF_LANES=%d -DPBF_TEST_BLOCK=%uu -DPBF_LANES_ALL=%d "
-        "-DPBF_SCAN_WG=%zu -DPBF_STATS_WG=%zu%s%s",
-        PBF_LANES, cpu ? 8u : 1u, cpu, d->scan_wg, d->stats_wg, d->fp64 ? " -DPBF_CELL_FP64=1" : "",
+        "-DPBF_LISTS=%d -DPBF_SCAN_WG=%zu -DPBF_STATS_WG=%zu%s%s",
+        PBF_LANES, cpu ? 8u : 1u, cpu, cpu, d->scan_wg, d->stats_wg, d->fp64 ? " -DPBF_CELL_FP64=1" : "",
         (single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? " -cl-fp32-correctly-rounded-divide-sqrt"
                                                        : "");
     e = clBuildProgram(d->program, 1, &dev, options, NULL, NULL);
@@ -982,14 +1065,7 @@ static pbf_status fixed_buffers(pbf_world *w, pbf_error *err) {
         return PBF_ERR_LIMIT;
     }
     d->cell_start = new_buffer(d, cells * sizeof(cl_uint), NULL);
-    size_t count = cells;
-    d->scan_levels = 0;
-    do { /* the block sums of every level of the scan, down to one block */
-        count = (count + 2 * d->scan_wg - 1) / (2 * d->scan_wg);
-        if (d->scan_levels < MAX_SCAN_LEVELS)
-            d->scan_sums[d->scan_levels] = new_buffer(d, count * sizeof(cl_uint), NULL);
-        d->scan_levels++;
-    } while (count > 1);
+    const int scan_ok = scan_buffers(d, cells);
     const size_t n3 = (size_t)w->walls.n * (size_t)w->walls.n * (size_t)w->walls.n;
     d->F = new_buffer(d, n3 * sizeof(float), w->walls.F);
     d->G = new_buffer(d, n3 * sizeof(float), w->walls.G);
@@ -1001,7 +1077,7 @@ static pbf_status fixed_buffers(pbf_world *w, pbf_error *err) {
     d->bad = new_buffer(d, (size_t)(d->nslots + 1) * sizeof(cl_int), NULL);
     d->bad_info = new_buffer(d, sizeof(pbf_gpu_bad), NULL);
     if (d->error == CL_SUCCESS) ocl_sync(w);
-    if (d->scan_levels > MAX_SCAN_LEVELS || !d->slot_stage || d->error != CL_SUCCESS) {
+    if (!scan_ok || !d->slot_stage || d->error != CL_SUCCESS) {
         pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY,
                       "%s: cannot allocate the grid (%u cells) and tables: %s", d->label,
                       w->grid.ncells, cl_error_name(d->error));
@@ -1071,4 +1147,5 @@ const pbf_backend_ops pbf_backend_opencl = {
     .sync = ocl_sync,
     .finish_step = ocl_finish_step,
     .release = ocl_release,
+    .list_bytes = ocl_list_bytes,
 };
