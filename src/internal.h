@@ -94,6 +94,7 @@ struct pbf_world {
     pbf_stats stats;
     pbf_bad_particle bad; /* the particle behind stats.bad_stage */
     pbf_timings timings;
+    int stage_timing; /* pbf_world_set_stage_timing */
 };
 
 /* grid.c */

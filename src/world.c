@@ -171,6 +171,7 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
         c->scale = pbf_wall_calibration(w);
     }
     if (s == PBF_OK) s = pbf_backend_open(w, def->device, err);
+    if (s == PBF_OK) w->stage_timing = w->backend == &pbf_backend_cpu; /* free there */
     if (s == PBF_OK && def->max_particles > 0) s = reserve(w, def->max_particles, err);
     if (s != PBF_OK) {
         pbf_world_destroy(w);
@@ -593,6 +594,13 @@ pbf_timings pbf_world_timings(const pbf_world *w) {
 
 void pbf_world_reset_timings(pbf_world *w) {
     if (w) memset(&w->timings, 0, sizeof w->timings);
+}
+
+int pbf_world_set_stage_timing(pbf_world *w, int on) {
+    if (!w) return 0;
+    int was = w->stage_timing;
+    w->stage_timing = on != 0;
+    return was;
 }
 
 pbf_memory pbf_world_memory(const pbf_world *w) {

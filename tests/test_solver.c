@@ -269,7 +269,8 @@ static uint64_t state_hash(const pbf_world *w) {
     return h;
 }
 
-static uint64_t run_threads(int threads) {
+/* timing: -1 the world's default, else pbf_world_set_stage_timing's; tm: the timings, or NULL */
+static uint64_t run_world(int threads, int timing, pbf_timings *tm) {
     pbf_world_def def = pbf_default_world_def();
     def.particle_radius = 0.015f;
     def.domain_max = (pbf_vec3){0.6f, 0.5f, 0.2f};
@@ -284,10 +285,32 @@ static uint64_t run_threads(int threads) {
     b.motion = (pbf_motion){.type = PBF_MOTION_OSCILLATE, .direction = {1, 0, 0},
                             .amplitude = 0.05f, .period = 0.5f, .stop = -1};
     pbf_world_add_box(w, &b, NULL);
+    if (timing >= 0) pbf_world_set_stage_timing(w, timing);
     for (int s = 0; s < 60; ++s) pbf_world_step(w, 1.0f / 240.0f, NULL);
     uint64_t h = state_hash(w);
+    if (tm) *tm = pbf_world_timings(w);
     pbf_world_destroy(w);
     return h;
+}
+
+static uint64_t run_threads(int threads) {
+    return run_world(threads, -1, NULL);
+}
+
+/* Per-stage timing changes no result; off, only the total is measured; on, the stages add up to
+ * it. */
+static void test_stage_timing(void) {
+    pbf_timings off, on;
+    uint64_t h_off = run_world(2, 0, &off), h_on = run_world(2, 1, &on);
+    ENSURE(h_off != 0 && h_off == h_on && h_on == run_threads(2));
+    ENSURE(off.steps == 60 && on.steps == 60);
+    ENSURE(off.total > 0.0 && on.total > 0.0);
+    ENSURE(off.predict == 0.0 && off.grid == 0.0 && off.lambda == 0.0 && off.delta_p == 0.0 &&
+           off.collide == 0.0 && off.velocity == 0.0 && off.stats == 0.0);
+    const double parts =
+        on.predict + on.grid + on.lambda + on.delta_p + on.collide + on.velocity + on.stats;
+    ENSURE(on.lambda > 0.0 && on.delta_p > 0.0 && on.grid > 0.0);
+    ENSURE(parts <= on.total * (1.0 + 1e-9) && parts >= 0.99 * on.total);
 }
 
 static void test_determinism_threads(void) {
@@ -470,6 +493,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_moving_wall);
     RUN_SUBTEST(test_friction);
     RUN_SUBTEST(test_determinism_threads);
+    RUN_SUBTEST(test_stage_timing);
     RUN_SUBTEST(test_snapshot_restore);
     RUN_SUBTEST(test_diagnose);
     RUN_SUBTEST(test_errors);

@@ -263,6 +263,11 @@ typedef struct pbf_timings {
 
 pbf_timings pbf_world_timings(const pbf_world *world);
 void pbf_world_reset_timings(pbf_world *world);
+/* Per-stage timings (on = 1) wait for the device at the end of every stage. On the CPU that costs
+ * nothing and they are on from creation; on a GPU each wait is a round trip that the step does not
+ * otherwise make, so they start off there, and only `total` and `steps` are measured until a
+ * caller (a profiler, `pbf bench`) turns them on. Results do not depend on it. */
+int pbf_world_set_stage_timing(pbf_world *world, int on); /* returns the previous setting */
 
 /* Derived quantities of a definition, for tools and tests. */
 typedef struct pbf_derived {
