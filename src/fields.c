@@ -28,10 +28,11 @@ const pbf_field_desc pbf_fields[PBF_FIELD_COUNT] = {
 };
 /* clang-format on */
 
-size_t pbf_fields_bytes(unsigned none) {
+size_t pbf_fields_bytes(unsigned none, unsigned need) {
     size_t bytes = 0;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-        if ((pbf_fields[f].flags & none) == 0) bytes += 4;
+        if ((pbf_fields[f].flags & none) == 0 && (need == 0 || (pbf_fields[f].flags & need)))
+            bytes += 4;
     return bytes;
 }
 

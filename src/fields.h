@@ -48,8 +48,9 @@ typedef struct pbf_field_desc {
 
 extern const pbf_field_desc pbf_fields[PBF_FIELD_COUNT];
 
-/* Bytes per particle of the arrays whose flags include none of `none` (0: every array; a GPU
- * backend's device arrays: PBF_FIELD_CPU). */
-size_t pbf_fields_bytes(unsigned none);
+/* Bytes per particle of the arrays whose flags include none of `none` and, unless `need` is 0,
+ * one of `need` ((0, 0): every array; a GPU backend's device arrays: (PBF_FIELD_CPU, 0); its host
+ * copy: (0, PBF_FIELD_STATE)). */
+size_t pbf_fields_bytes(unsigned none, unsigned need);
 
 #endif

@@ -34,12 +34,12 @@ const char *pbf_status_string(pbf_status status) {
 size_t pbf_bytes_per_particle(void) {
     /* every array of the field registry, plus the neighbour lists at a typical 40 neighbours of
      * 2 bytes */
-    return pbf_fields_bytes(0) + 40 * sizeof(uint16_t);
+    return pbf_fields_bytes(0, 0) + 40 * sizeof(uint16_t);
 }
 
 /* Is field f kept in host memory by the world's backend? */
 static int on_host(const pbf_world *w, int f) {
-    return (pbf_fields[f].flags & w->backend->host_none) == 0;
+    return w->backend->host_keep == 0 || (pbf_fields[f].flags & w->backend->host_keep) != 0;
 }
 
 static void free_particles(pbf_world *w) {
@@ -55,7 +55,7 @@ static pbf_status reserve(pbf_world *w, int capacity, pbf_error *err) {
     if (capacity <= w->capacity) return PBF_OK;
     void *fresh[PBF_FIELD_COUNT] = {0};
     int ok = 1;
-    size_t host_bytes = pbf_fields_bytes(w->backend->host_none);
+    size_t host_bytes = pbf_fields_bytes(0, w->backend->host_keep);
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
         if (!on_host(w, f)) continue;
         /* padded: the neighbour loops read whole 8-lane chunks (src/simd.h) */
@@ -610,7 +610,7 @@ pbf_memory pbf_world_memory(const pbf_world *w) {
     m.device = w->backend->name;
     int gpu = w->backend != &pbf_backend_cpu;
     size_t cap = (size_t)(w->capacity > 0 ? w->capacity : 0) + PBF_ARRAY_PADDING;
-    size_t arrays = cap * pbf_fields_bytes(gpu ? PBF_FIELD_CPU : 0);
+    size_t arrays = cap * pbf_fields_bytes(gpu ? PBF_FIELD_CPU : 0, 0);
     size_t lists = w->backend->list_bytes ? w->backend->list_bytes(w) : 0;
     m.grid_bytes = ((size_t)w->grid.ncells + 1) * sizeof(uint32_t);
     m.total_bytes = arrays + lists + m.grid_bytes;

@@ -42,9 +42,11 @@ typedef struct pbf_bad_particle {
 
 typedef struct pbf_backend_ops {
     const char *name; /* "cpu", "opencl", "cuda" */
-    /* Field rows this backend keeps on the host: (flags & host_none) == 0. The CPU backend keeps
-     * everything; a GPU backend keeps only the STATE fields there (its copy of the device). */
-    unsigned host_none;
+    /* Field rows the world keeps on the host: those with one of the flags host_keep, or all when
+     * it is 0. The CPU backend keeps everything; a GPU backend keeps only the STATE fields there
+     * (its copy of the device state). A backend that runs a step sets w->host_stale, and
+     * pbf_sync_host brings the host copy up to date through download. */
+    unsigned host_keep;
     /* Device-side allocation for `capacity` particles (the host arrays are the runner's). */
     pbf_status (*reserve)(pbf_world *w, int capacity, pbf_error *err);
     /* The host STATE fields (count particles) and the boxes to the device. */

@@ -545,7 +545,7 @@ static size_t cpu_list_bytes(const pbf_world *w) {
 
 const pbf_backend_ops pbf_backend_cpu = {
     .name = "cpu",
-    .host_none = 0,
+    .host_keep = 0,
     .reserve = cpu_reserve,
     .upload = cpu_nothing,
     .download = cpu_nothing,

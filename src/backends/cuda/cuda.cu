@@ -528,7 +528,7 @@ static pbf_status cu_reserve(pbf_world *w, int capacity, pbf_error *err) {
     cudaSetDevice(d->device);
     const size_t elems = (size_t)capacity + PBF_ARRAY_PADDING;
     const size_t per_array = elems * 4;
-    const size_t arrays = (size_t)pbf_fields_bytes(PBF_FIELD_CPU) / 4;
+    const size_t arrays = (size_t)pbf_fields_bytes(PBF_FIELD_CPU, 0) / 4;
     const size_t chunks = stats_chunks(capacity);
     const size_t partial_bytes = (chunks ? chunks : 1) * PBF_STATS_VALUES * sizeof(double);
     const double total = (double)per_array * (double)arrays + (double)fixed_bytes(w, d->nslots) +
@@ -788,7 +788,7 @@ pbf_status pbf_cuda_open(pbf_world *w, const char *spec, pbf_error *err) {
 /* in the order of pbf_backend_ops' members (backend.h) */
 extern "C" const pbf_backend_ops pbf_backend_cuda = {
     "cuda",
-    PBF_FIELD_CPU, /* host_none, as opencl.c: see world.c on_host() */
+    PBF_FIELD_STATE, /* host_keep: the host holds a copy of the state only */
     cu_reserve,
     cu_upload,
     cu_download,

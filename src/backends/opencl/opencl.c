@@ -832,7 +832,7 @@ static pbf_status ocl_reserve(pbf_world *w, int capacity, pbf_error *err) {
     if (capacity <= d->capacity) return PBF_OK;
     const size_t elems = (size_t)capacity + PBF_ARRAY_PADDING;
     const size_t per_array = elems * 4;
-    const size_t arrays = (size_t)pbf_fields_bytes(PBF_FIELD_CPU) / 4;
+    const size_t arrays = (size_t)pbf_fields_bytes(PBF_FIELD_CPU, 0) / 4;
     const size_t chunk = d->stats_wg * PBF_STATS_PER_ITEM;
     const size_t chunks = ((size_t)capacity + chunk - 1) / chunk;
     const size_t partial_bytes = chunks * PBF_STATS_VALUES * sizeof(double);
@@ -1135,9 +1135,7 @@ pbf_status pbf_opencl_open(pbf_world *w, const char *spec, pbf_error *err) {
 
 const pbf_backend_ops pbf_backend_opencl = {
     .name = "opencl",
-    /* the host keeps every array but the CPU's neighbour-list offsets: the registry's flags
-     * cannot say "STATE only" (rows without flags would stay), see world.c on_host() */
-    .host_none = PBF_FIELD_CPU,
+    .host_keep = PBF_FIELD_STATE, /* the host holds a copy of the state only */
     .reserve = ocl_reserve,
     .upload = ocl_upload,
     .download = ocl_download,
