@@ -444,6 +444,22 @@ static int simulate(const run_options *opt) {
         }
     }
 
+    /* The directory is this run's: the frames, images and indexes of an earlier run go (after a
+     * checkpoint: those of later frames), now that nothing can refuse the run any more. */
+    int removed = 0;
+    st = pbfapp_output_claim(out, opt->resume ? start_frame : -1, &removed, &err);
+    if (st != PBF_OK) {
+        fprintf(stderr, "pbf: %s\n", err.message);
+        pbfapp_renderer_close(renderer, NULL);
+        pbfapp_output_close(out, NULL);
+        pbf_world_destroy(world);
+        pbfapp_scene_free(&scene);
+        return EXIT_RUNTIME;
+    }
+    if (removed > 0 && !opt->quiet)
+        printf("pbf: removed %d frame, image and index file%s of an earlier run from %s/\n",
+               removed, removed == 1 ? "" : "s", opt->out);
+
     const float dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));
     pbf_stats stats = pbf_world_stats(world);
     if (!opt->quiet) {
