@@ -652,9 +652,12 @@ static pbf_status check_foreign_frames(const char *dir, pbf_error *err) {
     if (!d) return PBF_OK; /* not there yet, or the open below reports it */
     char found[300] = "";
     struct dirent *e;
-    while ((e = readdir(d)) != NULL && !found[0])
-        if (owned_frame_number(e->d_name) >= 0 || owned_index(e->d_name))
+    while ((e = readdir(d)) != NULL && !found[0]) {
+        if (owned_frame_number(e->d_name) < 0 && !owned_index(e->d_name)) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
             snprintf(found, sizeof found, "%s", e->d_name);
+    }
     closedir(d);
     if (!found[0]) return PBF_OK;
     return pbfapp_fail(err, PBF_ERR_IO,
