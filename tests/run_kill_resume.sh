@@ -2,9 +2,9 @@
 # "Never lose a run": `pbf run --checkpoint-every 1` killed with SIGKILL at random moments and
 # resumed with `pbf run --resume DIR` each time, until it finishes, must end exactly like an
 # uninterrupted run: every frame file identical byte for byte (cmp), stats.jsonl identical but
-# for the wall-clock "ms" field, frames.pvd (the series index) identical, and the final checkpoints identical (the whole state, memory
-# order included; their last 8 bytes are the state hash). Resumes alternate between 1 and 2
-# threads (results do not depend on the thread count).
+# for the wall-clock "ms" field, frames.pvd (the series index) identical, and the final
+# checkpoints identical (the whole state, memory order included; their last 8 bytes are the state
+# hash). Resumes alternate between 1 and 2 threads (results do not depend on the thread count).
 #
 # The kill delays come from bash's RANDOM with a fixed seed (reproducible in CI), scaled by the
 # time of the uninterrupted run so that each attempt gets a little further on any machine. At
