@@ -75,7 +75,7 @@ static const pbf_param_info run_params[] = {
      0,
      format_choices,
      offsetof(pbfapp_run, format),
-     "frame file format: vtp (VTK XML PolyData: ParaView), ply (binary PLY: Blender, Houdini), "
+     "frame file format: vtp (VTK XML PolyData: ParaView), ply (binary PLY: Blender), "
      "csv (text), geo / bgeo (Houdini classic geometry, text / binary)"},
     {"guard_density_error",
      PBF_PARAM_FLOAT,
