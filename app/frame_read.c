@@ -290,24 +290,26 @@ static const char *const geo_layout = "point attributes v (3 vector), density (1
 /* .geo (Houdini classic ASCII) as `pbf run` writes it: the header, the point attributes v,
  * density, id in this order, one point per line "x y z w (vx vy vz density id)". */
 static pbf_status read_geo(const char *path, char *buf, pbfapp_frame_data *f, pbf_error *err) {
-    unsigned long long n = 0, nattr = 0;
-    const char *np = strstr(buf, "NPoints ");
-    const char *na = strstr(buf, "NPointAttrib ");
-    const char *dict = strstr(buf, "PointAttrib\nv 3 vector 0 0 0\ndensity 1 float 0\nid 1 int 0\n");
-    if (strncmp(buf, "PGEOMETRY V5\n", 13) != 0 || !np || !na || !dict)
+    static const char *const magic = "PGEOMETRY V5\nNPoints ";
+    static const char *const rest = " NPrims 0\nNPointGroups 0 NPrimGroups 0\n"
+                                    "NPointAttrib 3 NVertexAttrib 0 NPrimAttrib 0 NAttrib 0\n"
+                                    "PointAttrib\nv 3 vector 0 0 0\ndensity 1 float 0\nid 1 int 0\n";
+    char *p = NULL;
+    unsigned long long n = 0;
+    if (strncmp(buf, magic, strlen(magic)) == 0) n = strtoull(buf + strlen(magic), &p, 10);
+    if (!p || p == buf + strlen(magic) || strncmp(p, rest, strlen(rest)) != 0)
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
-                           "%s: not a Houdini PGEOMETRY V5 file with the %s as `pbf run` writes",
+                           "%s: not a Houdini PGEOMETRY V5 file of points only with the %s as "
+                           "`pbf run` writes",
                            path, geo_layout);
-    n = strtoull(np + 8, NULL, 10);
-    nattr = strtoull(na + 13, NULL, 10);
-    if (n > 0x7fffffffULL || nattr != 3)
-        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: NPoints %llu, NPointAttrib %llu: "
-                           "expected at most 2^31-1 points and the %s", path, n, nattr, geo_layout);
+    /* a point line is at least 18 characters ("0 0 0 1 (0 0 0 0 0)") */
+    if (n > 0x7fffffffULL || n > strlen(buf) / 18)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "%s: NPoints %llu, but the file is too short for that many points",
+                           path, n);
     pbf_status st = alloc_arrays(f, (size_t)n, path, err);
     if (st != PBF_OK) return st;
-    char *p = strchr(dict + strlen("PointAttrib\n"), '\n'); /* after "v ..." */
-    p = strchr(p + 1, '\n');                                /* after "density ..." */
-    p = strchr(p + 1, '\n') + 1;                            /* after "id ..." */
+    p += strlen(rest);
     for (size_t i = 0; i < (size_t)n; ++i) {
         float v[8];
         char *stop = NULL;
@@ -354,8 +356,11 @@ static pbf_status read_bgeo(const char *path, const char *buf, size_t size, pbfa
         0, 2, 'i', 'd', 0, 1, 0, 0, 0, 1, 0, 0, 0, 0};                          /* id */
     const unsigned char *b = (const unsigned char *)buf;
     const size_t head = 5 + 9 * 4;
+    int counts_ok = size >= head;
+    for (int k = 0; counts_ok && k < 8; ++k) /* NPoints, then 0 0 0 3 0 0 0 */
+        counts_ok = k == 0 || be32(b + 9 + 4 * k) == (k == 4 ? 3u : 0u);
     if (size < head + sizeof dict || memcmp(b, "BgeoV", 5) != 0 || be32(b + 5) != 5 ||
-        be32(b + 13) != 0 || be32(b + 25) != 3 || memcmp(b + head, dict, sizeof dict) != 0)
+        !counts_ok || memcmp(b + head, dict, sizeof dict) != 0)
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                            "%s: not a Houdini Bgeo V5 file with no primitives and the %s as "
                            "`pbf run` writes",

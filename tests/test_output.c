@@ -452,7 +452,30 @@ static void test_houdini_geo_bgeo(void) {
                       fd.density[k] == 1000.0f + value_of((uint32_t)k, 6);
         pbfapp_frame_data_free(&fd);
     }
+    /* damaged files are refused with the file named: a truncated .bgeo, a .geo claiming more
+     * points than it holds */
+    int refused = 1;
+    b = read_file(bgeo, &size);
+    FILE *out = fopen(bgeo, "wb");
+    if (b && out) fwrite(b, 1, size - 10, out);
+    if (out) fclose(out);
+    free(b);
+    text = (char *)read_file(geo, &size);
+    out = fopen(geo, "w");
+    if (text && out) fprintf(out, "PGEOMETRY V5\nNPoints 99999%s", text + strlen("PGEOMETRY V5\nNPoints 37"));
+    if (out) fclose(out);
+    free(text);
+    for (int w = 0; w < 2; ++w) {
+        pbfapp_frame_data fd;
+        memset(&fd, 0, sizeof fd);
+        pbf_error e;
+        memset(&e, 0, sizeof e);
+        refused = refused && pbfapp_read_frame(paths[w], &fd, &e) == PBF_ERR_INVALID_ARGUMENT &&
+                  strstr(e.message, paths[w]) != NULL && fd.count == 0;
+        if (!refused) printf("%s: %s\n", paths[w], e.message);
+    }
     remove_tree(dir);
+    ENSURE(refused);
     ENSURE(head_ok);
     ENSURE(points_ok);
     ENSURE(tail_ok);
