@@ -230,32 +230,158 @@ static pbf_status read_ply(const char *path, const char *buf, size_t size, pbfap
     return PBF_OK;
 }
 
+/* .csv: the header x,y,z,vx,vy,vz,density,id (ids in the last column), or that of earlier pbf
+ * versions without the id column (ids are then the row numbers). */
 static pbf_status read_csv(const char *path, char *buf, pbfapp_frame_data *f, pbf_error *err) {
-    const char *head = "x,y,z,vx,vy,vz,density\n";
-    if (strncmp(buf, head, strlen(head)) != 0)
+    const char *head_id = "x,y,z,vx,vy,vz,density,id\n";
+    const char *head_old = "x,y,z,vx,vy,vz,density\n";
+    int has_id = strncmp(buf, head_id, strlen(head_id)) == 0;
+    if (!has_id && strncmp(buf, head_old, strlen(head_old)) != 0)
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
-                    "%s: the first line is not the header x,y,z,vx,vy,vz,density", path);
-    char *p = buf + strlen(head);
+                    "%s: the first line is not the header x,y,z,vx,vy,vz,density,id", path);
+    char *p = buf + strlen(has_id ? head_id : head_old);
     size_t n = 0;
     for (char *c = p; *c; ++c)
         if (*c == '\n') ++n;
     if (n > 0x7fffffffu) return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: too many lines", path);
     pbf_status st = alloc_arrays(f, n, path, err);
     if (st != PBF_OK) return st;
+    const int ncol = has_id ? 8 : 7;
     for (size_t i = 0; i < n; ++i) {
         float *dst[7] = {f->x + i,  f->y + i,  f->z + i,      f->vx + i,
                          f->vy + i, f->vz + i, f->density + i};
-        for (int k = 0; k < 7; ++k) {
+        for (int k = 0; k < ncol; ++k) {
             char *stop = NULL;
             errno = 0;
-            *dst[k] = strtof(p, &stop);
-            char want = k < 6 ? ',' : '\n';
+            if (k < 7) {
+                *dst[k] = strtof(p, &stop);
+            } else {
+                unsigned long v = strtoul(p, &stop, 10);
+                if (v > 0xffffffffUL || *p == '-') stop = p;
+                f->id[i] = (uint32_t)v;
+            }
+            char want = k + 1 < ncol ? ',' : '\n';
             if (stop == p || *stop != want)
                 return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
-                            "%s: line %zu: expected 7 numbers separated by commas", path, i + 2);
+                            "%s: line %zu: expected %d numbers separated by commas", path, i + 2,
+                            ncol);
             p = stop + 1;
         }
-        f->id[i] = (uint32_t)i;
+        if (!has_id) f->id[i] = (uint32_t)i;
+    }
+    f->time = 0;
+    f->has_time = 0;
+    return PBF_OK;
+}
+
+static uint32_t be32(const unsigned char *b) {
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | (uint32_t)b[3];
+}
+
+static float bef(const unsigned char *b) {
+    uint32_t u = be32(b);
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+static const char *const geo_layout = "point attributes v (3 vector), density (1 float), id (1 int)";
+
+/* .geo (Houdini classic ASCII) as `pbf run` writes it: the header, the point attributes v,
+ * density, id in this order, one point per line "x y z w (vx vy vz density id)". */
+static pbf_status read_geo(const char *path, char *buf, pbfapp_frame_data *f, pbf_error *err) {
+    static const char *const magic = "PGEOMETRY V5\nNPoints ";
+    static const char *const rest = " NPrims 0\nNPointGroups 0 NPrimGroups 0\n"
+                                    "NPointAttrib 3 NVertexAttrib 0 NPrimAttrib 0 NAttrib 0\n"
+                                    "PointAttrib\nv 3 vector 0 0 0\ndensity 1 float 0\nid 1 int 0\n";
+    char *p = NULL;
+    unsigned long long n = 0;
+    if (strncmp(buf, magic, strlen(magic)) == 0) n = strtoull(buf + strlen(magic), &p, 10);
+    if (!p || p == buf + strlen(magic) || strncmp(p, rest, strlen(rest)) != 0)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "%s: not a Houdini PGEOMETRY V5 file of points only with the %s as "
+                           "`pbf run` writes",
+                           path, geo_layout);
+    /* a point line is at least 18 characters ("0 0 0 1 (0 0 0 0 0)") */
+    if (n > 0x7fffffffULL || n > strlen(buf) / 18)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "%s: NPoints %llu, but the file is too short for that many points",
+                           path, n);
+    pbf_status st = alloc_arrays(f, (size_t)n, path, err);
+    if (st != PBF_OK) return st;
+    p += strlen(rest);
+    for (size_t i = 0; i < (size_t)n; ++i) {
+        float v[8];
+        char *stop = NULL;
+        for (int k = 0; k < 4; ++k) {
+            v[k] = strtof(p, &stop);
+            if (stop == p) goto bad;
+            p = stop;
+        }
+        while (*p == ' ') ++p;
+        if (*p++ != '(') goto bad;
+        for (int k = 4; k < 8; ++k) {
+            v[k] = strtof(p, &stop);
+            if (stop == p) goto bad;
+            p = stop;
+        }
+        unsigned long id = strtoul(p, &stop, 10);
+        if (stop == p || id > 0xffffffffUL) goto bad;
+        p = stop;
+        if (*p++ != ')' || *p++ != '\n') goto bad;
+        f->x[i] = v[0];
+        f->y[i] = v[1];
+        f->z[i] = v[2];
+        f->vx[i] = v[4];
+        f->vy[i] = v[5];
+        f->vz[i] = v[6];
+        f->density[i] = v[7];
+        f->id[i] = (uint32_t)id;
+        continue;
+    bad:
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "%s: point %zu: expected \"x y z w (vx vy vz density id)\"", path, i);
+    }
+    f->time = 0;
+    f->has_time = 0;
+    return PBF_OK;
+}
+
+/* .bgeo (Houdini classic binary, big endian) as `pbf run` writes it. */
+static pbf_status read_bgeo(const char *path, const char *buf, size_t size, pbfapp_frame_data *f,
+                            pbf_error *err) {
+    static const unsigned char dict[] = {
+        0, 1, 'v', 0, 3, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* v 3 vector 0 0 0 */
+        0, 7, 'd', 'e', 'n', 's', 'i', 't', 'y', 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, /* density */
+        0, 2, 'i', 'd', 0, 1, 0, 0, 0, 1, 0, 0, 0, 0};                          /* id */
+    const unsigned char *b = (const unsigned char *)buf;
+    const size_t head = 5 + 9 * 4;
+    int counts_ok = size >= head;
+    for (int k = 0; counts_ok && k < 8; ++k) /* NPoints, then 0 0 0 3 0 0 0 */
+        counts_ok = k == 0 || be32(b + 9 + 4 * k) == (k == 4 ? 3u : 0u);
+    if (size < head + sizeof dict || memcmp(b, "BgeoV", 5) != 0 || be32(b + 5) != 5 ||
+        !counts_ok || memcmp(b + head, dict, sizeof dict) != 0)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "%s: not a Houdini Bgeo V5 file with no primitives and the %s as "
+                           "`pbf run` writes",
+                           path, geo_layout);
+    uint32_t n = be32(b + 9);
+    const size_t data = head + sizeof dict;
+    if (n > 0x7fffffffu || data + (size_t)n * 36 + 2 > size)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: truncated: %u points need %zu bytes",
+                           path, (unsigned)n, data + (size_t)n * 36 + 2);
+    pbf_status st = alloc_arrays(f, n, path, err);
+    if (st != PBF_OK) return st;
+    const unsigned char *d = b + data;
+    for (size_t i = 0; i < n; ++i, d += 36) {
+        f->x[i] = bef(d);
+        f->y[i] = bef(d + 4);
+        f->z[i] = bef(d + 8);
+        f->vx[i] = bef(d + 16);
+        f->vy[i] = bef(d + 20);
+        f->vz[i] = bef(d + 24);
+        f->density[i] = bef(d + 28);
+        f->id[i] = be32(d + 32);
     }
     f->time = 0;
     f->has_time = 0;
@@ -265,9 +391,10 @@ static pbf_status read_csv(const char *path, char *buf, pbfapp_frame_data *f, pb
 pbf_status pbfapp_read_frame(const char *path, pbfapp_frame_data *f, pbf_error *err) {
     pbfapp_frame_data_free(f);
     const char *dot = strrchr(path, '.');
-    if (!dot || (strcmp(dot, ".vtp") && strcmp(dot, ".ply") && strcmp(dot, ".csv")))
-        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: unknown frame format (vtp, ply, csv)",
-                    path);
+    if (!dot || (strcmp(dot, ".vtp") && strcmp(dot, ".ply") && strcmp(dot, ".csv") &&
+                 strcmp(dot, ".geo") && strcmp(dot, ".bgeo")))
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "%s: unknown frame format (vtp, ply, csv, geo, bgeo)", path);
     char *buf = NULL;
     size_t size = 0;
     pbf_status st = slurp(path, &buf, &size, err);
@@ -276,6 +403,10 @@ pbf_status pbfapp_read_frame(const char *path, pbfapp_frame_data *f, pbf_error *
         st = read_vtp(path, buf, size, f, err);
     else if (strcmp(dot, ".ply") == 0)
         st = read_ply(path, buf, size, f, err);
+    else if (strcmp(dot, ".geo") == 0)
+        st = read_geo(path, buf, f, err);
+    else if (strcmp(dot, ".bgeo") == 0)
+        st = read_bgeo(path, buf, size, f, err);
     else
         st = read_csv(path, buf, f, err);
     free(buf);

@@ -1,8 +1,10 @@
 /*
  * Reading back the frame files that `pbf run` writes (app/output.c): .vtp (our own layout: raw
  * appended little-endian arrays velocity, density, id, Points), .ply (binary little-endian with
- * the properties x y z vx vy vz density id) and .csv (header x,y,z,vx,vy,vz,density). Used by
- * `pbf render DIR`. Files written by other programs are rejected with a message naming the file.
+ * the properties x y z vx vy vz density id), .csv (header x,y,z,vx,vy,vz,density,id, or without
+ * the id column as earlier versions wrote it), .geo and .bgeo (Houdini classic geometry with the
+ * point attributes v, density, id). Used by `pbf render DIR`. Files written by other programs are
+ * rejected with a message naming the file.
  */
 #ifndef PBFAPP_FRAME_READ_H
 #define PBFAPP_FRAME_READ_H
@@ -18,9 +20,9 @@ extern "C" {
 typedef struct pbfapp_frame_data {
     int count;
     float *x, *y, *z, *vx, *vy, *vz, *density;
-    uint32_t *id; /* .csv has no ids: 0, 1, ... */
+    uint32_t *id; /* a .csv of an earlier version has no ids: 0, 1, ... */
     double time;  /* simulated time, s (from the file; see has_time) */
-    int has_time; /* 0 for .csv, which does not store it */
+    int has_time; /* 0 for .csv, .geo and .bgeo, which do not store it */
 } pbfapp_frame_data;
 
 /* Reads PATH (format by its extension) into f (which it frees first; zero it before the first

@@ -73,6 +73,13 @@ static void print_run_help(FILE *f) {
             "Simulates the scene file SCENE (JSON; default %s) and writes one file per frame,\n"
             "frame_00000 (the initial state) to frame_N, plus stats.jsonl, into the output\n"
             "directory. Each frame is `substeps` solver steps of dt = 1 / (fps * substeps).\n"
+            "Beside vtp frames it keeps frames.pvd, beside ply and csv frames frames.ply.series /\n"
+            "frames.csv.series: the ParaView index of the frames with their simulated times,\n"
+            "rewritten after each frame (File > Open of it loads the run with its times).\n"
+            "A run owns its output directory: before its first frame it deletes the frames\n"
+            "(frame_NNNNN.vtp/.ply/.csv/.geo/.bgeo), images (frame_NNNNN.png) and indexes of an\n"
+            "earlier run there, and no other file; a run refused for a bad scene or option\n"
+            "deletes nothing.\n"
             "\n"
             "options:\n"
             "  --out DIR           output directory, created if missing (default: out)\n"
@@ -81,7 +88,9 @@ static void print_run_help(FILE *f) {
             "  --device D          where the solver runs: cpu, opencl, opencl:PLATFORM.DEVICE,\n"
             "                      cuda or cuda:N (same as --set device=D; `pbf devices` lists\n"
             "                      this machine's); a device that is not there is an error\n"
-            "  --format F          vtp, ply or csv (same as --set format=F)\n"
+            "  --format F          vtp (VTK PolyData: ParaView), ply (binary PLY: Blender,\n"
+            "                      point-cloud tools), csv (text), geo or bgeo (Houdini classic\n"
+            "                      geometry, text or binary); same as --set format=F\n"
             "  --set KEY=VALUE     override any parameter below; vectors as x,y,z, choices by\n"
             "                      name; may be repeated, applied after the scene file\n"
             "  --checkpoint-every N  write DIR/checkpoint_NNNNN.pbfck every N frames (the last 2\n"
@@ -443,6 +452,22 @@ static int simulate(const run_options *opt) {
             return EXIT_RUNTIME;
         }
     }
+
+    /* The directory is this run's: the frames, images and indexes of an earlier run go (after a
+     * checkpoint: those of later frames), now that nothing can refuse the run any more. */
+    int removed = 0;
+    st = pbfapp_output_claim(out, opt->resume ? start_frame : -1, &removed, &err);
+    if (st != PBF_OK) {
+        fprintf(stderr, "pbf: %s\n", err.message);
+        pbfapp_renderer_close(renderer, NULL);
+        pbfapp_output_close(out, NULL);
+        pbf_world_destroy(world);
+        pbfapp_scene_free(&scene);
+        return EXIT_RUNTIME;
+    }
+    if (removed > 0 && !opt->quiet)
+        printf("pbf: removed %d frame, image and index file%s of an earlier run from %s/\n",
+               removed, removed == 1 ? "" : "s", opt->out);
 
     const float dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));
     pbf_stats stats = pbf_world_stats(world);

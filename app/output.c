@@ -5,6 +5,7 @@
 #include "particle_fields.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -16,6 +17,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/* One frame of the series index: its number and its simulated time as stats.jsonl writes it. */
+typedef struct index_entry {
+    int frame;
+    char time[40];
+} index_entry;
+
 struct pbfapp_output {
     char *dir;
     pbfapp_format format;
@@ -24,6 +31,9 @@ struct pbfapp_output {
     uint32_t *order;
     size_t order_cap;
     char last[4096];
+    char index_path[4200]; /* "" for formats without an index */
+    index_entry *index;
+    size_t index_count, index_cap;
 };
 
 
@@ -57,6 +67,31 @@ static void sink_u32(sink *s, uint32_t v) {
 static void sink_u64(sink *s, uint64_t v) {
     sink_u32(s, (uint32_t)(v & 0xffffffffu));
     sink_u32(s, (uint32_t)(v >> 32));
+}
+
+/* Big-endian words and bytes, for Houdini's .bgeo. */
+static void sink_bytes(sink *s, const void *data, size_t n) {
+    const unsigned char *b = data;
+    while (n > 0) {
+        if (s->used == sizeof s->buf) sink_flush(s);
+        size_t k = sizeof s->buf - s->used;
+        if (k > n) k = n;
+        memcpy(s->buf + s->used, b, k);
+        s->used += k;
+        b += k;
+        n -= k;
+    }
+}
+
+static void sink_be32(sink *s, uint32_t v) {
+    unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)((v >> 16) & 0xffu),
+                          (unsigned char)((v >> 8) & 0xffu), (unsigned char)(v & 0xffu)};
+    sink_bytes(s, b, 4);
+}
+
+static void sink_be16(sink *s, uint16_t v) {
+    unsigned char b[2] = {(unsigned char)(v >> 8), (unsigned char)(v & 0xffu)};
+    sink_bytes(s, b, 2);
 }
 
 /* ---- atomic files ------------------------------------------------------------------------- */
@@ -323,21 +358,13 @@ pbf_status pbfapp_write_ply(const char *path, const pbf_particles *p, const uint
     return atomic_commit(&a, err);
 }
 
-/* CSV: a header line of column names, one particle per line. The id column is left out: the
- * rows are in id order. */
+/* CSV: a header line of column names (x,y,z,vx,vy,vz,density,id), one particle per line in id
+ * order; the id column lets a reader follow a particle across frames. */
 pbf_status pbfapp_write_csv(const char *path, const pbf_particles *p, const uint32_t *order,
                             pbf_error *err) {
     columns cs;
     pbf_status st = get_columns(p, path, &cs, err);
     if (st != PBF_OK) return st;
-    size_t used = 0;
-    for (size_t j = 0; j < cs.n; ++j)
-        if (strcmp(cs.col[j].info->name, "id") != 0) {
-            cs.col[used] = cs.col[j];
-            cs.data[used] = cs.data[j];
-            ++used;
-        }
-    cs.n = used;
     atomic_file a;
     st = atomic_open(&a, path, err);
     if (st != PBF_OK) return st;
@@ -368,6 +395,165 @@ pbf_status pbfapp_write_csv(const char *path, const pbf_particles *p, const uint
         line[at++] = '\n';
         fwrite(line, 1, at, a.f);
     }
+    return atomic_commit(&a, err);
+}
+
+/* ---- Houdini classic geometry (.geo text, .bgeo binary) --------------------------------------- */
+
+/* The Houdini name, type and type code of a field's point attribute: position is the point
+ * itself (P); velocity is the vector attribute v; other float fields keep their name as float
+ * attributes, uint32 fields (id) are int attributes. Codes are those of the binary format
+ * (0 float, 1 int, 5 vector). */
+static void houdini_attribute(const pbf_field_info *f, const char **name, const char **type,
+                              int *code) {
+    *name = strcmp(f->name, "velocity") == 0 ? "v" : f->name;
+    if (f->type == PBF_FIELD_UINT32) {
+        *type = "int";
+        *code = 1;
+    } else if (f->components == 3 && strcmp(f->name, "velocity") == 0) {
+        *type = "vector";
+        *code = 5;
+    } else {
+        *type = "float";
+        *code = 0;
+    }
+}
+
+/* The columns of field k in a column table (first index), or cs->n. */
+static size_t first_column(const columns *cs, size_t field) {
+    size_t j = 0;
+    while (j < cs->n && cs->col[j].field != field) ++j;
+    return j;
+}
+
+/* Houdini's classic ASCII geometry ("PGEOMETRY V5", the .geo of Houdini 11 and older, which
+ * every later Houdini still reads): a header of counts, the point attribute dictionary (NAME SIZE
+ * TYPE DEFAULTS), then one line per point "x y z 1 (attribute values)", no primitives, and the
+ * empty extra section. */
+pbf_status pbfapp_write_geo(const char *path, const pbf_particles *p, const uint32_t *order,
+                            pbf_error *err) {
+    columns cs;
+    pbf_status st = get_columns(p, path, &cs, err);
+    if (st != PBF_OK) return st;
+    size_t nf = 0;
+    const pbf_field_info *fi = pbf_particle_fields(&nf);
+    const int pos = pbfapp_field_index("position");
+    if (pos < 0 || fi[pos].components != 3)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: no 3-component position field",
+                           path);
+    atomic_file a;
+    st = atomic_open(&a, path, err);
+    if (st != PBF_OK) return st;
+    size_t n = p->count > 0 ? (size_t)p->count : 0;
+    fprintf(a.f,
+            "PGEOMETRY V5\n"
+            "NPoints %zu NPrims 0\n"
+            "NPointGroups 0 NPrimGroups 0\n"
+            "NPointAttrib %zu NVertexAttrib 0 NPrimAttrib 0 NAttrib 0\n",
+            n, nf - 1);
+    if (nf > 1) fputs("PointAttrib\n", a.f);
+    for (size_t k = 0; k < nf; ++k) {
+        if ((int)k == pos) continue;
+        const char *name, *type;
+        int code;
+        houdini_attribute(&fi[k], &name, &type, &code);
+        fprintf(a.f, "%s %d %s", name, fi[k].components, type);
+        for (int c = 0; c < fi[k].components; ++c) fputs(" 0", a.f);
+        fputc('\n', a.f);
+    }
+    const size_t p0 = first_column(&cs, (size_t)pos);
+    char line[40 * PBFAPP_MAX_COLUMNS + 16];
+    for (size_t r = 0; r < n; ++r) {
+        uint32_t i = order[r];
+        size_t at = 0;
+        for (int c = 0; c < 3; ++c) {
+            uint32_t u = word_at(cs.data[p0 + (size_t)c], i);
+            float v;
+            memcpy(&v, &u, sizeof v);
+            int w = snprintf(line + at, sizeof line - at, "%.9g ", (double)v);
+            if (w > 0) at += (size_t)w;
+        }
+        at += (size_t)snprintf(line + at, sizeof line - at, "1");
+        if (nf > 1) line[at++] = ' ', line[at++] = '(';
+        int first = 1;
+        for (size_t j = 0; j < cs.n; ++j) {
+            if (cs.col[j].field == (size_t)pos) continue;
+            uint32_t u = word_at(cs.data[j], i);
+            int w;
+            if (cs.col[j].info->type == PBF_FIELD_UINT32) {
+                w = snprintf(line + at, sizeof line - at, "%s%u", first ? "" : " ", (unsigned)u);
+            } else {
+                float v;
+                memcpy(&v, &u, sizeof v);
+                w = snprintf(line + at, sizeof line - at, "%s%.9g", first ? "" : " ", (double)v);
+            }
+            if (w > 0) at += (size_t)w;
+            first = 0;
+        }
+        if (nf > 1) line[at++] = ')';
+        line[at++] = '\n';
+        fwrite(line, 1, at, a.f);
+    }
+    fputs("beginExtra\nendExtra\n", a.f);
+    return atomic_commit(&a, err);
+}
+
+/* Houdini's classic binary geometry (.bgeo before Houdini 12; read by every Houdini since, and by
+ * Partio): big-endian throughout. "Bgeo", 'V', int32 version 5, the eight int32 counts of the
+ * text header, the point attribute dictionary (uint16 name length, name, uint16 size, int32 type
+ * code, size int32 defaults), then per point x y z w (float32, w = 1) and its attribute values
+ * (32 bits each), no primitives, no detail attributes, and the end bytes 0x00 0xff. */
+pbf_status pbfapp_write_bgeo(const char *path, const pbf_particles *p, const uint32_t *order,
+                             pbf_error *err) {
+    columns cs;
+    pbf_status st = get_columns(p, path, &cs, err);
+    if (st != PBF_OK) return st;
+    size_t nf = 0;
+    const pbf_field_info *fi = pbf_particle_fields(&nf);
+    const int pos = pbfapp_field_index("position");
+    if (pos < 0 || fi[pos].components != 3)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: no 3-component position field",
+                           path);
+    size_t n = p->count > 0 ? (size_t)p->count : 0;
+    if (n > (size_t)INT32_MAX)
+        return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: %zu points, more than .bgeo holds", path, n);
+    atomic_file a;
+    st = atomic_open(&a, path, err);
+    if (st != PBF_OK) return st;
+    sink *s = sink_new(a.f);
+    if (!s) {
+        atomic_abort(&a);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    sink_bytes(s, "BgeoV", 5);
+    const uint32_t counts[9] = {5, (uint32_t)n, 0, 0, 0, (uint32_t)(nf - 1), 0, 0, 0};
+    for (int k = 0; k < 9; ++k) sink_be32(s, counts[k]);
+    for (size_t k = 0; k < nf; ++k) {
+        if ((int)k == pos) continue;
+        const char *name, *type;
+        int code;
+        houdini_attribute(&fi[k], &name, &type, &code);
+        sink_be16(s, (uint16_t)strlen(name));
+        sink_bytes(s, name, strlen(name));
+        sink_be16(s, (uint16_t)fi[k].components);
+        sink_be32(s, (uint32_t)code);
+        for (int c = 0; c < fi[k].components; ++c) sink_be32(s, 0);
+    }
+    const size_t p0 = first_column(&cs, (size_t)pos);
+    const float one = 1.0f;
+    uint32_t one_bits;
+    memcpy(&one_bits, &one, sizeof one_bits);
+    for (size_t r = 0; r < n; ++r) {
+        uint32_t i = order[r];
+        for (int c = 0; c < 3; ++c) sink_be32(s, word_at(cs.data[p0 + (size_t)c], i));
+        sink_be32(s, one_bits);
+        for (size_t j = 0; j < cs.n; ++j)
+            if (cs.col[j].field != (size_t)pos) sink_be32(s, word_at(cs.data[j], i));
+    }
+    const unsigned char end[2] = {0x00, 0xff};
+    sink_bytes(s, end, 2);
+    st = sink_finish(s, &a, path, err);
+    if (st != PBF_OK) return st;
     return atomic_commit(&a, err);
 }
 
@@ -412,6 +598,179 @@ static pbf_status make_dirs(const char *dir, pbf_error *err) {
     return PBF_OK;
 }
 
+static void json_number(char *buf, size_t size, double v, const char *fmt);
+
+/* ---- the files of a run: frames, images, series indexes ------------------------------------ */
+
+/* frame_NNNNN.EXT with 5 or more digits and EXT a frame format or png (the images of --render and
+ * `pbf render`), or the NAME.tmp of an interrupted write: its frame number, else -1. */
+static long owned_frame_number(const char *name) {
+    static const char *const exts[] = {"vtp", "ply", "csv", "geo", "bgeo", "png"};
+    if (strncmp(name, "frame_", 6) != 0) return -1;
+    const char *q = name + 6;
+    long v = 0;
+    int digits = 0;
+    while (*q >= '0' && *q <= '9') {
+        if (digits < 9) v = v * 10 + (*q - '0');
+        ++q;
+        ++digits;
+    }
+    if (digits < 5 || digits > 9 || *q != '.') return -1;
+    ++q;
+    for (size_t k = 0; k < sizeof exts / sizeof exts[0]; ++k) {
+        size_t len = strlen(exts[k]);
+        if (strncmp(q, exts[k], len) == 0 && (q[len] == '\0' || strcmp(q + len, ".tmp") == 0))
+            return v;
+    }
+    return -1;
+}
+
+/* The series indexes pbf writes (frames.pvd, frames.EXT.series) and their NAME.tmp. */
+static int owned_index(const char *name) {
+    static const char *const names[] = {"frames.pvd", "frames.vtp.series", "frames.ply.series",
+                                        "frames.csv.series"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; ++k) {
+        size_t len = strlen(names[k]);
+        if (strncmp(name, names[k], len) == 0 &&
+            (name[len] == '\0' || strcmp(name + len, ".tmp") == 0))
+            return 1;
+    }
+    return 0;
+}
+
+/* A fresh run refuses a directory holding frame files or indexes that no run wrote there (it has
+ * neither scene.json nor stats.jsonl, which every run writes before its first frame): they are
+ * someone else's, and the run would delete them. */
+static pbf_status check_foreign_frames(const char *dir, pbf_error *err) {
+    char path[4200];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/scene.json", dir);
+    if (stat(path, &sb) == 0) return PBF_OK;
+    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
+    if (stat(path, &sb) == 0) return PBF_OK;
+    DIR *d = opendir(dir);
+    if (!d) return PBF_OK; /* not there yet, or the open below reports it */
+    char found[300] = "";
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL && !found[0]) {
+        if (owned_frame_number(e->d_name) < 0 && !owned_index(e->d_name)) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode))
+            snprintf(found, sizeof found, "%s", e->d_name);
+    }
+    closedir(d);
+    if (!found[0]) return PBF_OK;
+    return pbfapp_fail(err, PBF_ERR_IO,
+                       "%s holds %s but no scene.json or stats.jsonl, so no `pbf run` wrote it; a "
+                       "run replaces the frame files of its output directory: give another --out, "
+                       "or move those files away",
+                       dir, found);
+}
+
+/* Rewrites the series index atomically from o->index. */
+static pbf_status write_index(pbfapp_output *o, pbf_error *err) {
+    if (!o->index_path[0]) return PBF_OK;
+    atomic_file a;
+    pbf_status st = atomic_open(&a, o->index_path, err);
+    if (st != PBF_OK) return st;
+    const char *ext = pbfapp_format_extension(o->format);
+    if (o->format == PBFAPP_FORMAT_VTP) {
+        fputs("<?xml version=\"1.0\"?>\n"
+              "<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
+              "  <Collection>\n",
+              a.f);
+        for (size_t k = 0; k < o->index_count; ++k)
+            fprintf(a.f, "    <DataSet timestep=\"%s\" group=\"\" part=\"0\" file=\"frame_%05d.%s\"/>\n",
+                    o->index[k].time, o->index[k].frame, ext);
+        fputs("  </Collection>\n</VTKFile>\n", a.f);
+    } else {
+        fputs("{\n  \"file-series-version\" : \"1.0\",\n  \"files\" : [\n", a.f);
+        for (size_t k = 0; k < o->index_count; ++k)
+            fprintf(a.f, "    { \"name\" : \"frame_%05d.%s\", \"time\" : %s }%s\n",
+                    o->index[k].frame, ext, o->index[k].time,
+                    k + 1 < o->index_count ? "," : "");
+        fputs("  ]\n}\n", a.f);
+    }
+    return atomic_commit(&a, err);
+}
+
+/* Appends frame `frame` at time `time` (text as in stats.jsonl), first dropping the entries of
+ * frames >= it. */
+static pbf_status index_add(pbfapp_output *o, int frame, const char *time, pbf_error *err) {
+    while (o->index_count > 0 && o->index[o->index_count - 1].frame >= frame) --o->index_count;
+    if (o->index_count == o->index_cap) {
+        size_t cap = o->index_cap ? 2 * o->index_cap : 256;
+        index_entry *g = realloc(o->index, cap * sizeof *g);
+        if (!g) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", o->index_path);
+        o->index = g;
+        o->index_cap = cap;
+    }
+    index_entry *e = &o->index[o->index_count++];
+    e->frame = frame;
+    snprintf(e->time, sizeof e->time, "%s", time);
+    return PBF_OK;
+}
+
+/* The entries of frames 0..keep_last from stats.jsonl (a resumed run, after the truncation). */
+static pbf_status index_from_stats(pbfapp_output *o, int keep_last, pbf_error *err) {
+    FILE *f = fopen(o->stats_path, "r");
+    if (!f) return PBF_OK; /* no stats: an index of the frames still to come */
+    char line[1024];
+    pbf_status st = PBF_OK;
+    while (st == PBF_OK && fgets(line, sizeof line, f)) {
+        const char *fr = strstr(line, "\"frame\":");
+        const char *tm = strstr(line, "\"time\":");
+        if (!fr || !tm) continue;
+        char *stop = NULL;
+        long frame = strtol(fr + 8, &stop, 10);
+        if (stop == fr + 8 || frame < 0 || frame > keep_last) continue;
+        tm += 7;
+        size_t len = strcspn(tm, ",}");
+        if (len == 0 || len >= sizeof o->index[0].time || strncmp(tm, "null", 4) == 0) continue;
+        char time[40];
+        memcpy(time, tm, len);
+        time[len] = '\0';
+        st = index_add(o, (int)frame, time, err);
+    }
+    fclose(f);
+    return st;
+}
+
+pbf_status pbfapp_output_claim(pbfapp_output *o, int keep_last, int *removed, pbf_error *err) {
+    if (removed) *removed = 0;
+    DIR *d = opendir(o->dir);
+    if (!d) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", o->dir, strerror(errno));
+    const char *own_index = strrchr(o->index_path, '/');
+    own_index = own_index ? own_index + 1 : "";
+    char path[4400];
+    pbf_status st = PBF_OK;
+    struct dirent *e;
+    while (st == PBF_OK && (e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        long frame = owned_frame_number(name);
+        int drop = frame >= 0 ? frame > keep_last
+                              : owned_index(name) && (keep_last < 0 || strcmp(name, own_index) != 0);
+        if (!drop) continue;
+        snprintf(path, sizeof path, "%s/%s", o->dir, name);
+        struct stat sb;
+        if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        if (unlink(path) != 0)
+            st = pbfapp_fail(err, PBF_ERR_IO,
+                             "%s: cannot remove this file of an earlier run (the new frames would "
+                             "mix with it): %s",
+                             path, strerror(errno));
+        else if (removed)
+            ++*removed;
+    }
+    closedir(d);
+    if (st != PBF_OK) return st;
+    o->index_count = 0;
+    if (keep_last < 0 || !o->index_path[0]) return PBF_OK;
+    st = index_from_stats(o, keep_last, err);
+    if (st == PBF_OK) st = write_index(o, err);
+    return st;
+}
+
 static pbf_status output_open(const char *dir, pbfapp_format format, const char *stats_mode,
                               pbfapp_output **out, pbf_error *err) {
     *out = NULL;
@@ -419,6 +778,7 @@ static pbf_status output_open(const char *dir, pbfapp_format format, const char 
     if (strlen(dir) > 4000) return pbfapp_fail(err, PBF_ERR_IO, "%.60s...: path too long", dir);
     pbf_status st = make_dirs(dir, err);
     if (st != PBF_OK) return st;
+    if (stats_mode[0] == 'w' && (st = check_foreign_frames(dir, err)) != PBF_OK) return st;
     if (access(dir, W_OK | X_OK) != 0)
         return pbfapp_fail(err, PBF_ERR_IO, "%s: the output directory is not writable: %s", dir,
                     strerror(errno));
@@ -435,6 +795,11 @@ static pbf_status output_open(const char *dir, pbfapp_format format, const char 
     memcpy(o->dir, dir, len + 1);
     while (len > 1 && o->dir[len - 1] == '/') o->dir[--len] = '\0';
     snprintf(o->stats_path, len + 16, "%s/stats.jsonl", o->dir);
+    if (format == PBFAPP_FORMAT_VTP)
+        snprintf(o->index_path, sizeof o->index_path, "%s/frames.pvd", o->dir);
+    else if (format == PBFAPP_FORMAT_PLY || format == PBFAPP_FORMAT_CSV)
+        snprintf(o->index_path, sizeof o->index_path, "%s/frames.%s.series", o->dir,
+                 pbfapp_format_extension(format));
     o->stats = fopen(o->stats_path, stats_mode);
     if (!o->stats) {
         int e = errno;
@@ -461,11 +826,21 @@ pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const p
     snprintf(o->last, sizeof o->last, "%s/frame_%05d.%s", o->dir, frame,
              pbfapp_format_extension(o->format));
     switch (o->format) {
-    case PBFAPP_FORMAT_VTP: return pbfapp_write_vtp(o->last, p, o->order, time, err);
-    case PBFAPP_FORMAT_PLY: return pbfapp_write_ply(o->last, p, o->order, time, err);
-    case PBFAPP_FORMAT_CSV: return pbfapp_write_csv(o->last, p, o->order, err);
+    case PBFAPP_FORMAT_VTP: st = pbfapp_write_vtp(o->last, p, o->order, time, err); break;
+    case PBFAPP_FORMAT_PLY: st = pbfapp_write_ply(o->last, p, o->order, time, err); break;
+    case PBFAPP_FORMAT_CSV: st = pbfapp_write_csv(o->last, p, o->order, err); break;
+    case PBFAPP_FORMAT_GEO: st = pbfapp_write_geo(o->last, p, o->order, err); break;
+    case PBFAPP_FORMAT_BGEO: st = pbfapp_write_bgeo(o->last, p, o->order, err); break;
+    default:
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "unknown output format %d",
+                           (int)o->format);
     }
-    return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "unknown output format %d", (int)o->format);
+    if (st != PBF_OK || !o->index_path[0]) return st;
+    /* the index lists the frame once its file is complete, with its time as in stats.jsonl */
+    char t[40];
+    json_number(t, sizeof t, time, "%.9g");
+    st = index_add(o, frame, t, err);
+    return st == PBF_OK ? write_index(o, err) : st;
 }
 
 /* A JSON number, or null when not finite. */
@@ -544,6 +919,7 @@ pbf_status pbfapp_output_close(pbfapp_output *o, pbf_error *err) {
     free(o->dir);
     free(o->stats_path);
     free(o->order);
+    free(o->index);
     free(o);
     return st;
 }

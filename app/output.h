@@ -10,10 +10,22 @@
  *   frame_00000.vtp  VTK XML PolyData, raw appended binary: Points (Float32 x3), Verts, and
  *                    PointData velocity (Float32 x3), density (Float32), id (UInt32);
  *                    FieldData TimeValue (simulated time, read by ParaView)
- *   frame_00000.ply  binary little-endian PLY: float x y z vx vy vz density, uint id
- *   frame_00000.csv  text: header x,y,z,vx,vy,vz,density, one particle per line
+ *   frame_00000.ply  binary little-endian PLY, one "vertex" element per particle: float x y z
+ *                    vx vy vz density, uint id; comment "pbf VERSION time T"
+ *   frame_00000.csv  text: header x,y,z,vx,vy,vz,density,id, one particle per line
+ *   frame_00000.geo  Houdini classic ASCII geometry (PGEOMETRY V5): points P with the point
+ *                    attributes v (vector), density (float), id (int); no primitives
+ *   frame_00000.bgeo the same in Houdini's classic binary layout (Bgeo V5, big endian)
  *   stats.jsonl      one JSON object per frame: frame, time, particles, density_error_avg,
  *                    density_error_max, max_speed, nonfinite, escaped, ms
+ *   frames.pvd       (vtp) ParaView collection of the frames with their simulated times
+ *   frames.EXT.series (ply, csv) ParaView's file series index of the frames with their times
+ *
+ * The index is rewritten atomically after each frame, so a run killed at any moment leaves one
+ * listing the complete frames; its times are those of stats.jsonl.
+ *
+ * A run owns its output directory: pbfapp_output_claim deletes the frame files (any format),
+ * images (frame_NNNNN.png) and indexes of an earlier run, and never another file.
  */
 #ifndef PBFAPP_OUTPUT_H
 #define PBFAPP_OUTPUT_H
@@ -40,11 +52,22 @@ pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_outp
 pbf_status pbfapp_output_open_append(const char *dir, pbfapp_format format, pbfapp_output **out,
                                      pbf_error *err);
 
+/* Makes the directory this run's: deletes the frame files frame_NNNNN.{vtp,ply,csv,geo,bgeo}, the
+ * images frame_NNNNN.png (and the .tmp of any of them) of frames after `keep_last`, and the
+ * series indexes (all of them for a fresh run, keep_last = -1; those of other formats on a
+ * resume). A resumed run (keep_last = its checkpoint's frame) then rebuilds its index from
+ * stats.jsonl (already cut back to keep_last). Call it once everything that can refuse the run
+ * has passed, before the first frame. *removed (may be NULL) counts the files deleted. A fresh
+ * pbfapp_output_open refuses a directory holding such files without scene.json or stats.jsonl
+ * (files no run wrote). */
+pbf_status pbfapp_output_claim(pbfapp_output *o, int keep_last, int *removed, pbf_error *err);
+
 /* Flushes and fsyncs stats.jsonl (before a checkpoint, so it holds every frame the checkpoint
  * counts as written). */
 pbf_status pbfapp_output_sync(pbfapp_output *o, pbf_error *err);
 
-/* Writes frame `frame` (file frame_%05d.EXT) of the particles at simulated time `time`. */
+/* Writes frame `frame` (file frame_%05d.EXT) of the particles at simulated time `time`, then
+ * adds it to the series index. */
 pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const pbf_particles *p,
                                pbf_error *err);
 
@@ -68,6 +91,10 @@ pbf_status pbfapp_write_ply(const char *path, const pbf_particles *p, const uint
                             double time, pbf_error *err);
 pbf_status pbfapp_write_csv(const char *path, const pbf_particles *p, const uint32_t *order,
                             pbf_error *err);
+pbf_status pbfapp_write_geo(const char *path, const pbf_particles *p, const uint32_t *order,
+                            pbf_error *err);
+pbf_status pbfapp_write_bgeo(const char *path, const pbf_particles *p, const uint32_t *order,
+                             pbf_error *err);
 
 /* Fills order[k] (p->count entries) with the memory index of the k-th particle in id order.
  * Uses the inverse permutation when ids are 0..count-1, else sorts by id. */

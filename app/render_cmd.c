@@ -168,11 +168,11 @@ void pbfapp_render_print_options(FILE *f, int with_render) {
 void pbfapp_render_print_help(FILE *f) {
     fprintf(f, "usage: pbf render DIR [options]\n"
                "\n"
-               "Renders the frames that `pbf run --out DIR` wrote (frame_NNNNN.vtp, .ply or .csv)\n"
-               "into frame_NNNNN.png beside them, or into a video with --video. The container,\n"
-               "obstacles, moving walls and camera come from DIR/scene.json, which `pbf run`\n"
-               "writes (the scene as it ran); the camera is the scene's \"camera\" object or a\n"
-               "default view of the container from the front-right, above.\n"
+               "Renders the frames that `pbf run --out DIR` wrote (frame_NNNNN.vtp, .ply, .csv, .geo\n"
+               "or .bgeo) into frame_NNNNN.png beside them, or into a video with --video. The\n"
+               "container, obstacles, moving walls and camera come from DIR/scene.json, which\n"
+               "`pbf run` writes (the scene as it ran); the camera is the scene's \"camera\" object\n"
+               "or a default view of the container from the front-right, above.\n"
                "\n"
                "options:\n");
     pbfapp_render_print_options(f, 0);
@@ -654,9 +654,9 @@ int pbfapp_render_command(int argc, char **argv) {
     frame_file *frames = NULL;
     int nframes = 0;
     const char *ext = pbfapp_format_extension(scene.run.format);
-    static const char *const exts[] = {"vtp", "ply", "csv"};
+    static const char *const exts[] = {"vtp", "ply", "csv", "geo", "bgeo"};
     st = list_frames(dir, ext, &frames, &nframes, &err);
-    for (int k = 0; st == PBF_OK && nframes == 0 && k < 3; ++k) {
+    for (int k = 0; st == PBF_OK && nframes == 0 && k < (int)(sizeof exts / sizeof exts[0]); ++k) {
         free_frames(frames, nframes);
         ext = exts[k];
         st = list_frames(dir, ext, &frames, &nframes, &err);
@@ -665,7 +665,7 @@ int pbfapp_render_command(int argc, char **argv) {
         if (st != PBF_OK)
             fprintf(stderr, "pbf: %s\n", err.message);
         else
-            fprintf(stderr, "pbf: %s: no frame files (frame_NNNNN.vtp, .ply or .csv)\n", dir);
+            fprintf(stderr, "pbf: %s: no frame files (frame_NNNNN.vtp, .ply, .csv, .geo or .bgeo)\n", dir);
         free_frames(frames, nframes);
         pbfapp_scene_free(&scene);
         return st != PBF_OK ? EXIT_RUNTIME : EXIT_USAGE;

@@ -29,7 +29,7 @@
 
 /* ---- the run table and the geometry tables ----------------------------------------------- */
 
-static const char *const format_choices[] = {"vtp", "ply", "csv", NULL};
+static const char *const format_choices[] = {"vtp", "ply", "csv", "geo", "bgeo", NULL};
 
 static const pbf_param_info run_params[] = {
     {"frames",
@@ -75,7 +75,8 @@ static const pbf_param_info run_params[] = {
      0,
      format_choices,
      offsetof(pbfapp_run, format),
-     "frame file format: vtp (VTK XML PolyData, ParaView), ply (binary), csv"},
+     "frame file format: vtp (VTK XML PolyData: ParaView), ply (binary PLY: Blender), "
+     "csv (text), geo / bgeo (Houdini classic geometry, text / binary)"},
     {"guard_density_error",
      PBF_PARAM_FLOAT,
      "%",
@@ -129,6 +130,8 @@ const char *pbfapp_format_extension(pbfapp_format format) {
     case PBFAPP_FORMAT_VTP: return "vtp";
     case PBFAPP_FORMAT_PLY: return "ply";
     case PBFAPP_FORMAT_CSV: return "csv";
+    case PBFAPP_FORMAT_GEO: return "geo";
+    case PBFAPP_FORMAT_BGEO: return "bgeo";
     }
     return "dat";
 }

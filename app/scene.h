@@ -24,7 +24,9 @@ extern "C" {
 typedef enum pbfapp_format {
     PBFAPP_FORMAT_VTP = 0,
     PBFAPP_FORMAT_PLY = 1,
-    PBFAPP_FORMAT_CSV = 2
+    PBFAPP_FORMAT_CSV = 2,
+    PBFAPP_FORMAT_GEO = 3, /* Houdini classic ASCII geometry (PGEOMETRY V5) */
+    PBFAPP_FORMAT_BGEO = 4 /* Houdini classic binary geometry (Bgeo V5) */
 } pbfapp_format;
 
 /* File extension of a format, without the dot ("vtp"). */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the `pbf` command on scenes/quick.json: every format writes frames
 # 0..N in id order with the right particle count, stats.jsonl has one line per frame with the
-# documented keys, no NAME.tmp is left behind; --help lists every parameter; --version works.
+# documented keys, the series index (frames.pvd for vtp, frames.EXT.series for ply and csv) lists
+# every frame, no NAME.tmp is left behind; --help lists every parameter; --version works.
 #
 #   bash tests/run_app_quick.sh PATH/TO/pbf
 set -euo pipefail
@@ -19,7 +20,7 @@ trap 'rm -rf "${tmp}"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/check.sh"
 
 frames=3
-for fmt in vtp ply csv; do
+for fmt in vtp ply csv geo bgeo; do
     out="${tmp}/${fmt}"
     rc=0
     "${pbf}" run "${scene}" --out "${out}" --frames "${frames}" --format "${fmt}" \
@@ -48,8 +49,18 @@ for fmt in vtp ply csv; do
     last="${out}/frame_0000${frames}.${fmt}"
     case "${fmt}" in
     csv)
-        [[ "$(head -n 1 "${last}")" == "x,y,z,vx,vy,vz,density" && $(wc -l < "${last}") -eq $((particles + 1)) ]]
+        [[ "$(head -n 1 "${last}")" == "x,y,z,vx,vy,vz,density,id" && $(wc -l < "${last}") -eq $((particles + 1)) ]]
         check "csv: header and ${particles} rows" $?
+        [[ "$(tail -n 1 "${last}" | cut -d, -f8)" == "$((particles - 1))" ]]
+        check "csv: the last row is the particle of id $((particles - 1))" $?
+        ;;
+    geo)
+        [[ "$(head -n 2 "${last}" | tr '\n' ' ')" == "PGEOMETRY V5 NPoints ${particles} NPrims 0 " ]]
+        check "geo: PGEOMETRY V5 with NPoints ${particles}" $?
+        ;;
+    bgeo)
+        [[ "$(head -c 5 "${last}")" == "BgeoV" && $(od -An -tu1 -j 9 -N 4 "${last}" | awk '{print $1*16777216+$2*65536+$3*256+$4}') -eq ${particles} ]]
+        check "bgeo: Bgeo V magic and ${particles} points" $?
         ;;
     ply)
         grep -aq "^element vertex ${particles}\$" "${last}"
@@ -60,6 +71,18 @@ for fmt in vtp ply csv; do
         check "vtp: NumberOfPoints=\"${particles}\"" $?
         ;;
     esac
+    case "${fmt}" in
+    vtp) index="${out}/frames.pvd" ;;
+    ply | csv) index="${out}/frames.${fmt}.series" ;;
+    *) index="" ;;
+    esac
+    if [[ -n "${index}" ]]; then
+        [[ -f "${index}" && $(grep -c "frame_[0-9]*\.${fmt}" "${index}") -eq $((frames + 1)) ]]
+        check "${fmt}: $(basename "${index}") lists the $((frames + 1)) frames" $?
+    else
+        [[ -z "$(find "${out}" -name 'frames.*')" ]]
+        check "${fmt}: no series index (ParaView does not read ${fmt})" $?
+    fi
 done
 
 # --quiet prints nothing on success.

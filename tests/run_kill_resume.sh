@@ -2,9 +2,9 @@
 # "Never lose a run": `pbf run --checkpoint-every 1` killed with SIGKILL at random moments and
 # resumed with `pbf run --resume DIR` each time, until it finishes, must end exactly like an
 # uninterrupted run: every frame file identical byte for byte (cmp), stats.jsonl identical but
-# for the wall-clock "ms" field, and the final checkpoints identical (the whole state, memory
-# order included; their last 8 bytes are the state hash). Resumes alternate between 1 and 2
-# threads (results do not depend on the thread count).
+# for the wall-clock "ms" field, frames.pvd (the series index) identical, and the final
+# checkpoints identical (the whole state, memory order included; their last 8 bytes are the state
+# hash). Resumes alternate between 1 and 2 threads (results do not depend on the thread count).
 #
 # The kill delays come from bash's RANDOM with a fixed seed (reproducible in CI), scaled by the
 # time of the uninterrupted run so that each attempt gets a little further on any machine. At
@@ -103,6 +103,13 @@ while [[ ${kills} -lt ${min_kills} && ${round} -lt 10 ]]; do
         echo "FAIL round ${round}: stats.jsonl differs (ms aside) from the uninterrupted run"
         diff <(sed 's/,"ms":[^}]*}/}/' "${tmp}/ref/stats.jsonl") \
             <(sed 's/,"ms":[^}]*}/}/' "${dir}/stats.jsonl") | head -n 10
+        bad=1
+    fi
+    # the series index, rewritten after each frame and rebuilt on resume, lists the same frames
+    # with the same times as the uninterrupted run's
+    if ! cmp -s "${tmp}/ref/frames.pvd" "${dir}/frames.pvd"; then
+        echo "FAIL round ${round}: frames.pvd differs from the uninterrupted run"
+        diff "${tmp}/ref/frames.pvd" "${dir}/frames.pvd" | head -n 10
         bad=1
     fi
     last=$(printf 'checkpoint_%05d.pbfck' $((frames - 1)))

@@ -1,7 +1,9 @@
 /*
  * The frame writers and stats.jsonl of the `pbf` command (app/output.c), without the solver:
- * particles in a scrambled memory order are written as PLY, CSV and VTP, read back, and must come
- * out in id order with every value exact; the output directory checks; the atomic replace.
+ * particles in a scrambled memory order are written as PLY, CSV, VTP, Houdini .geo and .bgeo, read
+ * back, and must come out in id order with every value exact; the output directory checks; the
+ * atomic replace; a run's claim on its directory (the files of an earlier run go, no other file
+ * does); the series indexes (frames.pvd, frames.EXT.series) as frames come and after a resume.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -11,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "frame_read.h"
 #include "output.h"
 #include "particle_fields.h"
 
@@ -167,23 +170,42 @@ static void test_csv_round_trip(void) {
     FILE *in = fopen(path, "r");
     ENSURE(in);
     char line[512];
-    int header_ok = fgets(line, sizeof line, in) && strcmp(line, "x,y,z,vx,vy,vz,density\n") == 0;
+    int header_ok =
+        fgets(line, sizeof line, in) && strcmp(line, "x,y,z,vx,vy,vz,density,id\n") == 0;
     int rows = 0, values = 1;
     while (fgets(line, sizeof line, in)) {
         float v[7];
-        if (sscanf(line, "%g,%g,%g,%g,%g,%g,%g", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]) !=
-            7) {
+        unsigned id = 0;
+        if (sscanf(line, "%g,%g,%g,%g,%g,%g,%g,%u", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                   &v[6], &id) != 8) {
             values = 0;
             break;
         }
         uint32_t k = (uint32_t)rows;
         values = values && v[0] == value_of(k, 0) && v[1] == value_of(k, 1) &&
                  v[2] == value_of(k, 2) && v[3] == value_of(k, 3) && v[4] == -value_of(k, 4) &&
-                 v[5] == value_of(k, 5) && v[6] == 1000.0f + value_of(k, 6);
+                 v[5] == value_of(k, 5) && v[6] == 1000.0f + value_of(k, 6) && id == k;
         ++rows;
     }
     fclose(in);
+    /* `pbf render` reads it back, ids included, and still reads the header without ids */
+    pbfapp_frame_data fd;
+    memset(&fd, 0, sizeof fd);
+    int read_ok = pbfapp_read_frame(path, &fd, NULL) == PBF_OK && fd.count == N;
+    for (int k = 0; read_ok && k < N; ++k)
+        read_ok = fd.id[k] == (uint32_t)k && fd.x[k] == value_of((uint32_t)k, 0) &&
+                  fd.density[k] == 1000.0f + value_of((uint32_t)k, 6);
+    FILE *old = fopen(path, "w");
+    if (old) {
+        fputs("x,y,z,vx,vy,vz,density\n1,2,3,4,5,6,7\n8,9,10,11,12,13,14\n", old);
+        fclose(old);
+    }
+    int old_ok = pbfapp_read_frame(path, &fd, NULL) == PBF_OK && fd.count == 2 && fd.id[1] == 1 &&
+                 fd.x[1] == 8.0f && fd.density[1] == 14.0f;
+    pbfapp_frame_data_free(&fd);
     remove_tree(dir);
+    ENSURE(read_ok);
+    ENSURE(old_ok);
     ENSURE(header_ok);
     ENSURE(values);
     ENSURE_EQ_INT(rows, N);
@@ -344,6 +366,289 @@ static void test_field_columns(void) {
     ENSURE_EQ_INT(pbfapp_field_index("no such field"), -1);
 }
 
+
+static uint32_t be32(const unsigned char *b) {
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | (uint32_t)b[3];
+}
+
+static float bef(const unsigned char *b) {
+    uint32_t u = be32(b);
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+/* Houdini's classic text (.geo) and binary (.bgeo) geometry: the exact header and attribute
+ * dictionary, the points in id order with every value exact (the binary checked byte by byte at
+ * its documented offsets, big endian), and `pbf render`'s reader gets the same back. */
+static void test_houdini_geo_bgeo(void) {
+    char dir[256], geo[300], bgeo[300];
+    make_tmpdir(dir, sizeof dir);
+    ENSURE(dir[0]);
+    fake f;
+    make_fake(&f);
+    uint32_t order[N];
+    ENSURE(pbfapp_id_order(&f.p, order, NULL) == PBF_OK);
+    snprintf(geo, sizeof geo, "%s/frame_00000.geo", dir);
+    snprintf(bgeo, sizeof bgeo, "%s/frame_00000.bgeo", dir);
+    ENSURE(pbfapp_write_geo(geo, &f.p, order, NULL) == PBF_OK);
+    ENSURE(pbfapp_write_bgeo(bgeo, &f.p, order, NULL) == PBF_OK);
+
+    size_t size = 0;
+    char *text = (char *)read_file(geo, &size);
+    ENSURE(text);
+    const char *head = "PGEOMETRY V5\nNPoints 37 NPrims 0\nNPointGroups 0 NPrimGroups 0\n"
+                       "NPointAttrib 3 NVertexAttrib 0 NPrimAttrib 0 NAttrib 0\nPointAttrib\n"
+                       "v 3 vector 0 0 0\ndensity 1 float 0\nid 1 int 0\n";
+    int head_ok = strncmp(text, head, strlen(head)) == 0;
+    int points_ok = head_ok;
+    const char *p = text + strlen(head);
+    for (uint32_t k = 0; points_ok && k < N; ++k) {
+        float v[8];
+        unsigned id = 0;
+        int used = 0;
+        points_ok = sscanf(p, "%g %g %g %g (%g %g %g %g %u)\n%n", &v[0], &v[1], &v[2], &v[3],
+                           &v[4], &v[5], &v[6], &v[7], &id, &used) == 9 &&
+                    v[0] == value_of(k, 0) && v[1] == value_of(k, 1) && v[2] == value_of(k, 2) &&
+                    v[3] == 1.0f && v[4] == value_of(k, 3) && v[5] == -value_of(k, 4) &&
+                    v[6] == value_of(k, 5) && v[7] == 1000.0f + value_of(k, 6) && id == k;
+        p += used;
+    }
+    int tail_ok = points_ok && strcmp(p, "beginExtra\nendExtra\n") == 0;
+    free(text);
+
+    unsigned char *b = read_file(bgeo, &size);
+    ENSURE(b);
+    /* 41 header bytes, the dictionary v (21), density (19), id (14), 36 bytes a point, 0x00 0xff */
+    int bhead_ok = size == 41 + 54 + 36 * N + 2 && memcmp(b, "BgeoV", 5) == 0 &&
+                   be32(b + 5) == 5 && be32(b + 9) == N && be32(b + 13) == 0 &&
+                   be32(b + 25) == 3 && be32(b + 37) == 0;
+    static const unsigned char dict[] = {
+        0, 1, 'v', 0, 3, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 7, 'd', 'e', 'n', 's', 'i', 't', 'y', 0, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+        0, 2, 'i', 'd', 0, 1, 0, 0, 0, 1, 0, 0, 0, 0};
+    int bdict_ok = bhead_ok && memcmp(b + 41, dict, sizeof dict) == 0;
+    int bpoints_ok = bdict_ok;
+    for (uint32_t k = 0; bpoints_ok && k < N; ++k) {
+        const unsigned char *q = b + 41 + 54 + 36 * k;
+        bpoints_ok = bef(q) == value_of(k, 0) && bef(q + 4) == value_of(k, 1) &&
+                     bef(q + 8) == value_of(k, 2) && bef(q + 12) == 1.0f &&
+                     bef(q + 16) == value_of(k, 3) && bef(q + 20) == -value_of(k, 4) &&
+                     bef(q + 24) == value_of(k, 5) && bef(q + 28) == 1000.0f + value_of(k, 6) &&
+                     be32(q + 32) == k;
+    }
+    int bend_ok = bpoints_ok && b[size - 2] == 0x00 && b[size - 1] == 0xff;
+    free(b);
+
+    int read_ok = 1;
+    const char *const paths[2] = {geo, bgeo};
+    for (int w = 0; w < 2; ++w) {
+        pbfapp_frame_data fd;
+        memset(&fd, 0, sizeof fd);
+        read_ok = read_ok && pbfapp_read_frame(paths[w], &fd, NULL) == PBF_OK && fd.count == N;
+        for (int k = 0; read_ok && k < N; ++k)
+            read_ok = fd.id[k] == (uint32_t)k && fd.z[k] == value_of((uint32_t)k, 2) &&
+                      fd.vy[k] == -value_of((uint32_t)k, 4) &&
+                      fd.density[k] == 1000.0f + value_of((uint32_t)k, 6);
+        pbfapp_frame_data_free(&fd);
+    }
+    /* damaged files are refused with the file named: a truncated .bgeo, a .geo claiming more
+     * points than it holds */
+    int refused = 1;
+    b = read_file(bgeo, &size);
+    FILE *out = fopen(bgeo, "wb");
+    if (b && out) fwrite(b, 1, size - 10, out);
+    if (out) fclose(out);
+    free(b);
+    text = (char *)read_file(geo, &size);
+    out = fopen(geo, "w");
+    if (text && out) fprintf(out, "PGEOMETRY V5\nNPoints 99999%s", text + strlen("PGEOMETRY V5\nNPoints 37"));
+    if (out) fclose(out);
+    free(text);
+    for (int w = 0; w < 2; ++w) {
+        pbfapp_frame_data fd;
+        memset(&fd, 0, sizeof fd);
+        pbf_error e;
+        memset(&e, 0, sizeof e);
+        refused = refused && pbfapp_read_frame(paths[w], &fd, &e) == PBF_ERR_INVALID_ARGUMENT &&
+                  strstr(e.message, paths[w]) != NULL && fd.count == 0;
+        if (!refused) printf("%s: %s\n", paths[w], e.message);
+    }
+    remove_tree(dir);
+    ENSURE(refused);
+    ENSURE(head_ok);
+    ENSURE(points_ok);
+    ENSURE(tail_ok);
+    ENSURE(bhead_ok);
+    ENSURE(bdict_ok);
+    ENSURE(bpoints_ok);
+    ENSURE(bend_ok);
+    ENSURE(read_ok);
+}
+
+static void touch(const char *dir, const char *name, const char *text) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+static int has(const char *dir, const char *name) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return exists(path);
+}
+
+static char *slurp_in(const char *dir, const char *name) {
+    char path[600];
+    size_t size = 0;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return (char *)read_file(path, &size);
+}
+
+/* A fresh run into a directory holding a longer earlier run: its frames (every format), images
+ * and indexes go, and nothing else; then frames.pvd lists the new frames with their times. */
+static void test_claim_fresh_run(void) {
+    char dir[256], sub[300];
+    make_tmpdir(dir, sizeof dir);
+    ENSURE(dir[0]);
+    static const char *const theirs[] = {"frame_00000.vtp", "frame_00001.vtp", "frame_00002.vtp",
+                                         "frame_00003.vtp", "frame_00012.ply", "frame_00003.png",
+                                         "frame_00004.csv.tmp", "frame_00005.bgeo",
+                                         "frame_00006.geo", "frames.pvd", "frames.ply.series"};
+    static const char *const others[] = {"notes.txt", "frame_1.vtp", "my_frame_00001.vtp",
+                                         "frame_00002.vtp.bak", "frame_00002.txt", "frames.json",
+                                         "run.mp4"};
+    for (size_t k = 0; k < sizeof theirs / sizeof theirs[0]; ++k) touch(dir, theirs[k], "old");
+    for (size_t k = 0; k < sizeof others / sizeof others[0]; ++k) touch(dir, others[k], "keep");
+    touch(dir, "stats.jsonl", "{\"frame\":0,\"time\":0}\n"); /* an earlier run's directory */
+    snprintf(sub, sizeof sub, "%s/frame_00007.vtp", dir);    /* a directory is never removed */
+    ENSURE(mkdir(sub, 0777) == 0);
+
+    pbfapp_output *o = NULL;
+    pbf_error err;
+    ENSURE(pbfapp_output_open(dir, PBFAPP_FORMAT_VTP, &o, &err) == PBF_OK);
+    int removed = -1;
+    int claimed = pbfapp_output_claim(o, -1, &removed, &err) == PBF_OK;
+    int gone = 1, kept = 1;
+    for (size_t k = 0; k < sizeof theirs / sizeof theirs[0]; ++k) gone = gone && !has(dir, theirs[k]);
+    for (size_t k = 0; k < sizeof others / sizeof others[0]; ++k) kept = kept && has(dir, others[k]);
+    kept = kept && has(dir, "frame_00007.vtp");
+    fake f;
+    make_fake(&f);
+    int written = 1;
+    for (int fr = 0; fr < 3; ++fr)
+        written = written && pbfapp_output_frame(o, fr, fr * 0.025, &f.p, &err) == PBF_OK;
+    written = pbfapp_output_close(o, &err) == PBF_OK && written;
+    char *pvd = slurp_in(dir, "frames.pvd");
+    int pvd_ok =
+        pvd && strcmp(pvd, "<?xml version=\"1.0\"?>\n"
+                           "<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
+                           "  <Collection>\n"
+                           "    <DataSet timestep=\"0\" group=\"\" part=\"0\" file=\"frame_00000.vtp\"/>\n"
+                           "    <DataSet timestep=\"0.025\" group=\"\" part=\"0\" file=\"frame_00001.vtp\"/>\n"
+                           "    <DataSet timestep=\"0.05\" group=\"\" part=\"0\" file=\"frame_00002.vtp\"/>\n"
+                           "  </Collection>\n"
+                           "</VTKFile>\n") == 0;
+    if (!pvd_ok && pvd) printf("frames.pvd:\n%s", pvd);
+    free(pvd);
+    int no_tmp = !has(dir, "frames.pvd.tmp") && !has(dir, "frame_00003.vtp");
+    remove_tree(dir);
+    ENSURE(claimed);
+    ENSURE_EQ_INT(removed, (int)(sizeof theirs / sizeof theirs[0]));
+    ENSURE(gone);
+    ENSURE(kept);
+    ENSURE(written);
+    ENSURE(pvd_ok);
+    ENSURE(no_tmp);
+}
+
+/* Frame files in a directory no run wrote (no scene.json, no stats.jsonl) are not ours to delete:
+ * a fresh run refuses it, naming the directory and a file, and touches nothing. */
+static void test_claim_refuses_foreign_frames(void) {
+    char dir[256];
+    make_tmpdir(dir, sizeof dir);
+    ENSURE(dir[0]);
+    touch(dir, "frame_00001.png", "a photo");
+    pbfapp_output *o = NULL;
+    pbf_error err;
+    memset(&err, 0, sizeof err);
+    int refused = pbfapp_output_open(dir, PBFAPP_FORMAT_PLY, &o, &err) == PBF_ERR_IO && o == NULL;
+    int named = strstr(err.message, dir) && strstr(err.message, "frame_00001.png");
+    char *kept = slurp_in(dir, "frame_00001.png");
+    int intact = kept && strcmp(kept, "a photo") == 0 && !has(dir, "stats.jsonl");
+    free(kept);
+    remove_tree(dir);
+    ENSURE(refused);
+    ENSURE(named);
+    ENSURE(intact);
+}
+
+/* A resumed run keeps the frames up to its checkpoint, deletes the later ones (and their images),
+ * rebuilds its index from stats.jsonl and goes on appending to it. */
+static void test_claim_resume(void) {
+    char dir[256];
+    make_tmpdir(dir, sizeof dir);
+    ENSURE(dir[0]);
+    char name[64];
+    for (int fr = 0; fr <= 5; ++fr) {
+        snprintf(name, sizeof name, "frame_%05d.ply", fr);
+        touch(dir, name, "frame");
+        snprintf(name, sizeof name, "frame_%05d.png", fr);
+        touch(dir, name, "image");
+    }
+    touch(dir, "frames.pvd", "an index of an earlier vtp run");
+    touch(dir, "frames.ply.series", "stale");
+    touch(dir, "stats.jsonl", "{\"frame\":0,\"time\":0,\"particles\":37}\n"
+                              "{\"frame\":1,\"time\":0.0166666675,\"particles\":37}\n"
+                              "{\"frame\":2,\"time\":0.0333333351,\"particles\":37}\n");
+    pbfapp_output *o = NULL;
+    pbf_error err;
+    ENSURE(pbfapp_output_open_append(dir, PBFAPP_FORMAT_PLY, &o, &err) == PBF_OK);
+    int removed = -1;
+    int claimed = pbfapp_output_claim(o, 2, &removed, &err) == PBF_OK;
+    int kept = 1, gone = 1;
+    for (int fr = 0; fr <= 5; ++fr) {
+        snprintf(name, sizeof name, "frame_%05d.ply", fr);
+        int there = has(dir, name);
+        snprintf(name, sizeof name, "frame_%05d.png", fr);
+        there = there && has(dir, name);
+        if (fr <= 2) kept = kept && there;
+        else gone = gone && !has(dir, name);
+    }
+    gone = gone && !has(dir, "frames.pvd");
+    char *series = slurp_in(dir, "frames.ply.series");
+    const char *three = "{\n  \"file-series-version\" : \"1.0\",\n  \"files\" : [\n"
+                        "    { \"name\" : \"frame_00000.ply\", \"time\" : 0 },\n"
+                        "    { \"name\" : \"frame_00001.ply\", \"time\" : 0.0166666675 },\n"
+                        "    { \"name\" : \"frame_00002.ply\", \"time\" : 0.0333333351 }\n"
+                        "  ]\n}\n";
+    int rebuilt = series && strcmp(series, three) == 0;
+    if (!rebuilt && series) printf("frames.ply.series:\n%s", series);
+    free(series);
+    fake f;
+    make_fake(&f);
+    int written = pbfapp_output_frame(o, 3, 0.05000000074505806, &f.p, &err) == PBF_OK;
+    written = pbfapp_output_close(o, &err) == PBF_OK && written;
+    series = slurp_in(dir, "frames.ply.series");
+    int appended = series && strstr(series, "    { \"name\" : \"frame_00002.ply\", \"time\" : "
+                                            "0.0333333351 },\n    { \"name\" : \"frame_00003.ply\", "
+                                            "\"time\" : 0.0500000007 }\n  ]\n}\n") != NULL;
+    if (!appended && series) printf("frames.ply.series:\n%s", series);
+    free(series);
+    remove_tree(dir);
+    ENSURE(claimed);
+    ENSURE_EQ_INT(removed, 3 * 2 + 1); /* frames 3..5 and their images, the other format's index */
+    ENSURE(kept);
+    ENSURE(gone);
+    ENSURE(rebuilt);
+    ENSURE(written);
+    ENSURE(appended);
+}
+
 int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_id_order_permutation);
@@ -354,5 +659,9 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_output_dir_and_stats);
     RUN_SUBTEST(test_write_into_missing_dir_fails);
     RUN_SUBTEST(test_field_columns);
+    RUN_SUBTEST(test_houdini_geo_bgeo);
+    RUN_SUBTEST(test_claim_fresh_run);
+    RUN_SUBTEST(test_claim_refuses_foreign_frames);
+    RUN_SUBTEST(test_claim_resume);
     return test_end();
 }
