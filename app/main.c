@@ -21,6 +21,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "util.h"
@@ -48,9 +49,23 @@
 static const char *const default_scene_local = "scenes/dam_break.json";
 static const char *const default_scene_installed = PBF_SCENES_DIR "/dam_break.json";
 
+/* ./scenes/dam_break.json, else the scenes installed beside the program by `cmake --install`
+ * (BINDIR/../share/pbf/scenes, found through /proc/self/exe), else the source tree's. */
 static const char *default_scene(void) {
     struct stat sb;
     if (stat(default_scene_local, &sb) == 0 && S_ISREG(sb.st_mode)) return default_scene_local;
+    static char beside[4096];
+    ssize_t n = readlink("/proc/self/exe", beside, sizeof beside - 64);
+    if (n > 0) {
+        beside[n] = '\0';
+        char *slash = strrchr(beside, '/'); /* the path is resolved: BINDIR/.. by removal */
+        if (slash) *slash = '\0';
+        slash = strrchr(beside, '/');
+        if (slash) {
+            strcpy(slash, "/share/pbf/scenes/dam_break.json");
+            if (stat(beside, &sb) == 0 && S_ISREG(sb.st_mode)) return beside;
+        }
+    }
     return default_scene_installed;
 }
 
