@@ -94,7 +94,8 @@ void pbfapp_progress_work(pbfapp_progress *p, double done, const char *what) {
     p->done = done;
     double now = pbfapp_now();
     int last = done >= p->total;
-    if (!last && now - p->last_s < 0.1) return;
+    /* at most 10 redraws a second, but the first one with work done (an ETA) always */
+    if (!last && now - p->last_s < 0.1 && (p->drawn_done > 0 || !(done > 0))) return;
     double elapsed = now - p->start_s;
     char t[32], text[400];
     if (last) {
@@ -109,6 +110,7 @@ void pbfapp_progress_work(pbfapp_progress *p, double done, const char *what) {
     }
     draw_bar(p, p->total > 0 ? done / p->total : 1.0, text);
     p->last_s = now;
+    p->drawn_done = done;
 }
 
 void pbfapp_progress_clear(pbfapp_progress *p) {

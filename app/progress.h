@@ -34,6 +34,7 @@ typedef struct pbfapp_progress {
     const char *label; /* e.g. "render" */
     double total;      /* units of work */
     double done;       /* units done so far */
+    double drawn_done; /* `done` of the last bar drawn */
 } pbfapp_progress;
 
 /* Seconds of a monotonic clock. */

@@ -228,7 +228,8 @@ void pbfapp_render_print_options(FILE *f, int with_render) {
                    "                      spaced), the same for every frame so colours do not flicker\n");
     fprintf(f, "  --camera-pos X,Y,Z  the camera's position, m (default: the scene's \"camera\",\n"
                "                      else a view of the container from the front-right, above)\n"
-               "  --camera-target X,Y,Z  the point the camera looks at, m (the image centre)\n"
+               "  --camera-target X,Y,Z\n"
+               "                      the point the camera looks at, m (the image centre)\n"
                "  --fov DEG           the camera's vertical field of view, degrees, in (1, 170)\n"
                "  --size WxH          image size in pixels (default 1280x720)\n");
 }

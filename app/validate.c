@@ -1319,7 +1319,7 @@ void pbfapp_validate_print_help(FILE *f) {
             "  --cache DIR   keep every case's measurements in DIR and reuse those of the same\n"
             "                case on the next run (for editing the report; delete DIR after a\n"
             "                change to the library)\n"
-            "  -q, --quiet   no progress lines\n"
+            "  -q, --quiet   no progress lines, no progress bar (drawn only on a terminal)\n"
             "  -h, --help    this help\n"
             "\n"
             "exit status: 0 every checked bound met; 1 runtime error (I/O, gnuplot); 2 usage;\n"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `pbf view` end to end: screenshots under Xvfb with Mesa's software rasteriser (llvmpipe), in
-# sphere and in screen-space fluid mode, checked by tests/viewer_png_check.py; and the error
+# sphere and in screen-space fluid mode, checked by tests/viewer_png_check.py, their text overlay
+# read back by tests/viewer_overlay_check.py; and the error
 # paths (no display: exit 1 with a message; bad option: exit 2). Fails, never skips, when
 # xvfb-run or python3 is missing or pbf was built without the viewer.
 #
@@ -46,14 +47,23 @@ for mode in spheres fluid; do
     [[ ${mode} == fluid ]] && extra=(--fluid)
     echo "viewer: ${mode}: pbf view ${scene} --screenshot ${png} --frames 10 --size 320x240 ${extra[*]}"
     xvfb-run -a -s "-screen 0 1280x720x24" \
-        "${pbf}" view "${scene}" --screenshot "${png}" --frames 10 --size 320x240 "${extra[@]}"
+        "${pbf}" view "${scene}" --screenshot "${png}" --frames 10 --size 320x240 "${extra[@]}" \
+        > "${work}/${mode}.log"
     rc=$?
+    cat "${work}/${mode}.log"
     if [[ ${rc} -ne 0 ]]; then
         fail "${mode}: pbf view exited with status ${rc}"
     elif [[ ! -s "${png}" ]]; then
         fail "${mode}: no screenshot written"
     else
         "${py}" "${here}/viewer_png_check.py" "${png}" 320 240 || fail "${mode}: ${png}"
+        # The overlay read back glyph by glyph: the text reads right (descenders) and shows the
+        # measured frame rate after 10 frames (t = 10 / fps of the scene), not 0.
+        fps=$(sed -n 's/.* frames drawn in .* s: \([0-9.]*\) fps.*/\1/p' "${work}/${mode}.log")
+        t=$("${py}" -c 'import json, sys; print("%.3f" % (10 / json.load(open(sys.argv[1])).get("fps", 60)))' "${scene}")
+        name=$("${py}" -c 'import json, sys; print(json.load(open(sys.argv[1]))["name"])' "${scene}")
+        "${py}" "${here}/viewer_overlay_check.py" "${png}" "${here}/../app/font5x9.h" "${name}" \
+            "${t}" "${fps:-0}" || fail "${mode}: overlay of ${png}"
     fi
 done
 
