@@ -256,6 +256,8 @@ static void shade_band(pbfapp_image *img, int *solid, int *edge, float *edge_dep
     for (int k = 0; k < n; ++k) {
         const splat *s = &sp[list[k]];
         const float ext = s->rs + 0.5f, ext2 = ext * ext;
+        /* c = 1 where dist <= rs - 1/2 */
+        const float full2 = s->rs > 0.5f ? (s->rs - 0.5f) * (s->rs - 0.5f) : -1.0f;
         const float inv2 = 1.0f / (s->rs * s->rs);
         int y0 = (int)floorf(s->sy - ext), y1 = (int)ceilf(s->sy + ext);
         int x0 = (int)floorf(s->sx - ext), x1 = (int)ceilf(s->sx + ext);
@@ -274,15 +276,15 @@ static void shade_band(pbfapp_image *img, int *solid, int *edge, float *edge_dep
                 if (dist2 >= ext2) continue;
                 float q = dist2 * inv2;
                 float depth = q < 1 ? s->d - radius * sqrtf(1.0f - q) : s->d;
-                float cover = ext - sqrtf(dist2);
-                if (cover >= 1.0f) {
-                    if (depth < img->depth[row + (size_t)x]) {
-                        img->depth[row + (size_t)x] = depth;
-                        solid[row + (size_t)x] = list[k];
+                const size_t i = row + (size_t)x;
+                if (dist2 <= full2) {
+                    if (depth < img->depth[i]) {
+                        img->depth[i] = depth;
+                        solid[i] = list[k];
                     }
-                } else if (depth < edge_depth[row + (size_t)x]) {
-                    edge_depth[row + (size_t)x] = depth;
-                    edge[row + (size_t)x] = list[k];
+                } else if (depth < edge_depth[i]) {
+                    edge_depth[i] = depth;
+                    edge[i] = list[k];
                 }
             }
         }
