@@ -40,6 +40,16 @@ out=$("${pbf}" view "${scene}" --color purple 2>&1)
 rc=$?
 [[ ${rc} -eq 2 ]] || fail "--color purple: exit status ${rc}, expected 2; output: ${out}"
 
+# Bad camera and colour-range options: usage errors naming the option, before any window.
+for opts in "--camera-pos 1,2" "--camera-target a,b,c" "--fov 200" "--range auto" "--range 2:1" \
+    "--camera-pos 0.1,0.1,0.1 --camera-target 0.1,0.1,0.1"; do
+    # shellcheck disable=SC2086 # the options split into words on purpose
+    out=$(env -u DISPLAY -u WAYLAND_DISPLAY "${pbf}" view "${scene}" ${opts} 2>&1)
+    rc=$?
+    [[ ${rc} -eq 2 && "${out}" == *"${opts%% *}"* ]] ||
+        fail "${opts}: exit status ${rc}, expected 2 naming the option; output: ${out}"
+done
+
 # Screenshots after 10 frames at 320x240: spheres, then the fluid surface.
 for mode in spheres fluid; do
     png="${work}/shot_${mode}.png"
@@ -66,6 +76,18 @@ for mode in spheres fluid; do
             "${t}" "${fps:-0}" || fail "${mode}: overlay of ${png}"
     fi
 done
+
+# The camera and the colour range from the command line change the picture.
+png="${work}/shot_camera.png"
+xvfb-run -a -s "-screen 0 1280x720x24" "${pbf}" view "${scene}" --screenshot "${png}" --frames 2 \
+    --size 320x240 --camera-pos 0.25,0.9,0.9 --camera-target 0.25,0.1,0.15 --fov 50 \
+    --color speed --range 0:0.5 > "${work}/camera.log" 2>&1
+rc=$?
+if [[ ${rc} -ne 0 || ! -s "${png}" ]]; then
+    fail "--camera-pos/--camera-target/--fov/--range: exit status ${rc}: $(cat "${work}/camera.log")"
+elif cmp -s "${png}" "${work}/shot_spheres.png"; then
+    fail "--camera-pos/--camera-target/--fov/--range: the same picture as the default view"
+fi
 
 if [[ ${failures} -ne 0 ]]; then
     echo "viewer: ${failures} check(s) failed"
