@@ -137,7 +137,19 @@ typedef struct bench_options {
     char *set_keys[BENCH_MAX_SETS];
     char set_labels[BENCH_MAX_SETS][300];
     int nsets;
+    pbfapp_progress *bar; /* progress bar on a terminal; work = particles x steps */
+    double bar_base;      /* work of the runs before this one */
 } bench_options;
+
+/* The bar after `done` of the run's warm-up + timed steps (only drawn on a terminal). */
+static void bench_tick(const bench_options *o, const bench_case *c, int threads, int done,
+                       int total) {
+    if (!o->bar || !pbfapp_progress_active(o->bar)) return;
+    char what[160];
+    snprintf(what, sizeof what, "%s, %d thread%s, step %d/%d", c->name, threads,
+             threads == 1 ? "" : "s", done, total);
+    pbfapp_progress_work(o->bar, o->bar_base + (double)c->particles * done, what);
+}
 
 void pbfapp_bench_print_help(FILE *f) {
     fprintf(
@@ -176,7 +188,8 @@ void pbfapp_bench_print_help(FILE *f) {
         "                      case's own settings; may be repeated\n"
         "  --json FILE         also write the results as JSON to FILE ('-': stdout, the table\n"
         "                      then goes to stderr)\n"
-        "  -q, --quiet         no progress lines on stderr\n"
+        "  -q, --quiet         no progress lines on stderr and no progress bar (a bar with the\n"
+        "                      time left is drawn on stderr when it is a terminal)\n"
         "  -h, --help          this help\n"
         "\n"
         "Memory: 'peak' is the peak resident set (getrusage ru_maxrss) of the run minus\n"
@@ -376,8 +389,10 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
     }
     r->setup_s = pbfapp_now() - t0;
     float dt = (float)o->dt;
+    const int all_steps = r->warmup + r->steps;
     for (int s = 0; s < r->warmup; ++s) {
         if (pbf_world_step(w, dt, &err) != PBF_OK) goto step_failed;
+        bench_tick(o, c, threads, s + 1, all_steps);
     }
     pbf_world_reset_timings(w);
     double sum = 0.0;
@@ -386,6 +401,7 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
         if (pbf_world_step(w, dt, &err) != PBF_OK) goto step_failed;
         times[s] = pbfapp_now() - a;
         sum += times[s];
+        bench_tick(o, c, threads, r->warmup + s + 1, all_steps);
     }
     r->rss_peak_kib = maxrss_kib();
     r->rss_now_end_kib = rss_now_kib();
@@ -1010,11 +1026,22 @@ int pbfapp_bench_command(int argc, char **argv) {
         return EXIT_RUNTIME;
     }
     o.fork_runs = nres > 1;
+    /* On a terminal: a bar with the time left over all runs (work = particles x steps); each
+     * run's line is printed whole when it ends. Elsewhere the line is started before the run. */
+    pbfapp_progress bar;
+    double work_total = 0;
+    for (int c = 0; c < o.ncases; ++c)
+        work_total += (double)o.nthreads * (double)o.cases[c].particles *
+                      (double)(o.warmup + steps_for(&o, &o.cases[c]));
+    pbfapp_progress_start(&bar, stderr, "bench", work_total, o.quiet, -1);
+    o.bar = &bar;
+    const int bar_on = pbfapp_progress_active(&bar);
     int failed = 0;
     for (int c = 0, k = 0; c < o.ncases; ++c) {
         for (int t = 0; t < o.nthreads; ++t, ++k) {
             const bench_case *cs = &o.cases[c];
-            if (!o.quiet) {
+            pbfapp_progress_work(&bar, o.bar_base, NULL);
+            if (!o.quiet && !bar_on) {
                 fprintf(stderr, "pbf bench: %s, %lld particles, %s, %d thread%s, %d + %d steps ...",
                         cs->name, (long long)cs->particles, o.device, o.threads[t],
                         o.threads[t] == 1 ? "" : "s", o.warmup, steps_for(&o, cs));
@@ -1024,6 +1051,14 @@ int pbfapp_bench_command(int argc, char **argv) {
                 run_forked(&o, c, o.threads[t], &res[k]);
             else
                 run_one(&o, c, o.threads[t], &res[k]);
+            o.bar_base +=
+                (double)cs->particles * (double)(o.warmup + steps_for(&o, cs));
+            if (bar_on) { /* the run's line, whole, where the bar was */
+                pbfapp_progress_clear(&bar);
+                fprintf(stderr, "pbf bench: %s, %lld particles, %s, %d thread%s, %d + %d steps ...",
+                        cs->name, (long long)cs->particles, o.device, o.threads[t],
+                        o.threads[t] == 1 ? "" : "s", o.warmup, steps_for(&o, cs));
+            }
             if (res[k].create_status == PBF_ERR_INVALID_ARGUMENT) {
                 /* the world cannot be made here (a device that is not there): no run can */
                 if (!o.quiet) fputs(" failed\n", stderr);
@@ -1041,6 +1076,7 @@ int pbfapp_bench_command(int argc, char **argv) {
             failed |= !res[k].ok;
         }
     }
+    pbfapp_progress_clear(&bar);
     /* speed-up from the 1-thread run of the same case */
     for (int k = 0; k < nres; ++k) {
         if (!res[k].ok) continue;

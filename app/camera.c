@@ -1,7 +1,10 @@
 /* Perspective camera: default framing of a box and OpenGL-style matrices (see camera.h). */
 #include "camera.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 static void normalize3(float v[3]) {
     float n = sqrtf(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
@@ -94,4 +97,100 @@ void pbf_camera_matrices(const pbf_camera *c, float aspect, float znear, float z
     proj[10] = (zfar + znear) / (znear - zfar);
     proj[11] = -1;
     proj[14] = 2 * zfar * znear / (znear - zfar);
+}
+
+/* ---- command-line options ----------------------------------------------------------------- */
+
+static const char *skip_spaces(const char *s) {
+    while (*s == ' ' || *s == '\t') ++s;
+    return s;
+}
+
+/* One number at s, then spaces; *end past them. 0 if there is none or it is not finite. */
+static int parse_number(const char *s, float *v, const char **end) {
+    char *e = NULL;
+    s = skip_spaces(s);
+    errno = 0;
+    double d = strtod(s, &e);
+    if (e == s || errno == ERANGE || !isfinite(d)) return 0;
+    *v = (float)d;
+    *end = skip_spaces(e);
+    return 1;
+}
+
+int pbf_camera_parse_vec3(const char *s, float out[3]) {
+    if (!s) return 0;
+    float v[3];
+    const char *p = s;
+    for (int a = 0; a < 3; ++a) {
+        if (!parse_number(p, &v[a], &p)) return 0;
+        if (!(fabsf(v[a]) <= PBF_CAMERA_COORD_MAX)) return 0;
+        if (a < 2) {
+            if (*p != ',') return 0;
+            ++p;
+        }
+    }
+    if (*p != '\0') return 0;
+    for (int a = 0; a < 3; ++a) out[a] = v[a];
+    return 1;
+}
+
+int pbf_camera_parse_fov(const char *s, float *out) {
+    if (!s) return 0;
+    float v;
+    const char *p;
+    if (!parse_number(s, &v, &p) || *p != '\0') return 0;
+    if (!(v > 1.0f && v < 170.0f)) return 0;
+    *out = v;
+    return 1;
+}
+
+void pbf_camera_apply(pbf_camera *c, const pbf_camera_override *o) {
+    if (!o) return;
+    for (int a = 0; a < 3; ++a) {
+        if (o->has_position) c->position[a] = o->position[a];
+        if (o->has_target) c->target[a] = o->target[a];
+    }
+    if (o->has_fov) c->fov_deg = o->fov_deg;
+    if (!o->has_position && !o->has_target) return;
+    float f[3] = {c->target[0] - c->position[0], c->target[1] - c->position[1],
+                  c->target[2] - c->position[2]};
+    float up[3] = {c->up[0], c->up[1], c->up[2]};
+    normalize3(f);
+    normalize3(up);
+    float x[3];
+    cross3(f, up, x);
+    if (dot3(x, x) < 1e-8f && dot3(f, f) > 0) {
+        c->up[0] = 0;
+        c->up[1] = 0;
+        c->up[2] = dot3(f, up) > 0 ? 1.0f : -1.0f; /* looking down: -z is up in the image */
+    }
+}
+
+int pbf_camera_check(const pbf_camera *c, char *msg, size_t size) {
+    double f[3], len2 = 0, up2 = 0, dot = 0;
+    for (int a = 0; a < 3; ++a) {
+        f[a] = (double)c->target[a] - (double)c->position[a];
+        len2 += f[a] * f[a];
+        up2 += (double)c->up[a] * c->up[a];
+        dot += f[a] * c->up[a];
+    }
+    if (!(len2 > 1e-18)) {
+        snprintf(msg, size,
+                 "the camera position and target are the same point (%g, %g, %g); move one "
+                 "with --camera-pos or --camera-target",
+                 (double)c->position[0], (double)c->position[1], (double)c->position[2]);
+        return 0;
+    }
+    if (!(up2 > 1e-18) || dot * dot > 0.9999 * len2 * up2) {
+        snprintf(msg, size, "the camera's up direction (%g, %g, %g) is along its view direction",
+                 (double)c->up[0], (double)c->up[1], (double)c->up[2]);
+        return 0;
+    }
+    if (!(c->fov_deg > 1.0f && c->fov_deg < 170.0f)) {
+        snprintf(msg, size, "the camera's field of view %g is out of range (1, 170) degrees",
+                 (double)c->fov_deg);
+        return 0;
+    }
+    return 1;
 }

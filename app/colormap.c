@@ -2,6 +2,7 @@
 #include "colormap.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const field_names[] = {"water", "density", "speed"};
@@ -73,11 +74,72 @@ void pbf_colormap(pbf_color_field f, float t, float rgb[3]) {
     }
 }
 
-float pbf_color_value(pbf_color_field f, float density, float speed, float rho0, float vmax) {
-    float t;
-    if (f == PBF_COLOR_DENSITY)
-        t = rho0 > 0 ? (density / rho0 - 0.9f) / 0.2f : 0.5f;
-    else
-        t = vmax > 0 ? speed / vmax : 0.0f;
-    return clamp01(t);
+float pbf_color_quantity(pbf_color_field f, float density, float speed) {
+    return f == PBF_COLOR_DENSITY ? density : speed;
+}
+
+void pbf_color_default_range(pbf_color_field f, float rho0, float vmax, float range[2]) {
+    if (f == PBF_COLOR_DENSITY) {
+        if (!(rho0 > 0)) rho0 = 1000.0f;
+        range[0] = 0.9f * rho0;
+        range[1] = 1.1f * rho0;
+    } else {
+        range[0] = 0.0f;
+        range[1] = vmax > 0 ? vmax : 1.0f;
+    }
+}
+
+float pbf_color_value(pbf_color_field f, float density, float speed, const float range[2]) {
+    float q = pbf_color_quantity(f, density, speed);
+    float span = range[1] - range[0];
+    return clamp01(span > 0 ? (q - range[0]) / span : 0.0f);
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* Linear interpolation between the order statistics of sorted v[0..n-1] at percent p. */
+static float percentile(const float *v, size_t n, double p) {
+    double x = p / 100.0 * (double)(n - 1);
+    size_t i = (size_t)x;
+    if (i >= n - 1) return v[n - 1];
+    double u = x - (double)i;
+    return (float)((double)v[i] + ((double)v[i + 1] - (double)v[i]) * u);
+}
+
+int pbf_color_auto_range(float *values, size_t n, float range[2]) {
+    size_t m = 0;
+    for (size_t i = 0; i < n; ++i)
+        if (isfinite(values[i])) values[m++] = values[i];
+    if (m == 0) return 0;
+    qsort(values, m, sizeof *values, cmp_float);
+    float lo = percentile(values, m, PBF_COLOR_AUTO_LO);
+    float hi = percentile(values, m, PBF_COLOR_AUTO_HI);
+    if (!(hi > lo)) {
+        float d = fabsf(lo) * 0.01f;
+        if (!(d > 1e-6f)) d = 1e-3f;
+        int nonneg = values[0] >= 0;
+        lo -= d;
+        hi += d;
+        if (nonneg && lo < 0) lo = 0;
+    }
+    range[0] = lo;
+    range[1] = hi;
+    return 1;
+}
+
+int pbf_color_parse_range(const char *s, float range[2]) {
+    if (!s) return 0;
+    char *end = NULL;
+    double a = strtod(s, &end);
+    if (end == s || *end != ':' || !isfinite(a)) return 0;
+    const char *s2 = end + 1;
+    double b = strtod(s2, &end);
+    if (end == s2 || *end != '\0' || !isfinite(b)) return 0;
+    if (!(b > a) || fabs(a) > 3e38 || fabs(b) > 3e38 || !((float)b > (float)a)) return 0;
+    range[0] = (float)a;
+    range[1] = (float)b;
+    return 1;
 }

@@ -1,18 +1,22 @@
 /*
  * Particle colouring shared by the headless renderer (app/render.c) and the live viewer.
  *
- * Normalisation (how a particle's value becomes t in [0, 1], see pbf_color_value):
- *   water    t = speed / vmax: calm water is deep blue (t = 0), fast water (splashes, spray)
- *            turns light blue-white (t = 1)
- *   density  t = (rho / rho0 - 0.9) / 0.2, i.e. [0.9 rho0, 1.1 rho0] -> [0, 1] (rest density in
- *            the middle, green on viridis-like ramps)
- *   speed    t = speed / vmax with vmax the caller's scale; the renderer (app/render.c) uses
- *            vmax = sqrt(2 |g| H), the speed of a free fall over the container height H (1 m/s
- *            without gravity), the same for every frame of a run
- * Values outside the range are clamped.
+ * Normalisation: a particle's quantity (density in kg/m^3 for `density`, speed in m/s for
+ * `speed` and `water`) maps linearly from a range [lo, hi] to t in [0, 1]; values outside are
+ * clamped. The default ranges (pbf_color_default_range):
+ *   water    [0, vmax]: calm water is deep blue (t = 0), fast water (splashes, spray) turns light
+ *            blue-white (t = 1)
+ *   density  [0.9 rho0, 1.1 rho0] (rest density in the middle, green on viridis)
+ *   speed    [0, vmax]
+ * with vmax the caller's speed scale; the renderer (app/render.c) uses vmax = sqrt(2 |g| H), the
+ * speed of a free fall over the container height H (1 m/s without gravity), the same for every
+ * frame of a run. `--range MIN:MAX` gives another range, `--range auto` one that follows the data
+ * (pbf_color_auto_range: percentiles over the frames of a series).
  */
 #ifndef PBFAPP_COLORMAP_H
 #define PBFAPP_COLORMAP_H
+
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,8 +36,24 @@ const char *pbf_color_field_name(pbf_color_field f);
  * such as viridis or turbo; water: light to deep blue). */
 void pbf_colormap(pbf_color_field f, float t, float rgb[3]);
 
-/* Normalisation: density maps [rho0*0.9, rho0*1.1] (or rest-relative), speed maps [0, vmax]. */
-float pbf_color_value(pbf_color_field f, float density, float speed, float rho0, float vmax);
+/* The quantity the field shows: density for PBF_COLOR_DENSITY, else speed. */
+float pbf_color_quantity(pbf_color_field f, float density, float speed);
+
+/* The default range of the field's quantity (see above). */
+void pbf_color_default_range(pbf_color_field f, float rho0, float vmax, float range[2]);
+
+/* t in [0, 1] of the field's quantity in range [lo, hi] (clamped; NaN -> 0). */
+float pbf_color_value(pbf_color_field f, float density, float speed, const float range[2]);
+
+/* A range that follows the data: the PBF_COLOR_AUTO_LO and _HI percentiles of values[0..n-1]
+ * (sorted in place; non-finite values are left out), widened to a non-empty interval when they
+ * are equal (never below 0 when all values are >= 0). Returns 0 when no value is finite. */
+#define PBF_COLOR_AUTO_LO 1.0  /* percent */
+#define PBF_COLOR_AUTO_HI 99.0 /* percent */
+int pbf_color_auto_range(float *values, size_t n, float range[2]);
+
+/* Parses a --range value "MIN:MAX" (finite numbers, MIN < MAX). Returns 1, or 0. */
+int pbf_color_parse_range(const char *s, float range[2]);
 
 #ifdef __cplusplus
 }

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "font5x7.h"
+#include "font5x9.h"
 
 
 pbf_status pbfapp_image_init(pbfapp_image *img, int width, int height, pbf_error *err) {
@@ -200,65 +200,122 @@ typedef struct splat {
 
 #define BAND_ROWS 16
 
-/* Band rows [y_lo, y_hi): first the nearest sphere surface of every pixel (depth test only,
- * remembering which sphere won in `owner`), then one Blinn-Phong shading per covered pixel. */
-static void shade_band(pbfapp_image *img, int *owner, const splat *sp, const int *list, int n,
-                       int y_lo, int y_hi, float radius) {
-    const int w = img->width;
-    for (int k = 0; k < n; ++k) {
-        const splat *s = &sp[list[k]];
-        int y0 = (int)floorf(s->sy - s->rs), y1 = (int)ceilf(s->sy + s->rs);
-        int x0 = (int)floorf(s->sx - s->rs), x1 = (int)ceilf(s->sx + s->rs);
-        if (y0 < y_lo) y0 = y_lo;
-        if (y1 > y_hi - 1) y1 = y_hi - 1;
-        if (x0 < 0) x0 = 0;
-        if (x1 > w - 1) x1 = w - 1;
-        const float inv = 1.0f / s->rs;
-        for (int y = y0; y <= y1; ++y) {
-            float dy = ((float)y + 0.5f - s->sy) * inv;
-            float dy2 = dy * dy;
-            if (dy2 >= 1) continue;
-            float *drow = img->depth + (size_t)y * (size_t)w;
-            int *orow = owner + (size_t)y * (size_t)w;
-            for (int x = x0; x <= x1; ++x) {
-                float dx = ((float)x + 0.5f - s->sx) * inv;
-                float q = dx * dx + dy2;
-                if (q >= 1) continue;
-                float depth = s->d - radius * sqrtf(1.0f - q);
-                if (!(depth < drow[x])) continue;
-                drow[x] = depth;
-                orow[x] = list[k];
-            }
-        }
-    }
-    /* Light from the upper left, in front; the viewer along +z (eye space). */
+/* Light from the upper left, in front; the viewer along +z (eye space). */
+typedef struct lighting {
+    float L[3], H[3];
+} lighting;
+
+static void make_lighting(lighting *l) {
     float L[3] = {-0.35f, 0.55f, 0.75f};
     normalize3(L);
     float H[3] = {L[0], L[1], L[2] + 1.0f};
     normalize3(H);
-    for (int y = y_lo; y < y_hi; ++y) {
-        const int *orow = owner + (size_t)y * (size_t)w;
-        unsigned char *row = img->rgb + (size_t)y * (size_t)w * 3;
-        for (int x = 0; x < w; ++x) {
-            if (orow[x] < 0) continue;
-            const splat *s = &sp[orow[x]];
-            const float inv = 1.0f / s->rs;
-            float dx = ((float)x + 0.5f - s->sx) * inv, dy = ((float)y + 0.5f - s->sy) * inv;
-            float q = dx * dx + dy * dy;
-            float nz = sqrtf(q < 1 ? 1.0f - q : 0.0f);
-            float nv[3] = {dx, -dy, nz};
-            float diff = dot3(nv, L);
-            if (diff < 0) diff = 0;
-            float nh = dot3(nv, H);
-            float spec = 0;
-            if (nh > 0) { /* nh^48 = nh^32 * nh^16 */
-                float p2 = nh * nh, p4 = p2 * p2, p8 = p4 * p4, p16 = p8 * p8;
-                spec = p16 * p16 * p16;
+    memcpy(l->L, L, sizeof L);
+    memcpy(l->H, H, sizeof H);
+}
+
+static float clamp01f(float v) {
+    return v > 0 ? (v < 1 ? v : 1) : 0;
+}
+
+/* Blinn-Phong colour of sphere s at pixel (x, y); outside its disc the silhouette's normal. */
+static void shade_pixel(const splat *s, const lighting *l, int x, int y, float out[3]) {
+    const float inv = 1.0f / s->rs;
+    float dx = ((float)x + 0.5f - s->sx) * inv, dy = ((float)y + 0.5f - s->sy) * inv;
+    float q = dx * dx + dy * dy;
+    if (q > 1) {
+        float k = 1.0f / sqrtf(q);
+        dx *= k;
+        dy *= k;
+        q = 1;
+    }
+    float nz = sqrtf(1.0f - q);
+    float nv[3] = {dx, -dy, nz};
+    float diff = dot3(nv, l->L);
+    if (diff < 0) diff = 0;
+    float nh = dot3(nv, l->H);
+    float spec = 0;
+    if (nh > 0) { /* nh^48 = nh^32 * nh^16 */
+        float p2 = nh * nh, p4 = p2 * p2, p8 = p4 * p4, p16 = p8 * p8;
+        spec = p16 * p16 * p16;
+    }
+    float lit = 0.30f + 0.70f * diff;
+    for (int k = 0; k < 3; ++k) out[k] = clamp01f(s->rgb[k] * lit + 0.35f * spec);
+}
+
+/* Band rows [y_lo, y_hi), anti-aliased by coverage. A sphere covers a pixel by
+ * c = clamp(rs + 1/2 - dist, 0, 1) (dist: pixel centre to disc centre, in pixels; the area of the
+ * pixel inside a straight edge at that distance). First the depth pass in drawing order: per
+ * pixel the nearest sphere that covers it fully (c = 1) against the depth buffer (`solid`), and
+ * the nearest sphere that covers it partly (`edge`, with its depth). Then one shading per pixel:
+ * the solid sphere's colour (or the floor or background already there), with the edge sphere, if
+ * it is in front, blended over it by its coverage: silhouettes get intermediate values. */
+static void shade_band(pbfapp_image *img, int *solid, int *edge, float *edge_depth,
+                       const splat *sp, const int *list, int n, int y_lo, int y_hi, float radius) {
+    const int w = img->width;
+    for (int k = 0; k < n; ++k) {
+        const splat *s = &sp[list[k]];
+        const float ext = s->rs + 0.5f, ext2 = ext * ext;
+        /* c = 1 where dist <= rs - 1/2 */
+        const float full2 = s->rs > 0.5f ? (s->rs - 0.5f) * (s->rs - 0.5f) : -1.0f;
+        const float inv2 = 1.0f / (s->rs * s->rs);
+        int y0 = (int)floorf(s->sy - ext), y1 = (int)ceilf(s->sy + ext);
+        int x0 = (int)floorf(s->sx - ext), x1 = (int)ceilf(s->sx + ext);
+        if (y0 < y_lo) y0 = y_lo;
+        if (y1 > y_hi - 1) y1 = y_hi - 1;
+        if (x0 < 0) x0 = 0;
+        if (x1 > w - 1) x1 = w - 1;
+        for (int y = y0; y <= y1; ++y) {
+            float dy = (float)y + 0.5f - s->sy;
+            float dy2 = dy * dy;
+            if (dy2 >= ext2) continue;
+            size_t row = (size_t)y * (size_t)w;
+            for (int x = x0; x <= x1; ++x) {
+                float dx = (float)x + 0.5f - s->sx;
+                float dist2 = dx * dx + dy2;
+                if (dist2 >= ext2) continue;
+                float q = dist2 * inv2;
+                float depth = q < 1 ? s->d - radius * sqrtf(1.0f - q) : s->d;
+                const size_t i = row + (size_t)x;
+                if (dist2 <= full2) {
+                    if (depth < img->depth[i]) {
+                        img->depth[i] = depth;
+                        solid[i] = list[k];
+                    }
+                } else if (depth < edge_depth[i]) {
+                    edge_depth[i] = depth;
+                    edge[i] = list[k];
+                }
             }
-            float lit = 0.30f + 0.70f * diff;
-            row[3 * x] = to_u8(s->rgb[0] * lit + 0.35f * spec);
-            row[3 * x + 1] = to_u8(s->rgb[1] * lit + 0.35f * spec);
-            row[3 * x + 2] = to_u8(s->rgb[2] * lit + 0.35f * spec);
+        }
+    }
+    lighting l;
+    make_lighting(&l);
+    for (int y = y_lo; y < y_hi; ++y) {
+        size_t row0 = (size_t)y * (size_t)w;
+        unsigned char *row = img->rgb + row0 * 3;
+        for (int x = 0; x < w; ++x) {
+            size_t i = row0 + (size_t)x;
+            int e = edge[i] >= 0 && edge_depth[i] < img->depth[i] ? edge[i] : -1;
+            if (solid[i] < 0 && e < 0) continue;
+            float c[3];
+            if (solid[i] >= 0) {
+                shade_pixel(&sp[solid[i]], &l, x, y, c);
+            } else {
+                for (int k = 0; k < 3; ++k) c[k] = (float)row[3 * x + k] / 255.0f;
+            }
+            if (e >= 0) {
+                const splat *s = &sp[e];
+                float dx = (float)x + 0.5f - s->sx, dy = (float)y + 0.5f - s->sy;
+                float cover = clamp01f(s->rs + 0.5f - sqrtf(dx * dx + dy * dy));
+                float ec[3];
+                shade_pixel(s, &l, x, y, ec);
+                for (int k = 0; k < 3; ++k) c[k] = cover * ec[k] + (1.0f - cover) * c[k];
+                if (cover >= 0.5f) img->depth[i] = edge_depth[i];
+            }
+            row[3 * x] = to_u8(c[0]);
+            row[3 * x + 1] = to_u8(c[1]);
+            row[3 * x + 2] = to_u8(c[2]);
         }
     }
 }
@@ -270,11 +327,16 @@ static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_re
     splat *sp = malloc((size_t)n * sizeof *sp);
     const int nbands = (h + BAND_ROWS - 1) / BAND_ROWS;
     int *start = calloc((size_t)nbands + 1, sizeof *start);
-    int *owner = malloc((size_t)w * (size_t)h * sizeof *owner);
-    if (!sp || !start || !owner) {
+    const size_t npix = (size_t)w * (size_t)h;
+    int *solid = malloc(npix * sizeof *solid);
+    int *edge = malloc(npix * sizeof *edge);
+    float *edge_depth = malloc(npix * sizeof *edge_depth);
+    if (!sp || !start || !solid || !edge || !edge_depth) {
         free(sp);
         free(start);
-        free(owner);
+        free(solid);
+        free(edge);
+        free(edge_depth);
         return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory rendering %d particles", n);
     }
     const float r = in->radius;
@@ -293,20 +355,21 @@ static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_re
         s->sx = v->cx + v->focal * ex / d;
         s->sy = v->cy - v->focal * ey / d;
         s->rs = v->focal * r / d;
-        if (s->sx + s->rs < 0 || s->sx - s->rs > (float)w || s->sy + s->rs < 0 ||
-            s->sy - s->rs > (float)h)
+        const float ext = s->rs + 0.5f; /* coverage reaches half a pixel past the disc */
+        if (s->sx + ext < 0 || s->sx - ext > (float)w || s->sy + ext < 0 || s->sy - ext > (float)h)
             s->rs = 0;
         float speed = 0;
         if (in->vx && in->vy && in->vz)
             speed = sqrtf(in->vx[i] * in->vx[i] + in->vy[i] * in->vy[i] + in->vz[i] * in->vz[i]);
         float rho = in->density ? in->density[i] : in->rest_density;
-        float t = pbf_color_value(in->color, rho, speed, in->rest_density, in->vmax);
+        float t = pbf_color_value(in->color, rho, speed, in->range);
         pbf_colormap(in->color, t, s->rgb);
     }
     /* Bands of rows: count, prefix sums, fill (in drawing order). */
     for (int k = 0; k < n; ++k) {
         if (!(sp[k].rs > 0)) continue;
-        int b0 = (int)floorf(sp[k].sy - sp[k].rs), b1 = (int)ceilf(sp[k].sy + sp[k].rs);
+        int b0 = (int)floorf(sp[k].sy - sp[k].rs - 0.5f),
+            b1 = (int)ceilf(sp[k].sy + sp[k].rs + 0.5f);
         b0 = b0 < 0 ? 0 : b0 >= h ? nbands - 1 : b0 / BAND_ROWS;
         b1 = b1 < 0 ? 0 : b1 >= h ? nbands - 1 : b1 / BAND_ROWS;
         for (int b = b0; b <= b1; ++b) ++start[b + 1];
@@ -317,7 +380,9 @@ static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_re
     if (!list || !fill) {
         free(sp);
         free(start);
-        free(owner);
+        free(solid);
+        free(edge);
+        free(edge_depth);
         free(list);
         free(fill);
         return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory rendering %d particles", n);
@@ -325,7 +390,8 @@ static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_re
     memcpy(fill, start, (size_t)nbands * sizeof *fill);
     for (int k = 0; k < n; ++k) {
         if (!(sp[k].rs > 0)) continue;
-        int b0 = (int)floorf(sp[k].sy - sp[k].rs), b1 = (int)ceilf(sp[k].sy + sp[k].rs);
+        int b0 = (int)floorf(sp[k].sy - sp[k].rs - 0.5f),
+            b1 = (int)ceilf(sp[k].sy + sp[k].rs + 0.5f);
         b0 = b0 < 0 ? 0 : b0 >= h ? nbands - 1 : b0 / BAND_ROWS;
         b1 = b1 < 0 ? 0 : b1 >= h ? nbands - 1 : b1 / BAND_ROWS;
         for (int b = b0; b <= b1; ++b) list[fill[b]++] = k;
@@ -335,12 +401,17 @@ static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_re
 #endif
     for (int b = 0; b < nbands; ++b) {
         int y_hi = (b + 1) * BAND_ROWS < h ? (b + 1) * BAND_ROWS : h;
-        for (size_t i = (size_t)b * BAND_ROWS * (size_t)w; i < (size_t)y_hi * (size_t)w; ++i)
-            owner[i] = -1;
-        shade_band(img, owner, sp, list + start[b], start[b + 1] - start[b], b * BAND_ROWS, y_hi,
-                   r);
+        for (size_t i = (size_t)b * BAND_ROWS * (size_t)w; i < (size_t)y_hi * (size_t)w; ++i) {
+            solid[i] = -1;
+            edge[i] = -1;
+            edge_depth[i] = INFINITY;
+        }
+        shade_band(img, solid, edge, edge_depth, sp, list + start[b], start[b + 1] - start[b],
+                   b * BAND_ROWS, y_hi, r);
     }
-    free(owner);
+    free(solid);
+    free(edge);
+    free(edge_depth);
     free(sp);
     free(start);
     free(list);
@@ -412,30 +483,35 @@ static void draw_box_edges(pbfapp_image *img, const view *v, const float lo[3], 
 
 /* ---- text --------------------------------------------------------------------------------- */
 
-static const pbfapp_glyph *find_glyph(char c) {
-    for (size_t i = 0; i < sizeof pbfapp_font5x7 / sizeof pbfapp_font5x7[0]; ++i)
-        if (pbfapp_font5x7[i].c == c) return &pbfapp_font5x7[i];
-    return NULL;
-}
-
-/* Text with its top-left corner at (x, y); each glyph cell is 6 x 8 font pixels of `scale`. */
-static void draw_text(pbfapp_image *img, int x, int y, int scale, const char *text,
-                      const float rgb[3]) {
-    for (const char *c = text; *c; ++c, x += 6 * scale) {
-        const pbfapp_glyph *g = find_glyph(*c);
-        if (!g) continue;
-        for (int r = 0; r < 7; ++r)
-            for (int col = 0; col < 5; ++col)
-                if (g->rows[r][col] == '#')
+void pbfapp_render_text(pbfapp_image *img, int x, int y, int scale, const char *text,
+                        const float rgb[3]) {
+    if (scale < 1) scale = 1;
+    const int x_start = x;
+    for (const char *c = text; *c; ++c) {
+        if (*c == '\n') {
+            x = x_start;
+            y += PBFAPP_FONT_LINE * scale;
+            continue;
+        }
+        const pbfapp_glyph *g = pbfapp_font_glyph((unsigned char)*c);
+        for (int r = 0; g && r < PBFAPP_FONT_GLYPH_H; ++r)
+            for (int col = 0; col < PBFAPP_FONT_GLYPH_W; ++col)
+                if (pbfapp_font_ink(g, col, r))
                     for (int sy = 0; sy < scale; ++sy)
                         for (int sx = 0; sx < scale; ++sx)
                             put(img, x + col * scale + sx, y + r * scale + sy, rgb);
+        x += PBFAPP_FONT_ADVANCE * scale;
     }
+}
+
+static void draw_text(pbfapp_image *img, int x, int y, int scale, const char *text,
+                      const float rgb[3]) {
+    pbfapp_render_text(img, x, y, scale, text, rgb);
 }
 
 static int text_width(const char *text, int scale) {
     int n = (int)strlen(text);
-    return n > 0 ? (6 * n - 1) * scale : 0;
+    return n > 0 ? (PBFAPP_FONT_ADVANCE * n - 1) * scale : 0;
 }
 
 static void fill_rect(pbfapp_image *img, int x0, int y0, int x1, int y1, const float rgb[3]) {
@@ -443,34 +519,36 @@ static void fill_rect(pbfapp_image *img, int x0, int y0, int x1, int y1, const f
         for (int x = x0; x < x1; ++x) put(img, x, y, rgb);
 }
 
+/* A legend label: 4 significant digits, no exponent for the usual magnitudes. */
+static void legend_number(char *buf, size_t size, float v) {
+    double a = fabs((double)v);
+    if (a >= 1e5 || (a > 0 && a < 1e-3))
+        snprintf(buf, size, "%.3g", (double)v);
+    else if (a >= 100)
+        snprintf(buf, size, "%.0f", (double)v);
+    else
+        snprintf(buf, size, "%.4g", (double)v);
+}
+
 static void draw_legend(pbfapp_image *img, const pbfapp_render_input *in, int scale) {
     static const float ink[3] = {0.10f, 0.11f, 0.14f};
     char title[64], lo[32], hi[32];
     switch (in->color) {
-    case PBF_COLOR_DENSITY:
-        snprintf(title, sizeof title, "density (kg/m3)");
-        snprintf(lo, sizeof lo, "%.0f", 0.9 * (double)in->rest_density);
-        snprintf(hi, sizeof hi, "%.0f", 1.1 * (double)in->rest_density);
-        break;
-    case PBF_COLOR_SPEED:
-        snprintf(title, sizeof title, "speed (m/s)");
-        snprintf(lo, sizeof lo, "0");
-        snprintf(hi, sizeof hi, "%.2f", (double)in->vmax);
-        break;
+    case PBF_COLOR_DENSITY: snprintf(title, sizeof title, "density (kg/m3)"); break;
+    case PBF_COLOR_SPEED: snprintf(title, sizeof title, "speed (m/s)"); break;
     case PBF_COLOR_WATER:
-    default:
-        snprintf(title, sizeof title, "water: speed (m/s)");
-        snprintf(lo, sizeof lo, "0");
-        snprintf(hi, sizeof hi, "%.2f", (double)in->vmax);
-        break;
+    default: snprintf(title, sizeof title, "water: speed (m/s)"); break;
     }
+    legend_number(lo, sizeof lo, in->range[0]);
+    legend_number(hi, sizeof hi, in->range[1]);
     const int w = img->width, h = img->height, m = 8 * scale;
     int bw = 100 * scale;
     if (bw > w / 3) bw = w / 3;
     const int bh = 8 * scale;
     const int bx = w - m - bw;
-    const int by = h - m - 8 * scale - 3 * scale - bh;
-    draw_text(img, w - m - text_width(title, scale), by - 10 * scale, scale, title, ink);
+    const int by = h - m - PBFAPP_FONT_GLYPH_H * scale - 3 * scale - bh;
+    draw_text(img, w - m - text_width(title, scale), by - (PBFAPP_FONT_GLYPH_H + 2) * scale, scale,
+              title, ink);
     fill_rect(img, bx - 1, by - 1, bx + bw + 1, by + bh + 1, ink);
     for (int x = 0; x < bw; ++x) {
         float rgb[3];
@@ -512,7 +590,7 @@ pbf_status pbfapp_render(const pbfapp_render_input *in, pbfapp_image *img, pbf_e
         draw_text(img, 8 * scale, 8 * scale, scale, line, ink);
         if (in->title && in->title[0]) {
             snprintf(line, sizeof line, "%.60s", in->title);
-            draw_text(img, 8 * scale, 8 * scale + 10 * scale, scale, line, ink);
+            draw_text(img, 8 * scale, 8 * scale + PBFAPP_FONT_LINE * scale, scale, line, ink);
         }
         draw_legend(img, in, scale);
     }

@@ -9,11 +9,14 @@
  *   3. every particle as a sphere of radius `radius`: for each pixel of its projected disc the
  *      normal comes from the disc coordinate, the depth is the sphere surface's (so spheres cut
  *      into one another correctly through a float z-buffer) and the colour is the field's ramp
- *      (pbf_colormap) lit by one directional light with Blinn-Phong shading;
+ *      (pbf_colormap) lit by one directional light with Blinn-Phong shading; silhouettes are
+ *      anti-aliased: a pixel the disc covers only partly blends the sphere's colour over what is
+ *      behind it by the covered fraction (analytic coverage of the pixel by the disc's edge);
  *   4. the container's 12 edges (dark) and each obstacle or moving wall as a box outline
  *      (orange), depth-tested against the spheres and the floor;
  *   5. the simulated time ("t = 1.234 s") and an optional title in the top-left corner and a
- *      colour legend with its range at the bottom right (PBFAPP_RENDER_NO_TEXT leaves them out).
+ *      colour legend with its range at the bottom right (PBFAPP_RENDER_NO_TEXT leaves them out),
+ *      in the 5x9 bitmap font of app/font5x9.h.
  *
  * Parallel work is split by bands of image rows, each band drawing its particles in input
  * order, so the result does not depend on the number of threads.
@@ -67,8 +70,9 @@ typedef struct pbfapp_render_input {
     double time;           /* simulated time written in the corner, s */
     const char *title;     /* second line of the corner text (NULL or "" = none) */
     pbf_color_field color; /* what the colour shows */
-    float rest_density;    /* for PBF_COLOR_DENSITY: [0.9, 1.1] rest_density */
-    float vmax;            /* for PBF_COLOR_SPEED / WATER: [0, vmax] m/s (pbfapp_render_vmax) */
+    float rest_density;    /* kg/m^3, the density where `density` is NULL */
+    float range[2];        /* the colour quantity (kg/m^3 or m/s) mapped to the ends of the
+                              ramp (pbf_color_default_range, pbf_color_auto_range) */
     pbf_camera camera;
     int flags; /* PBFAPP_RENDER_* */
 } pbfapp_render_input;
@@ -80,6 +84,12 @@ float pbfapp_render_vmax(const pbf_world_def *def);
 /* Renders into img (its size decides the aspect ratio). Fails only on invalid input (count < 0,
  * NULL positions) or out of memory. */
 pbf_status pbfapp_render(const pbfapp_render_input *in, pbfapp_image *img, pbf_error *err);
+
+/* Text in the font of app/font5x9.h with the top-left corner of its first glyph cell at (x, y),
+ * each font pixel a square of `scale` image pixels; '\n' starts a new line. Glyph rows 0..6 are
+ * above the baseline, rows 7..8 (descenders) below. Pixels outside the image are skipped. */
+void pbfapp_render_text(pbfapp_image *img, int x, int y, int scale, const char *text,
+                        const float rgb[3]);
 
 /* Where a world point lands: pixel coordinates (x right, y down, pixel centres at +0.5) and the
  * distance along the view axis; the projected radius of a sphere of radius r there is

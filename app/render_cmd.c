@@ -5,6 +5,7 @@
 #include "util.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -105,6 +106,55 @@ int pbfapp_render_parse_option(int argc, char **argv, int *i, pbfapp_render_opti
                          value, PBFAPP_IMAGE_MIN_SIZE, PBFAPP_IMAGE_MAX_SIZE);
         return 1;
     }
+    if ((m = pbfapp_option_value(argc, argv, i, "--range", &value)) != 0) {
+        if (m < 0) return usage(rc, cmd, "--range needs a value (auto or MIN:MAX, e.g. 0:2)");
+        if (strcmp(value, "auto") == 0) {
+            if (with_render)
+                return usage(rc, cmd,
+                             "--range auto needs the whole series of frames: render it "
+                             "afterwards with `pbf render DIR --range auto`, or give --range "
+                             "MIN:MAX here");
+            o->range_mode = PBFAPP_RANGE_AUTO;
+            return 1;
+        }
+        if (!pbf_color_parse_range(value, o->range))
+            return usage(rc, cmd,
+                         "--range: \"%s\" is not auto or MIN:MAX with MIN < MAX (in kg/m^3 for "
+                         "--color density, m/s for speed and water), e.g. --range 0:2",
+                         value);
+        o->range_mode = PBFAPP_RANGE_GIVEN;
+        return 1;
+    }
+    if ((m = pbfapp_option_value(argc, argv, i, "--camera-pos", &value)) != 0) {
+        if (m < 0) return usage(rc, cmd, "--camera-pos needs a value (X,Y,Z in m, e.g. 2,1.5,3)");
+        if (!pbf_camera_parse_vec3(value, o->camera.position))
+            return usage(rc, cmd,
+                         "--camera-pos: \"%s\" is not X,Y,Z (three numbers in m, each within "
+                         "+-1e6, separated by commas), e.g. 2,1.5,3",
+                         value);
+        o->camera.has_position = 1;
+        return 1;
+    }
+    if ((m = pbfapp_option_value(argc, argv, i, "--camera-target", &value)) != 0) {
+        if (m < 0)
+            return usage(rc, cmd, "--camera-target needs a value (X,Y,Z in m, e.g. 0.8,0.2,0.3)");
+        if (!pbf_camera_parse_vec3(value, o->camera.target))
+            return usage(rc, cmd,
+                         "--camera-target: \"%s\" is not X,Y,Z (three numbers in m, each within "
+                         "+-1e6, separated by commas), e.g. 0.8,0.2,0.3",
+                         value);
+        o->camera.has_target = 1;
+        return 1;
+    }
+    if ((m = pbfapp_option_value(argc, argv, i, "--fov", &value)) != 0) {
+        if (m < 0) return usage(rc, cmd, "--fov needs a value (degrees, e.g. 40)");
+        if (!pbf_camera_parse_fov(value, &o->camera.fov_deg))
+            return usage(rc, cmd,
+                         "--fov: \"%s\" is not a vertical field of view in (1, 170) degrees",
+                         value);
+        o->camera.has_fov = 1;
+        return 1;
+    }
     if ((m = pbfapp_option_value(argc, argv, i, "--video", &value)) != 0) {
         if (m < 0) return usage(rc, cmd, "--video needs a value (FILE.mp4)");
         if (!value[0]) return usage(rc, cmd, "--video: the file name is empty");
@@ -137,6 +187,13 @@ static int find_on_path(const char *name, char *out, size_t size) {
 }
 
 pbf_status pbfapp_render_check(const pbfapp_render_options *o, pbf_error *err) {
+    if (o->camera.has_position && o->camera.has_target &&
+        memcmp(o->camera.position, o->camera.target, sizeof o->camera.position) == 0)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "--camera-pos and --camera-target are the same point (%g, %g, %g): "
+                           "the camera needs a direction to look in",
+                           (double)o->camera.position[0], (double)o->camera.position[1],
+                           (double)o->camera.position[2]);
     if (!o->video) return PBF_OK;
     if (o->width % 2 || o->height % 2)
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
@@ -162,6 +219,18 @@ void pbfapp_render_print_options(FILE *f, int with_render) {
                "  --color F           colour of the particles: water (default; deep blue, lighter\n"
                "                      when fast), density ([0.9, 1.1] x rest_density, viridis) or\n"
                "                      speed ([0, sqrt(2 g H)] m/s, H = domain height, turbo)\n"
+               "  --range MIN:MAX     the values of the --color quantity at the two ends of the\n"
+               "                      ramp (kg/m^3 for density, m/s for speed and water) instead\n"
+               "                      of the default ranges above\n");
+    if (!with_render)
+        fprintf(f, "  --range auto        a range that follows the data: the 1st to 99th percentile\n"
+                   "                      of the quantity over the frames (up to 16 of them, evenly\n"
+                   "                      spaced), the same for every frame so colours do not flicker\n");
+    fprintf(f, "  --camera-pos X,Y,Z  the camera's position, m (default: the scene's \"camera\",\n"
+               "                      else a view of the container from the front-right, above)\n"
+               "  --camera-target X,Y,Z\n"
+               "                      the point the camera looks at, m (the image centre)\n"
+               "  --fov DEG           the camera's vertical field of view, degrees, in (1, 170)\n"
                "  --size WxH          image size in pixels (default 1280x720)\n");
 }
 
@@ -172,7 +241,8 @@ void pbfapp_render_print_help(FILE *f) {
                "or .bgeo) into frame_NNNNN.png beside them, or into a video with --video. The\n"
                "container, obstacles, moving walls and camera come from DIR/scene.json, which\n"
                "`pbf run` writes (the scene as it ran); the camera is the scene's \"camera\" object\n"
-               "or a default view of the container from the front-right, above.\n"
+               "or a default view of the container from the front-right, above; --camera-pos,\n"
+               "--camera-target and --fov replace its parts.\n"
                "\n"
                "options:\n");
     pbfapp_render_print_options(f, 0);
@@ -180,9 +250,11 @@ void pbfapp_render_print_help(FILE *f) {
                "  --png               with --video, also write the PNG files\n"
                "  --scene FILE        the scene to take the container and camera from (default\n"
                "                      DIR/scene.json)\n"
-               "  -q, --quiet         no summary, only errors\n"
+               "  -q, --quiet         no progress bar and no summary, only errors\n"
                "  -h, --help          this help\n"
                "\n"
+               "On a terminal a progress bar with the time left is drawn on stderr (not with -q,\n"
+               "nor when stderr is not a terminal).\n"
                "Images are deterministic: the same frame gives the same PNG bytes, from `pbf run\n"
                "--render` or from `pbf render`.\n"
                "exit status: 0 success, 2 usage or scene error, 1 runtime error (I/O, ffmpeg)\n");
@@ -407,11 +479,22 @@ pbf_status pbfapp_renderer_open(const pbfapp_render_options *o, const pbfapp_sce
     in->domain_max[2] = def->domain_max.z;
     in->color = o->color;
     in->rest_density = def->rest_density;
-    in->vmax = pbfapp_render_vmax(def);
+    if (o->range_mode == PBFAPP_RANGE_GIVEN) {
+        in->range[0] = o->range[0];
+        in->range[1] = o->range[1];
+    } else {
+        pbf_color_default_range(o->color, def->rest_density, pbfapp_render_vmax(def), in->range);
+    }
     in->title = r->title;
     in->camera = scene->has_camera ? scene->camera
                                    : pbf_camera_default(in->domain_min, in->domain_max,
                                                         (float)o->width / (float)o->height);
+    pbf_camera_apply(&in->camera, &o->camera);
+    char why[300];
+    if (!pbf_camera_check(&in->camera, why, sizeof why)) {
+        pbfapp_renderer_close(r, NULL);
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s", why);
+    }
     if (o->video) {
         st = video_start(r, scene->run.fps, err);
         if (st != PBF_OK) {
@@ -577,6 +660,48 @@ static void free_frames(frame_file *list, int n) {
     free(list);
 }
 
+/* --range auto: the percentiles of the colour quantity over up to AUTO_FRAMES frames evenly
+ * spaced over the series (first and last included), at most AUTO_VALUES values from each. */
+#define AUTO_FRAMES 16
+#define AUTO_VALUES 65536
+
+static pbf_status auto_range(const char *dir, const frame_file *frames, int nframes,
+                             pbf_color_field color, float range[2], int *used, pbf_error *err) {
+    int m = nframes < AUTO_FRAMES ? nframes : AUTO_FRAMES;
+    float *values = malloc((size_t)m * AUTO_VALUES * sizeof *values);
+    if (!values) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "--range auto: out of memory");
+    size_t n = 0;
+    pbfapp_frame_data data;
+    memset(&data, 0, sizeof data);
+    char path[4200];
+    pbf_status st = PBF_OK;
+    for (int k = 0; k < m && st == PBF_OK; ++k) {
+        int f = m > 1 ? (int)(((long long)k * (nframes - 1) + (m - 1) / 2) / (m - 1)) : 0;
+        snprintf(path, sizeof path, "%s/%s", dir, frames[f].name);
+        st = pbfapp_read_frame(path, &data, err);
+        if (st != PBF_OK) break;
+        int count = data.count;
+        int stride = count > AUTO_VALUES ? (count + AUTO_VALUES - 1) / AUTO_VALUES : 1;
+        for (int i = 0; i < count; i += stride) {
+            float speed = 0;
+            if (data.vx && data.vy && data.vz)
+                speed = sqrtf(data.vx[i] * data.vx[i] + data.vy[i] * data.vy[i] +
+                              data.vz[i] * data.vz[i]);
+            float rho = data.density ? data.density[i] : NAN;
+            values[n++] = pbf_color_quantity(color, rho, speed);
+        }
+    }
+    pbfapp_frame_data_free(&data);
+    if (st == PBF_OK && !pbf_color_auto_range(values, n, range))
+        st = pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                         "--range auto: the frames of %s/ hold no finite %s value; give --range "
+                         "MIN:MAX",
+                         dir, color == PBF_COLOR_DENSITY ? "density" : "speed");
+    free(values);
+    *used = m;
+    return st;
+}
+
 int pbfapp_render_command(int argc, char **argv) {
     pbfapp_render_options opt;
     pbfapp_render_options_default(&opt);
@@ -688,6 +813,27 @@ int pbfapp_render_command(int argc, char **argv) {
         pbfapp_scene_free(&scene);
         return EXIT_RUNTIME;
     }
+    if (opt.range_mode == PBFAPP_RANGE_AUTO) {
+        int used = 0;
+        st = auto_range(dir, frames, nframes, opt.color, opt.range, &used, &err);
+        if (st != PBF_OK) {
+            fprintf(stderr, "pbf: %s\n", err.message);
+            pbf_world_destroy(world);
+            free(boxes);
+            free_frames(frames, nframes);
+            pbfapp_scene_free(&scene);
+            return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
+        }
+        opt.range_mode = PBFAPP_RANGE_GIVEN;
+        if (!opt.quiet) {
+            printf("pbf: --range auto: %s from %.6g to %.6g %s (the %g%% and %g%% percentiles "
+                   "over %d of the %d frames)\n",
+                   opt.color == PBF_COLOR_DENSITY ? "density" : "speed", (double)opt.range[0],
+                   (double)opt.range[1], opt.color == PBF_COLOR_DENSITY ? "kg/m^3" : "m/s",
+                   PBF_COLOR_AUTO_LO, PBF_COLOR_AUTO_HI, used, nframes);
+            fflush(stdout);
+        }
+    }
     pbfapp_renderer *r = NULL;
     st = pbfapp_renderer_open(&opt, &scene, out_dir ? out_dir : dir, &r, &err);
     if (st == PBF_OK && out_dir && opt.png) {
@@ -699,7 +845,7 @@ int pbfapp_render_command(int argc, char **argv) {
     rc = 0;
     if (st != PBF_OK) {
         fprintf(stderr, "pbf: %s\n", err.message);
-        rc = EXIT_RUNTIME;
+        rc = st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
     }
     if (rc == 0 && !opt.quiet) {
         printf("pbf: rendering %d frame%s of %s/ (%s, %s)%s%s\n", nframes, nframes == 1 ? "" : "s",
@@ -709,10 +855,13 @@ int pbfapp_render_command(int argc, char **argv) {
     pbfapp_frame_data data;
     memset(&data, 0, sizeof data);
     char path[4200];
+    pbfapp_progress bar;
+    pbfapp_progress_start(&bar, stderr, "render", nframes, opt.quiet, -1);
     for (int k = 0; k < nframes && rc == 0; ++k) {
         snprintf(path, sizeof path, "%s/%s", dir, frames[k].name);
         st = pbfapp_read_frame(path, &data, &err);
         if (st != PBF_OK) {
+            pbfapp_progress_clear(&bar);
             fprintf(stderr, "pbf: %s\n", err.message);
             rc = EXIT_RUNTIME;
             break;
@@ -726,10 +875,16 @@ int pbfapp_render_command(int argc, char **argv) {
         pbf_particles p = pbfapp_frame_particles(&data);
         st = pbfapp_renderer_frame(r, frames[k].number, time, &p, boxes, scene.box_count, &err);
         if (st != PBF_OK) {
+            pbfapp_progress_clear(&bar);
             fprintf(stderr, "pbf: frame %d: %s\n", frames[k].number, err.message);
             rc = EXIT_RUNTIME;
+        } else {
+            char what[64];
+            snprintf(what, sizeof what, "frame %d/%d", k + 1, nframes);
+            pbfapp_progress_work(&bar, k + 1, what);
         }
     }
+    pbfapp_progress_finish(&bar);
     pbfapp_frame_data_free(&data);
     if (r) {
         pbf_status cst = pbfapp_renderer_close(r, &err);

@@ -22,17 +22,28 @@
 extern "C" {
 #endif
 
+enum {
+    PBFAPP_RANGE_DEFAULT = 0, /* pbf_color_default_range */
+    PBFAPP_RANGE_GIVEN = 1,   /* --range MIN:MAX (or auto, once computed) */
+    PBFAPP_RANGE_AUTO = 2     /* --range auto: pbf render computes it over the series */
+};
+
 typedef struct pbfapp_render_options {
     int png;               /* write frame_NNNNN.png */
     const char *video;     /* FILE.mp4 to encode with ffmpeg, or NULL */
     pbf_color_field color; /* --color, default water */
     int width, height;     /* --size, default 1280x720 */
+    int range_mode;        /* PBFAPP_RANGE_* (--range) */
+    float range[2];        /* with PBFAPP_RANGE_GIVEN */
+    pbf_camera_override camera; /* --camera-pos, --camera-target, --fov */
     int quiet;
 } pbfapp_render_options;
 
 void pbfapp_render_options_default(pbfapp_render_options *o);
 
-/* Parses --color F, --size WxH or --video FILE at argv[*i] (also --render when `with_render`).
+/* Parses --color F, --size WxH, --video FILE, --range R, --camera-pos X,Y,Z,
+ * --camera-target X,Y,Z or --fov DEG at argv[*i] (also --render when `with_render`, i.e. for
+ * `pbf run`, where --range auto is refused: it needs the whole series).
  * Returns 1 and advances *i when it was one of them (with *rc = 2 after printing a usage error
  * when its value is bad), 0 when it is not one of them. `cmd` names the command in messages. */
 int pbfapp_render_parse_option(int argc, char **argv, int *i, pbfapp_render_options *o,
@@ -48,7 +59,8 @@ void pbfapp_render_print_help(FILE *f);
 
 typedef struct pbfapp_renderer pbfapp_renderer;
 
-/* Starts rendering the frames of `scene` (its camera, or pbf_camera_default of its domain):
+/* Starts rendering the frames of `scene` (its camera, or pbf_camera_default of its domain, with
+ * the camera options applied; PBF_ERR_INVALID_ARGUMENT if they make no usable camera):
  * PNGs go to png_dir, the video to o->video (written as NAME.tmp.EXT and renamed when ffmpeg
  * succeeds; its directory is created). */
 pbf_status pbfapp_renderer_open(const pbfapp_render_options *o, const pbfapp_scene *scene,

@@ -469,6 +469,7 @@ typedef struct validate_options {
     int threads;
     int plots;
     int quiet;
+    pbfapp_progress *bar; /* on a terminal: the cases done, in units of cost_of */
 } validate_options;
 
 static void progress_line(const validate_options *o, int done, int total, const spec *sp,
@@ -477,6 +478,17 @@ static void progress_line(const validate_options *o, int done, int total, const 
     fprintf(stderr, "pbf validate: [%2d/%d] %-24s %6d particles %6lld steps %7.1f s%s%s\n", done,
             total, sp->name, r->h.particles, (long long)r->h.steps, r->h.wall_s,
             r->h.ok ? "" : "  FAILED: ", r->h.ok ? "" : r->h.message);
+}
+
+/* A case is done: its line, with the bar (on a terminal) redrawn below it. */
+static void case_done(const validate_options *o, int done, int total, const spec *sp,
+                      const sim_result *r, double *work_done) {
+    pbfapp_progress_clear(o->bar);
+    progress_line(o, done, total, sp, r);
+    *work_done += cost_of(sp);
+    char what[64];
+    snprintf(what, sizeof what, "%d/%d cases", done, total);
+    pbfapp_progress_work(o->bar, *work_done, what);
 }
 
 /* With --cache: loads the cached result of a case (1) if it is there and of the same case. */
@@ -505,8 +517,14 @@ static int run_all(validate_options *o, const char *workdir, spec *specs, int ns
     int *order = malloc((size_t)nspec * sizeof *order);
     if (!order) return 1;
     int done = 0, rc = 0, ntodo = 0;
+    double work_done = 0, work_total = 0;
+    for (int i = 0; i < nspec; ++i) work_total += cost_of(&specs[i]);
+    pbfapp_progress bar;
+    pbfapp_progress_start(&bar, stderr, "validate", work_total, o->quiet, -1);
+    o->bar = &bar;
     for (int i = 0; i < nspec; ++i) {
         if (from_cache(o, &specs[i], &results[i])) {
+            work_done += cost_of(&specs[i]);
             ++o->cached;
             if (!o->quiet)
                 fprintf(stderr, "pbf validate: [%2d/%d] %-24s from the cache %s/\n", ++done, nspec,
@@ -524,18 +542,27 @@ static int run_all(validate_options *o, const char *workdir, spec *specs, int ns
         }
         order[j] = v;
     }
+    {
+        char what[64];
+        snprintf(what, sizeof what, "%d/%d cases", done, nspec);
+        pbfapp_progress_work(&bar, work_done, what);
+    }
     if (o->jobs <= 1) {
         for (int k = 0; k < ntodo; ++k) {
             int i = order[k];
             simulate(&specs[i], o->threads, &results[i]);
             to_cache(o, &specs[i], &results[i]);
-            progress_line(o, ++done, nspec, &specs[i], &results[i]);
+            case_done(o, ++done, nspec, &specs[i], &results[i], &work_done);
         }
+        pbfapp_progress_finish(&bar);
+        o->bar = NULL;
         free(order);
         return 0;
     }
     pid_t *pids = calloc((size_t)nspec, sizeof *pids);
     if (!pids) {
+        pbfapp_progress_finish(&bar);
+        o->bar = NULL;
         free(order);
         return 1;
     }
@@ -586,8 +613,10 @@ static int run_all(validate_options *o, const char *workdir, spec *specs, int ns
         }
         remove(path);
         to_cache(o, &specs[i], &results[i]);
-        progress_line(o, ++done, nspec, &specs[i], &results[i]);
+        case_done(o, ++done, nspec, &specs[i], &results[i], &work_done);
     }
+    pbfapp_progress_finish(&bar);
+    o->bar = NULL;
     free(pids);
     free(order);
     return rc;
@@ -1290,7 +1319,7 @@ void pbfapp_validate_print_help(FILE *f) {
             "  --cache DIR   keep every case's measurements in DIR and reuse those of the same\n"
             "                case on the next run (for editing the report; delete DIR after a\n"
             "                change to the library)\n"
-            "  -q, --quiet   no progress lines\n"
+            "  -q, --quiet   no progress lines, no progress bar (drawn only on a terminal)\n"
             "  -h, --help    this help\n"
             "\n"
             "exit status: 0 every checked bound met; 1 runtime error (I/O, gnuplot); 2 usage;\n"

@@ -6,7 +6,9 @@
 #   - `pbf render DIR` re-renders the written frames to the same bytes;
 #   - `pbf run --video FILE.mp4` writes no PNG and a video that ffprobe reads as h264, yuv420p,
 #     320x180, frames + 1 frames;
-#   - without ffmpeg on PATH, --video fails before simulating (exit 1, message names ffmpeg).
+#   - without ffmpeg on PATH, --video fails before simulating (exit 1, message names ffmpeg);
+#   - --camera-pos/--camera-target/--fov give the image of the same camera in the scene file;
+#     --range MIN:MAX and --range auto recolour; bad values are usage errors (exit 2).
 #
 #   bash tests/run_render.sh PATH/TO/pbf
 set -uo pipefail
@@ -58,6 +60,59 @@ same=0
 for f in "${tmp}"/a/frame_*.png; do cmp -s "${f}" "${tmp}/c/$(basename "${f}")" || same=1; done
 check "pbf render DIR gives the same bytes as pbf run --render" ${same}
 
+# The camera from the command line: the same image as the same camera in the scene file, and
+# another image than the default camera's.
+rc=0
+"${pbf}" render "${tmp}/a" --out "${tmp}/cam1" --size 320x180 -q --camera-pos 2.2,1.2,2.0 \
+    --camera-target 0.7,0.25,0.3 --fov 35 > "${tmp}/cam1.log" 2>&1 || rc=$?
+python3 - "${tmp}/a/scene.json" "${tmp}/cam_scene.json" <<'PYEOF' || rc=1
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["camera"] = {"position": [2.2, 1.2, 2.0], "target": [0.7, 0.25, 0.3], "fov": 35}
+json.dump(s, open(sys.argv[2], "w"))
+PYEOF
+"${pbf}" render "${tmp}/a" --scene "${tmp}/cam_scene.json" --out "${tmp}/cam2" --size 320x180 -q \
+    > "${tmp}/cam2.log" 2>&1 || rc=$?
+same=0
+for f in "${tmp}"/cam1/frame_*.png; do cmp -s "${f}" "${tmp}/cam2/$(basename "${f}")" || same=1; done
+cmp -s "${tmp}/cam1/frame_00003.png" "${tmp}/c/frame_00003.png" && same=1
+[[ ${rc} -eq 0 && ${same} -eq 0 ]]
+check "--camera-pos/--camera-target/--fov: the same bytes as the scene's camera, not the default" $?
+
+# --range: a given range and auto change the colours; auto reports the range it chose.
+rc=0
+"${pbf}" render "${tmp}/a" --out "${tmp}/rd" --size 320x180 --color density -q > /dev/null 2>&1 ||
+    rc=$?
+"${pbf}" render "${tmp}/a" --out "${tmp}/rg" --size 320x180 --color density --range 990:1010 -q \
+    > /dev/null 2>&1 || rc=$?
+"${pbf}" render "${tmp}/a" --out "${tmp}/ra" --size 320x180 --color density --range auto \
+    > "${tmp}/ra.log" 2>&1 || rc=$?
+[[ ${rc} -eq 0 ]] && ! cmp -s "${tmp}/rd/frame_00003.png" "${tmp}/rg/frame_00003.png" &&
+    ! cmp -s "${tmp}/rd/frame_00003.png" "${tmp}/ra/frame_00003.png" &&
+    grep -q -- "--range auto: density from [0-9.]* to [0-9.]* kg/m^3" "${tmp}/ra.log"
+check "--range 990:1010 and --range auto recolour the frames; auto says its range (exit ${rc})" $?
+
+# Bad camera and range options: usage errors (exit 2) that name the option, nothing rendered.
+bad_opts=("--camera-pos 1,2" "--camera-pos a,b,c" "--camera-target 1,2,3,4" "--fov 0"
+    "--fov 170" "--fov wide" "--camera-pos 1,1,1 --camera-target 1,1,1" "--range 2:1"
+    "--range 1" "--range lots" "--camera-pos" "--range")
+bad=0
+for opts in "${bad_opts[@]}"; do
+    # shellcheck disable=SC2086 # the options split into words on purpose
+    out="$("${pbf}" render "${tmp}/a" --out "${tmp}/bad" ${opts} 2>&1)"
+    rc=$?
+    first=${opts%% *}
+    if [[ ${rc} -ne 2 || "${out}" != *"${first}"* || -e "${tmp}/bad" ]]; then
+        echo "     pbf render ${opts}: exit ${rc}: ${out}"
+        bad=1
+    fi
+done
+check "bad --camera-pos/--camera-target/--fov/--range values: exit 2, the option named" ${bad}
+rc=0
+out="$("${pbf}" run "${scene}" --out "${tmp}/auto" --frames 1 --render --range auto 2>&1)" || rc=$?
+[[ ${rc} -eq 2 && "${out}" == *"pbf render DIR --range auto"* && ! -e "${tmp}/auto" ]]
+check "pbf run --render --range auto: exit 2 (got ${rc}), points to pbf render, nothing written" $?
+
 if ! command -v ffprobe > /dev/null 2>&1; then
     check "ffprobe on PATH (install ffmpeg: scripts/setup-debian.sh)" 1
 else
@@ -95,10 +150,15 @@ check "--video without ffmpeg: exit 1 (got ${rc}), names ffmpeg, nothing simulat
     grep -q -- "--video" "${tmp}/help.txt" && grep -q -- "--color" "${tmp}/help.txt"
 check "pbf render --help" $?
 "${pbf}" run --help > "${tmp}/run_help.txt" 2>&1
-for key in --render --video --color --size camera; do
+for key in --render --video --color --size camera --range --camera-pos --camera-target --fov; do
     grep -q -- "${key}" "${tmp}/run_help.txt" || { echo "     run --help lacks ${key}"; false; }
 done
-check "pbf run --help lists --render --video --color --size camera" $?
+check "pbf run --help lists --render --video --color --size camera --range --camera-pos --fov" $?
+"${pbf}" render --help > "${tmp}/render_help.txt" 2>&1
+for key in "--range auto" "--range MIN:MAX" --camera-pos --camera-target --fov; do
+    grep -q -- "${key}" "${tmp}/render_help.txt" || { echo "     render --help lacks ${key}"; false; }
+done
+check "pbf render --help lists --range auto|MIN:MAX, --camera-pos, --camera-target, --fov" $?
 
 echo "run_render: ${passed} passed, ${failed} failed"
 [[ ${failed} -eq 0 ]]

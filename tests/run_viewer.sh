@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `pbf view` end to end: screenshots under Xvfb with Mesa's software rasteriser (llvmpipe), in
-# sphere and in screen-space fluid mode, checked by tests/viewer_png_check.py; and the error
+# sphere and in screen-space fluid mode, checked by tests/viewer_png_check.py, their text overlay
+# read back by tests/viewer_overlay_check.py; and the error
 # paths (no display: exit 1 with a message; bad option: exit 2). Fails, never skips, when
 # xvfb-run or python3 is missing or pbf was built without the viewer.
 #
@@ -39,6 +40,16 @@ out=$("${pbf}" view "${scene}" --color purple 2>&1)
 rc=$?
 [[ ${rc} -eq 2 ]] || fail "--color purple: exit status ${rc}, expected 2; output: ${out}"
 
+# Bad camera and colour-range options: usage errors naming the option, before any window.
+for opts in "--camera-pos 1,2" "--camera-target a,b,c" "--fov 200" "--range auto" "--range 2:1" \
+    "--camera-pos 0.1,0.1,0.1 --camera-target 0.1,0.1,0.1"; do
+    # shellcheck disable=SC2086 # the options split into words on purpose
+    out=$(env -u DISPLAY -u WAYLAND_DISPLAY "${pbf}" view "${scene}" ${opts} 2>&1)
+    rc=$?
+    [[ ${rc} -eq 2 && "${out}" == *"${opts%% *}"* ]] ||
+        fail "${opts}: exit status ${rc}, expected 2 naming the option; output: ${out}"
+done
+
 # Screenshots after 10 frames at 320x240: spheres, then the fluid surface.
 for mode in spheres fluid; do
     png="${work}/shot_${mode}.png"
@@ -46,16 +57,37 @@ for mode in spheres fluid; do
     [[ ${mode} == fluid ]] && extra=(--fluid)
     echo "viewer: ${mode}: pbf view ${scene} --screenshot ${png} --frames 10 --size 320x240 ${extra[*]}"
     xvfb-run -a -s "-screen 0 1280x720x24" \
-        "${pbf}" view "${scene}" --screenshot "${png}" --frames 10 --size 320x240 "${extra[@]}"
+        "${pbf}" view "${scene}" --screenshot "${png}" --frames 10 --size 320x240 "${extra[@]}" \
+        > "${work}/${mode}.log"
     rc=$?
+    cat "${work}/${mode}.log"
     if [[ ${rc} -ne 0 ]]; then
         fail "${mode}: pbf view exited with status ${rc}"
     elif [[ ! -s "${png}" ]]; then
         fail "${mode}: no screenshot written"
     else
         "${py}" "${here}/viewer_png_check.py" "${png}" 320 240 || fail "${mode}: ${png}"
+        # The overlay read back glyph by glyph: the text reads right (descenders) and shows the
+        # measured frame rate after 10 frames (t = 10 / fps of the scene), not 0.
+        fps=$(sed -n 's/.* frames drawn in .* s: \([0-9.]*\) fps.*/\1/p' "${work}/${mode}.log")
+        t=$("${py}" -c 'import json, sys; print("%.3f" % (10 / json.load(open(sys.argv[1])).get("fps", 60)))' "${scene}")
+        name=$("${py}" -c 'import json, sys; print(json.load(open(sys.argv[1]))["name"])' "${scene}")
+        "${py}" "${here}/viewer_overlay_check.py" "${png}" "${here}/../app/font5x9.h" "${name}" \
+            "${t}" "${fps:-0}" || fail "${mode}: overlay of ${png}"
     fi
 done
+
+# The camera and the colour range from the command line change the picture.
+png="${work}/shot_camera.png"
+xvfb-run -a -s "-screen 0 1280x720x24" "${pbf}" view "${scene}" --screenshot "${png}" --frames 2 \
+    --size 320x240 --camera-pos 0.25,0.9,0.9 --camera-target 0.25,0.1,0.15 --fov 50 \
+    --color speed --range 0:0.5 > "${work}/camera.log" 2>&1
+rc=$?
+if [[ ${rc} -ne 0 || ! -s "${png}" ]]; then
+    fail "--camera-pos/--camera-target/--fov/--range: exit status ${rc}: $(cat "${work}/camera.log")"
+elif cmp -s "${png}" "${work}/shot_spheres.png"; then
+    fail "--camera-pos/--camera-target/--fov/--range: the same picture as the default view"
+fi
 
 if [[ ${failures} -ne 0 ]]; then
     echo "viewer: ${failures} check(s) failed"

@@ -17,6 +17,7 @@
 
 #include "camera.h"
 #include "colormap.h"
+#include "font.h" /* app/viewer: the overlay's font texture */
 #include "frame_read.h"
 #include "output.h"
 #include "render.h"
@@ -45,7 +46,8 @@ static pbfapp_render_input plain_input(int n, const float *x, const float *y, co
     }
     in.color = PBF_COLOR_WATER;
     in.rest_density = 1000;
-    in.vmax = 1;
+    in.range[0] = 0; /* water: speed 0..1 m/s */
+    in.range[1] = 1;
     in.camera = front_camera();
     in.flags = PBFAPP_RENDER_NO_FLOOR | PBFAPP_RENDER_NO_LINES | PBFAPP_RENDER_NO_TEXT;
     return in;
@@ -78,14 +80,156 @@ static void test_colormap(void) {
     pbf_colormap(PBF_COLOR_WATER, 1, b);
     ENSURE(a[2] > a[0] && a[2] > a[1]);
     ENSURE(b[0] + b[1] + b[2] > a[0] + a[1] + a[2] + 1.0f);
-    /* normalisation */
-    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 1000, 0, 1000, 1), 0.5, 1e-6);
-    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 900, 0, 1000, 1), 0.0, 1e-6);
-    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 1100, 0, 1000, 1), 1.0, 1e-6);
-    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 5000, 0, 1000, 1), 1.0, 0);
-    ENSURE_NEAR(pbf_color_value(PBF_COLOR_SPEED, 0, 1.5f, 1000, 3), 0.5, 1e-6);
-    ENSURE_NEAR(pbf_color_value(PBF_COLOR_SPEED, 0, 9.0f, 1000, 3), 1.0, 0);
-    ENSURE_NEAR(pbf_color_value(PBF_COLOR_WATER, 0, 0.75f, 1000, 3), 0.25, 1e-6);
+    /* normalisation over the default ranges */
+    float rd[2], rs[2], rw[2];
+    pbf_color_default_range(PBF_COLOR_DENSITY, 1000, 3, rd);
+    pbf_color_default_range(PBF_COLOR_SPEED, 1000, 3, rs);
+    pbf_color_default_range(PBF_COLOR_WATER, 1000, 3, rw);
+    ENSURE_NEAR(rd[0], 900, 1e-3);
+    ENSURE_NEAR(rd[1], 1100, 1e-3);
+    ENSURE(rs[0] == 0 && rs[1] == 3 && rw[0] == 0 && rw[1] == 3);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 1000, 0, rd), 0.5, 1e-6);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 900, 0, rd), 0.0, 1e-6);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 1100, 0, rd), 1.0, 1e-6);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, 5000, 0, rd), 1.0, 0);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_SPEED, 0, 1.5f, rs), 0.5, 1e-6);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_SPEED, 0, 9.0f, rs), 1.0, 0);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_WATER, 0, 0.75f, rw), 0.25, 1e-6);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_SPEED, 0, NAN, rs), 0.0, 0);
+    /* a given range: the quantity in its own unit, any offset */
+    const float r2[2] = {-2.0f, 2.0f};
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_SPEED, 0, 1.0f, r2), 0.75, 1e-6);
+    ENSURE_NEAR(pbf_color_value(PBF_COLOR_DENSITY, -2.0f, 99.0f, r2), 0.0, 1e-6);
+}
+
+/* --range MIN:MAX parsing and the data-following range of --range auto. */
+static void test_color_range(void) {
+    float r[2] = {-7, -7};
+    ENSURE(pbf_color_parse_range("0:2", r) && r[0] == 0 && r[1] == 2);
+    ENSURE(pbf_color_parse_range("950.5:1.05e3", r) && r[0] == 950.5f && r[1] == 1050.0f);
+    ENSURE(pbf_color_parse_range("-1:-0.5", r) && r[0] == -1.0f && r[1] == -0.5f);
+    const char *bad[] = {"", ":", "1:", ":2", "2:1", "1:1", "1:2:3", "a:b", "1;2", "nan:1",
+                         "0:inf", "1e40:1e41", "0:2 ", "auto"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        r[0] = r[1] = -7;
+        if (pbf_color_parse_range(bad[k], r))
+            test_fail_(__FILE__, __LINE__, "--range \"%s\" was accepted", bad[k]);
+        ENSURE(r[0] == -7 && r[1] == -7); /* untouched */
+    }
+    /* 1st and 99th percentiles of 0, 1, ..., 100 (shuffled): 1 and 99; NaN left out */
+    float v[103];
+    for (int i = 0; i <= 100; ++i) v[i] = (float)((i * 37) % 101);
+    v[101] = NAN;
+    v[102] = INFINITY;
+    ENSURE(pbf_color_auto_range(v, 103, r));
+    ENSURE_NEAR(r[0], 1.0, 1e-5);
+    ENSURE_NEAR(r[1], 99.0, 1e-5);
+    /* an outlier does not stretch the range: 1000 values near 1000, one at 10 */
+    static float d[1001];
+    for (int i = 0; i < 1000; ++i) d[i] = 990.0f + (float)(i % 21);
+    d[1000] = 10.0f;
+    ENSURE(pbf_color_auto_range(d, 1001, r));
+    ENSURE(r[0] >= 990.0f && r[1] <= 1010.0f && r[1] > r[0] + 15.0f);
+    /* all equal: widened to a non-empty range around them, never below 0 for speeds */
+    float c[4] = {1000, 1000, 1000, 1000};
+    ENSURE(pbf_color_auto_range(c, 4, r));
+    ENSURE(r[0] < 1000 && r[1] > 1000 && r[1] - r[0] < 50);
+    float z[3] = {0, 0, 0};
+    ENSURE(pbf_color_auto_range(z, 3, r));
+    ENSURE(r[0] == 0 && r[1] > 0);
+    float none[2] = {NAN, NAN};
+    ENSURE(!pbf_color_auto_range(none, 2, r));
+    ENSURE(!pbf_color_auto_range(none, 0, r));
+    /* the range is what the renderer maps: one sphere of density 1000 is the ramp's bottom
+     * colour with the range [1000, 1100] and its top colour with [900, 1000] */
+    const float x = 0, y = 0, zz = 0, rho = 1000;
+    pbfapp_render_input in = plain_input(1, &x, &y, &zz, 0.3f);
+    in.density = &rho;
+    in.color = PBF_COLOR_DENSITY;
+    pbfapp_image lo_img, hi_img;
+    ENSURE(pbfapp_image_init(&lo_img, W, H, NULL) == PBF_OK);
+    ENSURE(pbfapp_image_init(&hi_img, W, H, NULL) == PBF_OK);
+    in.range[0] = 1000;
+    in.range[1] = 1100;
+    ENSURE(pbfapp_render(&in, &lo_img, NULL) == PBF_OK);
+    in.range[0] = 900;
+    in.range[1] = 1000;
+    ENSURE(pbfapp_render(&in, &hi_img, NULL) == PBF_OK);
+    const unsigned char *a = lo_img.rgb + ((size_t)(H / 2) * W + W / 2) * 3;
+    const unsigned char *b = hi_img.rgb + ((size_t)(H / 2) * W + W / 2) * 3;
+    ENSURE(a[2] > a[1]);                   /* viridis bottom: purple, blue above green */
+    ENSURE(b[0] > 150 && b[1] > 150 && b[2] < 100); /* viridis top: yellow */
+    pbfapp_image_free(&lo_img);
+    pbfapp_image_free(&hi_img);
+}
+
+/* --camera-pos, --camera-target, --fov: parsing, applying over a camera, checking. */
+static void test_camera_options(void) {
+    float p[3] = {-7, -7, -7};
+    ENSURE(pbf_camera_parse_vec3("1,2,3", p) && p[0] == 1 && p[1] == 2 && p[2] == 3);
+    ENSURE(pbf_camera_parse_vec3(" -1.5 , 2e-1,3 ", p) && p[0] == -1.5f && p[1] == 0.2f &&
+           p[2] == 3);
+    ENSURE(pbf_camera_parse_vec3("0,0,-1000000", p) && p[2] == -1e6f);
+    const char *bad[] = {"", "1", "1,2", "1,2,3,4", "1,,3", "a,b,c", "1,2,3x", "nan,0,0",
+                         "inf,0,0", "0,1e7,0", "1 2 3", "1;2;3", ",1,2,3"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        p[0] = p[1] = p[2] = -7;
+        if (pbf_camera_parse_vec3(bad[k], p))
+            test_fail_(__FILE__, __LINE__, "X,Y,Z \"%s\" was accepted", bad[k]);
+        ENSURE(p[0] == -7 && p[1] == -7 && p[2] == -7);
+    }
+    float fov = -1;
+    ENSURE(pbf_camera_parse_fov("40", &fov) && fov == 40);
+    ENSURE(pbf_camera_parse_fov("1.5", &fov) && fov == 1.5f);
+    const char *bad_fov[] = {"", "1", "170", "0", "-5", "200", "abc", "40deg", "nan", "4 0"};
+    for (size_t k = 0; k < sizeof bad_fov / sizeof bad_fov[0]; ++k) {
+        fov = -1;
+        if (pbf_camera_parse_fov(bad_fov[k], &fov))
+            test_fail_(__FILE__, __LINE__, "--fov \"%s\" was accepted", bad_fov[k]);
+        ENSURE(fov == -1);
+    }
+    /* each option replaces only its part */
+    pbf_camera base = {{0, 0, 5}, {0, 0, 0}, {0, 1, 0}, 30}, c = base;
+    pbf_camera_override o;
+    memset(&o, 0, sizeof o);
+    pbf_camera_apply(&c, &o);
+    ENSURE(memcmp(&c, &base, sizeof c) == 0);
+    o.has_position = 1;
+    o.position[0] = 3;
+    o.position[1] = 1;
+    o.position[2] = 2;
+    pbf_camera_apply(&c, &o);
+    ENSURE(c.position[0] == 3 && c.position[1] == 1 && c.position[2] == 2);
+    ENSURE(c.target[0] == 0 && c.target[1] == 0 && c.target[2] == 0 && c.fov_deg == 30);
+    ENSURE(c.up[1] == 1);
+    char msg[300];
+    ENSURE(pbf_camera_check(&c, msg, sizeof msg));
+    memset(&o, 0, sizeof o);
+    o.has_fov = 1;
+    o.fov_deg = 60;
+    pbf_camera_apply(&c, &o);
+    ENSURE(c.fov_deg == 60 && c.position[0] == 3);
+    /* where the camera lands in the image: the target at the centre */
+    float sx, sy, d, f;
+    ENSURE(pbfapp_render_project(&c, W, H, c.target, &sx, &sy, &d, &f));
+    ENSURE_NEAR(sx, 0.5 * W, 1e-3);
+    ENSURE_NEAR(sy, 0.5 * H, 1e-3);
+    /* looking straight down: up becomes -z, and the camera is usable */
+    memset(&o, 0, sizeof o);
+    o.has_position = o.has_target = 1;
+    o.position[1] = 4;
+    pbf_camera_apply(&c, &o);
+    ENSURE(c.up[0] == 0 && c.up[1] == 0 && c.up[2] == -1);
+    ENSURE(pbf_camera_check(&c, msg, sizeof msg));
+    float below[3] = {0, -1, 0}, bx, by;
+    ENSURE(pbfapp_render_project(&c, W, H, below, &bx, &by, &d, &f));
+    ENSURE_NEAR(bx, 0.5 * W, 1e-3); /* straight below the eye: the image centre */
+    ENSURE_NEAR(by, 0.5 * H, 1e-3);
+    /* the same point twice: refused, with the options named */
+    o.position[1] = 0;
+    pbf_camera_apply(&c, &o);
+    ENSURE(!pbf_camera_check(&c, msg, sizeof msg));
+    ENSURE(strstr(msg, "--camera-pos") != NULL && strstr(msg, "same point") != NULL);
 }
 
 static void test_camera(void) {
@@ -151,25 +295,27 @@ static void test_spheres_where_projected(void) {
         rs[i] = r * f / d;
         ENSURE(rs[i] > 3);
     }
+    /* Inside: at least a pixel inside the edge of some disc; outside: at least half a pixel
+     * beyond every disc's edge (anti-aliasing touches only the pixels in between). */
     int inside = 0, outside = 0;
     for (int j = 0; j < H; ++j)
         for (int i = 0; i < W; ++i) {
-            float qmin = 1e30f;
+            float in_min = 1e30f, out_min = 1e30f;
             for (int k = 0; k < 3; ++k) {
-                float dx = ((float)i + 0.5f - sx[k]) / rs[k],
-                      dy = ((float)j + 0.5f - sy[k]) / rs[k];
-                float q = dx * dx + dy * dy;
-                if (q < qmin) qmin = q;
+                float dx = (float)i + 0.5f - sx[k], dy = (float)j + 0.5f - sy[k];
+                float dist = sqrtf(dx * dx + dy * dy);
+                if (dist - (rs[k] - 1.0f) < in_min) in_min = dist - (rs[k] - 1.0f);
+                if (dist - (rs[k] + 0.5f) < out_min) out_min = dist - (rs[k] + 0.5f);
             }
             const unsigned char *a = px(&img, i, j), *b = px(&bg, i, j);
-            if (qmin < 0.9f) {
+            if (in_min < 0) {
                 ++inside;
                 /* water: blue dominates */
                 if (!(memcmp(a, b, 3) != 0 && a[2] > a[0] && a[2] > a[1]))
                     test_fail_(__FILE__, __LINE__, "pixel (%d, %d) inside a disc is %d,%d,%d", i, j,
                                a[0], a[1], a[2]);
                 ENSURE(isfinite(img.depth[(size_t)j * W + (size_t)i]));
-            } else if (qmin > 1.1f) {
+            } else if (out_min > 0) {
                 ++outside;
                 if (memcmp(a, b, 3) != 0)
                     test_fail_(__FILE__, __LINE__,
@@ -195,6 +341,7 @@ static void test_near_hides_far(void) {
     pbfapp_render_input in = plain_input(2, x, y, z, 0.3f);
     in.density = rho;
     in.color = PBF_COLOR_DENSITY;
+    pbf_color_default_range(PBF_COLOR_DENSITY, 1000, 1, in.range);
     ENSURE(pbfapp_render(&in, &a, NULL) == PBF_OK);
     const uint32_t reversed[2] = {1, 0};
     in.order = reversed;
@@ -253,6 +400,7 @@ static void test_deterministic(void) {
     in.camera = pbf_camera_default(in.domain_min, in.domain_max, 320.0f / 180.0f);
     for (int f = 0; f < 3; ++f) {
         in.color = (pbf_color_field)f;
+        pbf_color_default_range(in.color, 1000, 1, in.range);
         pbfapp_image a, b;
         ENSURE(pbfapp_image_init(&a, 320, 180, NULL) == PBF_OK);
         ENSURE(pbfapp_image_init(&b, 320, 180, NULL) == PBF_OK);
@@ -397,9 +545,128 @@ static void test_scene_write_roundtrip(void) {
     pbfapp_scene_free(&b);
 }
 
+/* Silhouettes are anti-aliased: a pixel the disc covers partly lies between the sphere's colour
+ * and the background, by the covered fraction; pixels beyond the coverage are background. */
+static void test_antialias(void) {
+    const float x = 0.013f, y = 0.007f, z = 0, r = 0.4f;
+    pbfapp_image img, bg;
+    ENSURE(pbfapp_image_init(&img, W, H, NULL) == PBF_OK);
+    ENSURE(pbfapp_image_init(&bg, W, H, NULL) == PBF_OK);
+    pbfapp_render_input in = plain_input(1, &x, &y, &z, r);
+    ENSURE(pbfapp_render(&in, &img, NULL) == PBF_OK);
+    pbfapp_render_input empty = plain_input(0, &x, &y, &z, r);
+    ENSURE(pbfapp_render(&empty, &bg, NULL) == PBF_OK);
+    float c[3] = {x, y, z}, sx, sy, d, f;
+    ENSURE(pbfapp_render_project(&in.camera, W, H, c, &sx, &sy, &d, &f));
+    const float rs = r * f / d;
+    ENSURE(rs > 12 && rs < 40);
+    int partial = 0, blended = 0, full_differs = 0, full = 0;
+    for (int j = 0; j < H; ++j)
+        for (int i = 0; i < W; ++i) {
+            float dx = (float)i + 0.5f - sx, dy = (float)j + 0.5f - sy;
+            float dist = sqrtf(dx * dx + dy * dy);
+            float cover = rs + 0.5f - dist;
+            const unsigned char *a = px(&img, i, j), *b = px(&bg, i, j);
+            if (cover <= 0) {
+                ENSURE(memcmp(a, b, 3) == 0);
+            } else if (cover >= 1) {
+                ++full;
+                full_differs += memcmp(a, b, 3) != 0;
+            } else if (cover > 0.2f && cover < 0.8f) {
+                /* the fully covered pixel 1.5 pixels further in, along the radius */
+                int ii = (int)floorf(sx + dx / dist * (dist - 1.5f));
+                int jj = (int)floorf(sy + dy / dist * (dist - 1.5f));
+                const unsigned char *in_px = px(&img, ii, jj);
+                float lum = (float)(a[0] + a[1] + a[2]);
+                float lum_in = (float)(in_px[0] + in_px[1] + in_px[2]);
+                float lum_bg = (float)(b[0] + b[1] + b[2]);
+                ENSURE(lum_bg - lum_in > 150); /* deep blue on a light background */
+                float t = (lum - lum_in) / (lum_bg - lum_in);
+                ++partial;
+                if (t > 0.05f && t < 0.95f && fabsf(t - (1.0f - cover)) < 0.25f)
+                    ++blended;
+                else
+                    test_fail_(__FILE__, __LINE__,
+                               "pixel (%d, %d), coverage %.2f: %d,%d,%d is not a blend of the "
+                               "sphere (%d,%d,%d) and the background (%d,%d,%d): t = %.2f",
+                               i, j, (double)cover, a[0], a[1], a[2], in_px[0], in_px[1],
+                               in_px[2], b[0], b[1], b[2], (double)t);
+            }
+        }
+    ENSURE(full > 500 && full_differs == full);
+    ENSURE(partial > 40 && blended == partial);
+    pbfapp_image_free(&img);
+    pbfapp_image_free(&bg);
+}
+
+/* Ink pixels of glyph cell k (columns 6k .. 6k+4 from x0) in font rows r0 .. r1 (from y0). */
+static int cell_ink(const pbfapp_image *img, int x0, int y0, int k, int r0, int r1) {
+    int n = 0;
+    for (int r = r0; r <= r1; ++r)
+        for (int col = 0; col < 5; ++col) n += px(img, x0 + 6 * k + col, y0 + r)[0] < 128;
+    return n;
+}
+
+/* The font of `pbf render` and of the viewer's overlay has descenders: g j p q y reach below
+ * the baseline (font rows 7 and 8), a c e m n do not, and q is not 9. */
+static void test_font_descenders(void) {
+    pbfapp_image img;
+    ENSURE(pbfapp_image_init(&img, 200, 24, NULL) == PBF_OK);
+    memset(img.rgb, 255, 200 * 24 * 3);
+    const float black[3] = {0, 0, 0};
+    const int x0 = 4, y0 = 4;
+    const char *text = "gjpqy acemn q9 QUICK 0189 quick";
+    pbfapp_render_text(&img, x0, y0, 1, text, black);
+    ENSURE(x0 + 6 * (int)strlen(text) <= img.width);
+    for (int k = 0; k < 5; ++k) {
+        if (cell_ink(&img, x0, y0, k, 7, 8) == 0)
+            test_fail_(__FILE__, __LINE__, "'%c' has no descender", text[k]);
+        ENSURE(cell_ink(&img, x0, y0, k, 2, 6) > 0);
+    }
+    for (int k = 6; k < 11; ++k) {
+        if (cell_ink(&img, x0, y0, k, 7, 8) != 0)
+            test_fail_(__FILE__, __LINE__, "'%c' reaches below the baseline", text[k]);
+        ENSURE(cell_ink(&img, x0, y0, k, 2, 6) > 0);   /* lower case: x-height rows */
+        ENSURE(cell_ink(&img, x0, y0, k, 0, 1) == 0);  /* and nothing above them */
+    }
+    for (int k = 15; k < 25; ++k) /* capitals and digits stand on the baseline */
+        if (text[k] != ' ') ENSURE(cell_ink(&img, x0, y0, k, 7, 8) == 0);
+    /* q (cell 12) and 9 (cell 13) differ, pixel by pixel */
+    int differ = 0;
+    for (int r = 0; r < 9; ++r)
+        for (int col = 0; col < 5; ++col)
+            differ += (px(&img, x0 + 72 + col, y0 + r)[0] < 128) !=
+                      (px(&img, x0 + 78 + col, y0 + r)[0] < 128);
+    ENSURE(differ >= 6);
+    ENSURE(cell_ink(&img, x0, y0, 12, 7, 8) > 0 && cell_ink(&img, x0, y0, 13, 7, 8) == 0);
+    ENSURE(cell_ink(&img, x0, y0, 12, 0, 1) == 0 && cell_ink(&img, x0, y0, 13, 0, 1) > 0);
+    /* the viewer's font texture holds the same glyphs */
+    static unsigned char atlas[PBFVIEW_FONT_ATLAS_W * PBFVIEW_FONT_ATLAS_H];
+    pbfview_font_atlas(atlas);
+    ENSURE(PBFVIEW_FONT_GLYPH_H == 9 && PBFVIEW_FONT_CELL_H >= 10);
+    for (int k = 0; text[k]; ++k) {
+        int cell = (unsigned char)text[k] - 32;
+        int ax = (cell % PBFVIEW_FONT_COLUMNS) * PBFVIEW_FONT_CELL_W;
+        int ay = (cell / PBFVIEW_FONT_COLUMNS) * PBFVIEW_FONT_CELL_H;
+        for (int r = 0; r < 9; ++r)
+            for (int col = 0; col < 5; ++col) {
+                int in_atlas = atlas[(size_t)(ay + r) * PBFVIEW_FONT_ATLAS_W + (size_t)(ax + col)] > 0;
+                int in_image = px(&img, x0 + 6 * k + col, y0 + r)[0] < 128;
+                if (in_atlas != in_image)
+                    test_fail_(__FILE__, __LINE__, "'%c' row %d column %d: atlas %d, image %d",
+                               text[k], r, col, in_atlas, in_image);
+            }
+    }
+    pbfapp_image_free(&img);
+}
+
 int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_colormap);
+    RUN_SUBTEST(test_color_range);
+    RUN_SUBTEST(test_camera_options);
+    RUN_SUBTEST(test_antialias);
+    RUN_SUBTEST(test_font_descenders);
     RUN_SUBTEST(test_camera);
     RUN_SUBTEST(test_spheres_where_projected);
     RUN_SUBTEST(test_near_hides_far);

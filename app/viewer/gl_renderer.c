@@ -15,8 +15,9 @@
  *    and a software rasteriser (Mesa llvmpipe) is 4x faster so.
  *
  * The colour value t of a particle is computed in the vertex shader with the normalisation of
- * app/colormap.h (pbf_color_value): density t = (rho / rho0 - 0.9) / 0.2, speed and water
- * t = |v| / vmax; the ramp itself is a 256-texel 1D texture filled from pbf_colormap.
+ * app/colormap.h (pbf_color_value): t = (q - lo) / (hi - lo) for the quantity q (density, or the
+ * speed |v| for speed and water) and the frame's range [lo, hi]; the ramp itself is a 256-texel
+ * 1D texture filled from pbf_colormap.
  */
 #include "gl_renderer.h"
 
@@ -82,8 +83,7 @@ static const char *const sprite_vs =
     "uniform float u_radius;\n"
     "uniform float u_point_scale;\n" /* proj[1][1] * viewport height: diameter = s * r / depth */
     "uniform int u_field;\n"
-    "uniform float u_rho0;\n"
-    "uniform float u_vmax;\n"
+    "uniform vec2 u_range;\n"
     "out vec3 v_center;\n"
     "out float v_t;\n"
     "void main() {\n"
@@ -92,8 +92,9 @@ static const char *const sprite_vs =
     "    gl_Position = u_proj * eye;\n"
     "    gl_PointSize = max(u_point_scale * u_radius / max(-eye.z, 1e-4), 1.0);\n"
     "    float t;\n"
-    "    if (u_field == 1) t = (a_density / u_rho0 - 0.9) / 0.2;\n"
-    "    else t = length(vec3(a_vx, a_vy, a_vz)) / u_vmax;\n"
+    "    float q = u_field == 1 ? a_density : length(vec3(a_vx, a_vy, a_vz));\n"
+    "    float span = u_range.y - u_range.x;\n"
+    "    t = span > 0.0 ? (q - u_range.x) / span : 0.0;\n"
     "    v_t = clamp(t, 0.0, 1.0);\n"
     "}\n";
 
@@ -656,8 +657,7 @@ static void sprite_uniforms(GLuint p, const pbfview_frame *f, int target_height)
     set_f(p, "u_radius", f->radius);
     set_f(p, "u_point_scale", f->proj[5] * (float)target_height);
     set_i(p, "u_field", (int)f->field);
-    set_f(p, "u_rho0", f->rest_density);
-    set_f(p, "u_vmax", f->vmax > 0 ? f->vmax : 1.0f);
+    glUniform2f(glGetUniformLocation(p, "u_range"), f->range[0], f->range[1]);
 }
 
 static void draw_points(pbfview_renderer *r, const pbfview_frame *f) {

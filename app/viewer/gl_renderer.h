@@ -27,8 +27,7 @@ typedef struct pbfview_frame {
     const pbf_particles *particles;
     uint64_t particles_version; /* changes whenever the particle arrays change */
     float radius;               /* particle radius, m */
-    float rest_density;         /* kg/m^3 */
-    float vmax;                 /* speed mapped to the top of the speed/water ramps, m/s */
+    float range[2];             /* the colour quantity (kg/m^3 or m/s) at the ramp's ends */
     pbf_color_field field;
     int fluid;              /* 1: screen-space fluid surface, 0: sphere sprites */
     const float *lines;     /* xyz triples, two per segment */

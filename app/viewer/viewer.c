@@ -58,6 +58,10 @@ typedef struct view_options {
     int fluid;
     const char *screenshot;
     long frames; /* -1: run until the window is closed */
+    pbf_camera_override camera; /* --camera-pos, --camera-target, --fov */
+    const char *camera_pos_arg; /* as given */
+    int has_range;              /* --range MIN:MAX */
+    float range[2];
 } view_options;
 
 typedef struct viewer {
@@ -79,13 +83,14 @@ typedef struct viewer {
     /* mouse */
     int orbiting, flying;
     double mouse_x, mouse_y;
-    /* measurements */
+    /* measurements (see measure()) */
     int64_t steps_total;
     double step_seconds_total;
     int64_t window_steps;
     double window_step_seconds, window_start;
     int window_frames;
-    double fps_shown, ms_per_step_shown;
+    int window_full; /* a whole window (>= 1 s) has been measured */
+    double fps_shown, ms_per_step_shown; /* < 0: nothing measured yet */
     /* line geometry, rebuilt every frame */
     float *lines;
     size_t lines_cap;
@@ -105,6 +110,15 @@ void pbfview_print_help(FILE *f, const char *default_scene) {
             "options:\n"
             "  --size WxH          window size in pixels (default 1280x720)\n"
             "  --color F           colour field: water, density or speed (default water)\n"
+            "  --range MIN:MAX     the --color quantity at the ends of the ramp (kg/m^3 for\n"
+            "                      density, m/s for speed and water; default: [0.9, 1.1] x\n"
+            "                      rest_density, or [0, sqrt(2 g H)] m/s, H = domain height);\n"
+            "                      the fields the C key cycles to keep their defaults\n"
+            "  --camera-pos X,Y,Z  the camera's start position, m (default: the scene's\n"
+            "                      \"camera\", else a view of the container from the front-right)\n"
+            "  --camera-target X,Y,Z\n"
+            "                      the point it looks at and orbits around, m\n"
+            "  --fov DEG           vertical field of view, degrees, in (1, 170)\n"
             "  --fluid             start in screen-space fluid mode\n"
             "  --threads N         OpenMP threads, 0 = default (same as --set threads=N)\n"
             "  --device D          where the solver runs: cpu, opencl, opencl:PLATFORM.DEVICE,\n"
@@ -226,6 +240,39 @@ static int parse_options(int argc, char **argv, view_options *o, const char *def
                 return usage("--color %s: unknown colour field; use water, density or speed",
                              value);
             o->field = f;
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--range", &value)) != 0) {
+            if (m < 0) return usage("%s needs a value (MIN:MAX, e.g. 0:2)", "--range");
+            if (strcmp(value, "auto") == 0)
+                return usage("--range %s: the viewer needs MIN:MAX (auto is for `pbf render`, "
+                             "over a whole series)",
+                             value);
+            if (!pbf_color_parse_range(value, o->range))
+                return usage("--range %s: expected MIN:MAX with MIN < MAX (kg/m^3 for density, "
+                             "m/s for speed and water), e.g. 0:2",
+                             value);
+            o->has_range = 1;
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--camera-pos", &value)) != 0) {
+            if (m < 0) return usage("%s needs a value (X,Y,Z in m, e.g. 2,1.5,3)", "--camera-pos");
+            if (!pbf_camera_parse_vec3(value, o->camera.position))
+                return usage("--camera-pos %s: expected X,Y,Z (three numbers in m, each within "
+                             "+-1e6, separated by commas), e.g. 2,1.5,3",
+                             value);
+            o->camera.has_position = 1;
+            o->camera_pos_arg = value;
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--camera-target", &value)) != 0) {
+            if (m < 0)
+                return usage("%s needs a value (X,Y,Z in m, e.g. 0.8,0.2,0.3)", "--camera-target");
+            if (!pbf_camera_parse_vec3(value, o->camera.target))
+                return usage("--camera-target %s: expected X,Y,Z (three numbers in m, each within "
+                             "+-1e6, separated by commas), e.g. 0.8,0.2,0.3",
+                             value);
+            o->camera.has_target = 1;
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--fov", &value)) != 0) {
+            if (m < 0) return usage("%s needs a value (degrees, e.g. 40)", "--fov");
+            if (!pbf_camera_parse_fov(value, &o->camera.fov_deg))
+                return usage("--fov %s: expected a vertical field of view in (1, 170) degrees",
+                             value);
+            o->camera.has_fov = 1;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--screenshot", &value)) != 0) {
             if (m < 0 || !value[0]) return usage("%s needs a file name (FILE.png)", "--screenshot");
             o->screenshot = value;
@@ -255,6 +302,11 @@ static int parse_options(int argc, char **argv, view_options *o, const char *def
     }
     if (!o->scene) o->scene = default_scene;
     if (o->screenshot && o->frames < 0) o->frames = 0;
+    if (o->camera.has_position && o->camera.has_target &&
+        memcmp(o->camera.position, o->camera.target, sizeof o->camera.position) == 0)
+        return usage("--camera-pos and --camera-target are the same point (%s): the camera needs "
+                     "a direction to look in",
+                     o->camera_pos_arg);
     return -1;
 }
 
@@ -402,6 +454,7 @@ static void home_camera(viewer *v, float aspect) {
         float hi[3] = {d->domain_max.x, d->domain_max.y, d->domain_max.z};
         v->home = pbf_camera_default(lo, hi, aspect);
     }
+    pbf_camera_apply(&v->home, &v->opt->camera);
     v->camera = v->home;
 }
 
@@ -616,15 +669,47 @@ static void build_lines(viewer *v, int *vertices, int *container_vertices) {
     *vertices = (int)n;
 }
 
+/* The overlay's frame rate and solver time per step, measured over a window of wall time that
+ * starts with the first frame: updated every frame until the window spans a second (so a short
+ * run, or a screenshot after frame N, shows the rate measured over the frames drawn so far),
+ * then once a second over the last second. `now` is the time the current frame began; the
+ * frames counted are those drawn before it. Nothing measured yet: negative (shown as "-"). */
+static void measure(viewer *v, double now) {
+    double span = now - v->window_start;
+    if (!(span > 0)) return;
+    int whole = span >= 1.0;
+    if (!v->window_full || whole) {
+        if (v->window_frames > 0) v->fps_shown = v->window_frames / span;
+        if (v->window_steps > 0)
+            v->ms_per_step_shown = 1000.0 * v->window_step_seconds / (double)v->window_steps;
+    }
+    if (whole) {
+        v->window_full = 1;
+        v->window_frames = 0;
+        v->window_steps = 0;
+        v->window_step_seconds = 0;
+        v->window_start = now;
+    }
+}
+
 static void overlay_text(const viewer *v, char *buf, size_t size) {
-    /* Only characters of app/font5x7.h: letters, digits and . , : = - + / ( ) % _ ^ */
+    /* Only characters of app/font5x9.h: letters, digits and signs (see there) */
+    char fps[32], ms[32];
+    if (v->fps_shown >= 0)
+        snprintf(fps, sizeof fps, "%.1f", v->fps_shown);
+    else
+        snprintf(fps, sizeof fps, "-");
+    if (v->ms_per_step_shown >= 0)
+        snprintf(ms, sizeof ms, "%.2f", v->ms_per_step_shown);
+    else
+        snprintf(ms, sizeof ms, "-");
     snprintf(buf, size,
              "%s: %d particles\n"
-             "%.1f fps   %.2f ms/step   t = %.3f s\n"
+             "%s fps   %s ms/step   t = %.3f s\n"
              "density error avg %.2f%% max %.2f%%\n"
              "%s%s%s%s\n"
              "H: help",
-             v->scene.name, v->stats.particles, v->fps_shown, v->ms_per_step_shown, v->stats.time,
+             v->scene.name, v->stats.particles, fps, ms, v->stats.time,
              v->stats.density_error_avg, v->stats.density_error_max,
              v->fluid ? "fluid surface" : "spheres, colour: ",
              v->fluid ? "" : pbf_color_field_name(v->field), v->paused ? "   PAUSED" : "",
@@ -763,6 +848,8 @@ static int run_viewer(viewer *v) {
             simulate(v, wall_dt, 0);
             fly(v, wall_dt);
         }
+        if (frame > 0) ++v->window_frames; /* the frame before this one was drawn */
+        measure(v, now);
 
         glfwGetFramebufferSize(v->window, &fw, &fh);
         pbfview_frame f;
@@ -782,8 +869,10 @@ static int run_viewer(viewer *v) {
         f.particles = &particles;
         f.particles_version = v->version;
         f.radius = d->particle_radius;
-        f.rest_density = d->rest_density;
-        f.vmax = vmax;
+        if (o->has_range && (int)v->field == o->field)
+            memcpy(f.range, o->range, sizeof f.range);
+        else
+            pbf_color_default_range(v->field, d->rest_density, vmax, f.range);
         f.field = v->field;
         f.fluid = v->fluid && !v->fluid_failed;
         int nv = 0, nc = 0;
@@ -799,17 +888,6 @@ static int run_viewer(viewer *v) {
             v->fluid_failed = 1;
         }
 
-        ++v->window_frames;
-        double t = pbfapp_now();
-        if (t - v->window_start >= 0.5) {
-            v->fps_shown = v->window_frames / (t - v->window_start);
-            if (v->window_steps > 0)
-                v->ms_per_step_shown = 1000.0 * v->window_step_seconds / (double)v->window_steps;
-            v->window_frames = 0;
-            v->window_steps = 0;
-            v->window_step_seconds = 0;
-            v->window_start = t;
-        }
         if (fixed && frame >= o->frames) {
             if (o->screenshot) {
                 if (screenshot(v->window, o->screenshot))
@@ -866,7 +944,27 @@ int pbfview_main(int argc, char **argv, const char *default_scene) {
         return st == PBF_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME : EXIT_USAGE;
     }
     v.dt = (float)(1.0 / ((double)v.scene.run.fps * (double)v.scene.run.substeps));
+    v.fps_shown = -1;
+    v.ms_per_step_shown = -1;
     refresh_stats(&v);
+    /* The camera options against the scene's camera (or the default one), before any window. */
+    {
+        const pbf_world_def *d = &v.scene.def;
+        float lo[3] = {d->domain_min.x, d->domain_min.y, d->domain_min.z};
+        float hi[3] = {d->domain_max.x, d->domain_max.y, d->domain_max.z};
+        pbf_camera c = v.scene.has_camera
+                           ? v.scene.camera
+                           : pbf_camera_default(lo, hi, (float)opt.width / (float)opt.height);
+        pbf_camera_apply(&c, &opt.camera);
+        char why[300];
+        if (!pbf_camera_check(&c, why, sizeof why)) {
+            fprintf(stderr, "pbf view: %s (see `pbf view --help`)\n", why);
+            pbf_world_destroy(v.world);
+            pbfapp_scene_free(&v.scene);
+            free_options(&opt);
+            return EXIT_USAGE;
+        }
+    }
 
     rc = run_viewer(&v);
 
