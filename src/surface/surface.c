@@ -151,7 +151,7 @@ static int reserve(buf *b, size_t count, size_t elem) {
 enum {
     B_KEY, B_PBLOCK, B_ORDER, B_SX, B_SY, B_SZ, B_EXT, B_MAT, B_TX, B_TY, B_TZ, B_TEXT, B_TMAT,
     B_HKEY, B_HVAL, B_BKEY, B_BSTART, B_FIELD, B_SURF, B_SLIST, B_PAD, B_ETAB, B_VBASE, B_TBASE,
-    B_POS, B_NRM, B_TRI, B_ADJS, B_ADJ, B_TMP, B_COUNT
+    B_POS, B_NRM, B_TRI, B_ADJS, B_ADJ, B_TMP, B_PBOX, B_MINMAX, B_CASE, B_COUNT
 };
 
 struct pbf_surface {
@@ -620,7 +620,8 @@ static void field_block(const pbf_surface *s, int b, int K, int aniso, float *va
     const uint64_t *bk = BUF(s, B_BKEY, uint64_t);
     const int32_t *start = BUF(s, B_BSTART, int32_t);
     const float *sx = BUF(s, B_SX, float), *sy = BUF(s, B_SY, float), *sz = BUF(s, B_SZ, float);
-    const float *ext = BUF(s, B_EXT, float), *mat = BUF(s, B_MAT, float);
+    const float *mat = BUF(s, B_MAT, float);
+    const int32_t *pbox = BUF(s, B_PBOX, int32_t);
     const float c = s->c, R = s->R, R2 = R * R, invR2 = 1.0f / R2, coef = s->coef;
     int bx, by, bz;
     unpack_key(bk[b], &bx, &by, &bz);
@@ -632,8 +633,7 @@ static void field_block(const pbf_surface *s, int b, int K, int aniso, float *va
         zs[i] = (float)(gz + i) * c;
     }
     const v8f xv = v8_load(xs);
-    const float lo[3] = {xs[0], ys[0], zs[0]};
-    const float hi[3] = {xs[BS - 1], ys[BS - 1], zs[BS - 1]};
+    (void)c;
     memset(val, 0, BS3 * sizeof *val);
     for (int dz = -K; dz <= K; ++dz)
         for (int dy = -K; dy <= K; ++dy)
@@ -641,23 +641,18 @@ static void field_block(const pbf_surface *s, int b, int K, int aniso, float *va
                 int nb = hash_find(s, pack_key(bx + dx, by + dy, bz + dz));
                 if (nb < 0) continue;
                 for (int p = start[nb]; p < start[nb + 1]; ++p) {
-                    const float P[3] = {sx[p], sy[p], sz[p]};
-                    float e[3] = {R, R, R};
-                    if (aniso) e[0] = ext[3 * p], e[1] = ext[3 * p + 1], e[2] = ext[3 * p + 2];
-                    int r0[3], r1[3], skip = 0;
-                    for (int a = 0; a < 3 && !skip; ++a) {
-                        float l = P[a] - e[a], h = P[a] + e[a];
-                        if (h < lo[a] || l > hi[a]) {
-                            skip = 1;
-                            break;
-                        }
-                        int i0 = (int)ceilf(l / c) - (a == 0 ? gx : a == 1 ? gy : gz);
-                        int i1 = (int)floorf(h / c) - (a == 0 ? gx : a == 1 ? gy : gz);
-                        r0[a] = i0 < 0 ? 0 : i0;
-                        r1[a] = i1 > BS - 1 ? BS - 1 : i1;
-                        if (r0[a] > r1[a]) skip = 1;
+                    const int32_t *bx6 = pbox + 6 * p;
+                    int r0[3], r1[3];
+                    r0[0] = bx6[0] - gx, r0[1] = bx6[1] - gy, r0[2] = bx6[2] - gz;
+                    r1[0] = bx6[3] - gx, r1[1] = bx6[4] - gy, r1[2] = bx6[5] - gz;
+                    if (r1[0] < 0 || r1[1] < 0 || r1[2] < 0 || r0[0] >= BS || r0[1] >= BS ||
+                        r0[2] >= BS)
+                        continue;
+                    for (int a = 0; a < 3; ++a) {
+                        r0[a] = r0[a] < 0 ? 0 : r0[a];
+                        r1[a] = r1[a] > BS - 1 ? BS - 1 : r1[a];
                     }
-                    if (skip) continue;
+                    const float P[3] = {sx[p], sy[p], sz[p]};
                     const v8f dx = xv - P[0];
                     if (!aniso) {
                         const v8f dx2 = dx * dx;
@@ -742,8 +737,8 @@ static inline int cell_case(const float *pad, int i, int j, int k, float iso) {
 
 /* Count pass: edge table (owned cut edges numbered in point-then-axis order), vertex and triangle
  * counts of surface block sb. */
-static void count_block(const pbf_surface *s, const float *pad, uint16_t *et, int32_t *nv,
-                        int32_t *nt) {
+static void count_block(const pbf_surface *s, const float *pad, uint16_t *et, uint8_t *cases,
+                        int32_t *nv, int32_t *nt) {
     const float iso = s->iso;
     int v = 0, t = 0;
     for (int k = 0; k < BS; ++k)
@@ -754,7 +749,9 @@ static void count_block(const pbf_surface *s, const float *pad, uint16_t *et, in
                 int in1[3] = {pad[PAD(i + 1, j, k)] > iso, pad[PAD(i, j + 1, k)] > iso,
                               pad[PAD(i, j, k + 1)] > iso};
                 for (int a = 0; a < 3; ++a) et[a * BS3 + p] = in0 != in1[a] ? (uint16_t)v++ : NO_VERTEX;
-                t += s->mc.ntri[cell_case(pad, i, j, k, iso)];
+                int cs = cell_case(pad, i, j, k, iso);
+                cases[p] = (uint8_t)cs;
+                t += s->mc.ntri[cs];
             }
     *nv = v;
     *nt = t;
@@ -778,6 +775,7 @@ static int emit_block(const pbf_surface *s, int b, int sb, float *pos, float *nr
         owner[o] = nb >= 0 ? surf[nb] : -1;
     }
     const uint16_t *et = etab + (size_t)sb * 3 * BS3;
+    const uint8_t *cases = BUF(s, B_CASE, uint8_t) + (size_t)sb * BS3;
     int32_t v = vbase[sb];
     for (int k = 0; k < BS; ++k)
         for (int j = 0; j < BS; ++j)
@@ -821,7 +819,7 @@ static int emit_block(const pbf_surface *s, int b, int sb, float *pos, float *nr
     for (int k = 0; k < BS; ++k)
         for (int j = 0; j < BS; ++j)
             for (int i = 0; i < BS; ++i) {
-                int cs = cell_case(pad, i, j, k, iso);
+                int cs = cases[(k * BS + j) * BS + i];
                 int ntri = s->mc.ntri[cs];
                 for (int q = 0; q < 3 * ntri; ++q) {
                     int e = s->mc.tri[cs][q];
@@ -936,9 +934,38 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
     if (!reserve(&s->b[B_FIELD], (size_t)nb * BS3, sizeof(float)) ||
         !reserve(&s->b[B_SURF], (size_t)nb + 1, sizeof(int32_t)))
         return oom(err, "field");
-    float *field = BUF(s, B_FIELD, float);
+    if (!reserve(&s->b[B_PBOX], 6 * (size_t)count, sizeof(int32_t)) ||
+        !reserve(&s->b[B_MINMAX], 2 * (size_t)nb, sizeof(float)))
+        return oom(err, "field");
+    {
+        /* each particle's box of grid points within its kernel's reach */
+        const float *sx = BUF(s, B_SX, float), *sy = BUF(s, B_SY, float), *sz = BUF(s, B_SZ, float);
+        const float *pe = BUF(s, B_EXT, float);
+        int32_t *box = BUF(s, B_PBOX, int32_t);
+        const float invc = 1.0f / s->c, R = s->R;
+#pragma omp parallel for num_threads(s->threads) schedule(static)
+        for (int i = 0; i < count; ++i) {
+            const float P[3] = {sx[i], sy[i], sz[i]};
+            for (int a = 0; a < 3; ++a) {
+                float e = aniso ? pe[3 * i + a] : R;
+                box[6 * i + a] = (int32_t)ceilf((P[a] - e) * invc);
+                box[6 * i + 3 + a] = (int32_t)floorf((P[a] + e) * invc);
+            }
+        }
+    }
+    float *field = BUF(s, B_FIELD, float), *minmax = BUF(s, B_MINMAX, float);
 #pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1)
-    for (int b = 0; b < nb; ++b) field_block(s, b, K, aniso, field + (size_t)b * BS3);
+    for (int b = 0; b < nb; ++b) {
+        float *val = field + (size_t)b * BS3;
+        field_block(s, b, K, aniso, val);
+        float lo = val[0], hi = val[0];
+        for (int q = 1; q < BS3; ++q) {
+            lo = val[q] < lo ? val[q] : lo;
+            hi = val[q] > hi ? val[q] : hi;
+        }
+        minmax[2 * b] = lo;
+        minmax[2 * b + 1] = hi;
+    }
     const double t2 = now_ms();
     s->info.ms_field = t2 - t1;
 
@@ -955,6 +982,21 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
 #pragma omp for schedule(dynamic, 4)
         for (int b = 0; b < nb; ++b) {
             if (!pad) continue;
+            /* the cells of b reach into the +x, +y, +z neighbours: a surface needs a value
+             * <= iso and one > iso among those 8 blocks (a missing block counts as 0) */
+            int bx, by, bz;
+            unpack_key(BUF(s, B_BKEY, uint64_t)[b], &bx, &by, &bz);
+            float lo = minmax[2 * b], hi = minmax[2 * b + 1];
+            for (int o = 1; o < 8; ++o) {
+                int nbk = hash_find(s, pack_key(bx + (o & 1), by + ((o >> 1) & 1), bz + ((o >> 2) & 1)));
+                float nlo = nbk >= 0 ? minmax[2 * nbk] : 0.0f, nhi = nbk >= 0 ? minmax[2 * nbk + 1] : 0.0f;
+                lo = nlo < lo ? nlo : lo;
+                hi = nhi > hi ? nhi : hi;
+            }
+            if (!(lo <= s->iso && hi > s->iso)) {
+                surf[b] = 0;
+                continue;
+            }
             padded_block(s, b, pad);
             surf[b] = block_has_surface(pad, s->iso);
         }
@@ -969,7 +1011,8 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
         !reserve(&s->b[B_PAD], (size_t)ns * PS3 + 1, sizeof(float)) ||
         !reserve(&s->b[B_ETAB], (size_t)ns * 3 * BS3 + 1, sizeof(uint16_t)) ||
         !reserve(&s->b[B_VBASE], (size_t)ns + 1, sizeof(int32_t)) ||
-        !reserve(&s->b[B_TBASE], (size_t)ns + 1, sizeof(int32_t)))
+        !reserve(&s->b[B_TBASE], (size_t)ns + 1, sizeof(int32_t)) ||
+        !reserve(&s->b[B_CASE], (size_t)ns * BS3 + 1, sizeof(uint8_t)))
         return oom(err, "marching cubes");
     int32_t *slist = BUF(s, B_SLIST, int32_t);
     for (int b = 0; b < nb; ++b)
@@ -981,7 +1024,8 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
     for (int q = 0; q < ns; ++q) {
         float *pad = pads + (size_t)q * PS3;
         padded_block(s, slist[q], pad);
-        count_block(s, pad, etab + (size_t)q * 3 * BS3, &vbase[q + 1], &tbase[q + 1]);
+        count_block(s, pad, etab + (size_t)q * 3 * BS3, BUF(s, B_CASE, uint8_t) + (size_t)q * BS3,
+                    &vbase[q + 1], &tbase[q + 1]);
     }
     int64_t nv = 0, nt = 0;
     vbase[0] = tbase[0] = 0;
