@@ -41,6 +41,7 @@
 #define KEY_OFFSET (1 << (KEY_BITS - 1))
 #define COORD_LIMIT (KEY_OFFSET - 8)
 #define NO_VERTEX 0xFFFFu
+#define PAR_MIN 200000 /* cheap per-item loops run on one thread below this many items */
 
 #define ANISO_LAMBDA 0.5f  /* position smoothing weight over R (the paper's 0.9 over 2R shrank a block by 28 %) */
 #define ANISO_KR 4.0f       /* largest eigenvalue ratio */
@@ -353,7 +354,7 @@ static pbf_status bin_particles(pbf_surface *s, const float *px, const float *py
     uint64_t *key = BUF(s, B_KEY, uint64_t);
     const float inv = 1.0f / (BS * s->c);
     int bad = -1;
-#pragma omp parallel for num_threads(s->threads) schedule(static) reduction(max : bad)
+#pragma omp parallel for num_threads(s->threads) schedule(static) reduction(max : bad) if (n > PAR_MIN)
     for (int i = 0; i < n; ++i) {
         float fx = floorf(px[i] * inv), fy = floorf(py[i] * inv), fz = floorf(pz[i] * inv);
         if (!(fabsf(fx) < COORD_LIMIT && fabsf(fy) < COORD_LIMIT && fabsf(fz) < COORD_LIMIT)) {
@@ -382,7 +383,7 @@ static pbf_status bin_particles(pbf_surface *s, const float *px, const float *py
     int nb = s->nblocks;
     if (!reserve(&s->b[B_BSTART], (size_t)nb + 1, sizeof(int32_t))) return oom(err, "block list");
     int32_t *start = BUF(s, B_BSTART, int32_t), *pblock = BUF(s, B_PBLOCK, int32_t);
-#pragma omp parallel for num_threads(s->threads) schedule(static)
+#pragma omp parallel for num_threads(s->threads) schedule(static) if (n > PAR_MIN)
     for (int i = 0; i < n; ++i) pblock[i] = hash_find(s, key[i]);
     memset(start, 0, ((size_t)nb + 1) * sizeof *start);
     for (int i = 0; i < n; ++i) start[pblock[i] + 1]++;
@@ -401,7 +402,7 @@ static pbf_status bin_particles(pbf_surface *s, const float *px, const float *py
     for (int i = 0; i < n; ++i) order[cursor[pblock[i]]++] = i;
     float *tx = BUF(s, B_TX, float), *ty = BUF(s, B_TY, float), *tz = BUF(s, B_TZ, float);
     float *te = BUF(s, B_TEXT, float), *tm = BUF(s, B_TMAT, float);
-#pragma omp parallel for num_threads(s->threads) schedule(static)
+#pragma omp parallel for num_threads(s->threads) schedule(static) if (n > PAR_MIN)
     for (int k = 0; k < n; ++k) {
         int i = order[k];
         tx[k] = px[i];
@@ -522,19 +523,38 @@ static pbf_status anisotropy(pbf_surface *s, int n, float *max_ext, pbf_error *e
     const float Ra = 2.0f * s->R, Ra2 = Ra * Ra, R = s->R, R2 = R * R;
     const int K = (int)ceilf(Ra / (BS * s->c));
     float mx = R;
+    if (K > 2) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                      "surface_params.cube_size = %g: too small for anisotropic kernels with "
+                      "smoothing_length = %g (at most %g)", (double)s->p.cube_size,
+                      (double)s->p.smoothing_length, (double)(s->p.smoothing_length * BS / 2.0f));
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    const float side = BS * s->c;
 #pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1) reduction(max : mx)
     for (int b = 0; b < s->nblocks; ++b) {
         int bx, by, bz;
         unpack_key(bk[b], &bx, &by, &bz);
+        int nbs[125], nn = 0;
+        for (int dz = -K; dz <= K; ++dz)
+            for (int dy = -K; dy <= K; ++dy)
+                for (int dx = -K; dx <= K; ++dx) {
+                    int nb = hash_find(s, pack_key(bx + dx, by + dy, bz + dz));
+                    if (nb >= 0) nbs[nn++] = nb;
+                }
         for (int i = start[b]; i < start[b + 1]; ++i) {
             double sw = 0, m[3] = {0, 0, 0}, cv[6] = {0, 0, 0, 0, 0, 0};
             double ssw = 0, sm[3] = {0, 0, 0}; /* position smoothing within R */
             int cnt = 0;
-            for (int dz = -K; dz <= K; ++dz)
-                for (int dy = -K; dy <= K; ++dy)
-                    for (int dx = -K; dx <= K; ++dx) {
-                        int nb = hash_find(s, pack_key(bx + dx, by + dy, bz + dz));
-                        if (nb < 0) continue;
+            for (int q = 0; q < nn; ++q) {
+                        const int nb = nbs[q];
+                        int cx, cy, cz;
+                        unpack_key(bk[nb], &cx, &cy, &cz);
+                        /* distance from the particle to the neighbour block's box */
+                        float gx = fmaxf(fmaxf((float)cx * side - sx[i], sx[i] - (float)(cx + 1) * side), 0.0f);
+                        float gy = fmaxf(fmaxf((float)cy * side - sy[i], sy[i] - (float)(cy + 1) * side), 0.0f);
+                        float gz = fmaxf(fmaxf((float)cz * side - sz[i], sz[i] - (float)(cz + 1) * side), 0.0f);
+                        if (gx * gx + gy * gy + gz * gz >= Ra2) continue;
                         for (int j = start[nb]; j < start[nb + 1]; ++j) {
                             float ddx = sx[j] - sx[i], ddy = sy[j] - sy[i], ddz = sz[j] - sz[i];
                             float d2 = ddx * ddx + ddy * ddy + ddz * ddz;
@@ -849,8 +869,9 @@ static pbf_status smooth_mesh(pbf_surface *s, int nv, int nt, pbf_error *err) {
         return oom(err, "smoothing");
     int32_t *as = BUF(s, B_ADJS, int32_t), *adj = BUF(s, B_ADJ, int32_t);
     const uint32_t *tri = BUF(s, B_TRI, uint32_t);
+    /* on a closed manifold each neighbour b of v is the end of exactly one directed edge v->b */
     memset(as, 0, ((size_t)nv + 1) * sizeof *as);
-    for (size_t q = 0; q < 3 * (size_t)nt; ++q) as[tri[q] + 1] += 2;
+    for (size_t q = 0; q < 3 * (size_t)nt; ++q) as[tri[q] + 1] += 1;
     for (int v = 0; v < nv; ++v) as[v + 1] += as[v];
     int32_t *cur = BUF(s, B_PBLOCK, int32_t); /* reused as cursor: n >= ... reserve below */
     if (!reserve(&s->b[B_PBLOCK], (size_t)nv, sizeof(int32_t))) return oom(err, "smoothing");
@@ -858,16 +879,17 @@ static pbf_status smooth_mesh(pbf_surface *s, int nv, int nt, pbf_error *err) {
     memcpy(cur, as, (size_t)nv * sizeof *cur);
     for (int t = 0; t < nt; ++t)
         for (int e = 0; e < 3; ++e) {
-            uint32_t a = tri[3 * t + e], b1 = tri[3 * t + (e + 1) % 3], b2 = tri[3 * t + (e + 2) % 3];
+            uint32_t a = tri[3 * t + e], b1 = tri[3 * t + (e + 1) % 3];
             adj[cur[a]++] = (int32_t)b1;
-            adj[cur[a]++] = (int32_t)b2;
         }
     float *pos = BUF(s, B_POS, float), *tmp = BUF(s, B_TMP, float);
-    for (int it = 0; it < 2 * s->p.smoothing_iterations; ++it) {
+    const int iters = 2 * s->p.smoothing_iterations;
+#pragma omp parallel num_threads(s->threads) if (nv > PAR_MIN)
+    for (int it = 0; it < iters; ++it) {
         const float f = (it & 1) ? TAUBIN_MU : TAUBIN_LAMBDA;
         const float *src = (it & 1) ? tmp : pos;
         float *dst = (it & 1) ? pos : tmp;
-#pragma omp parallel for num_threads(s->threads) schedule(static)
+#pragma omp for schedule(static)
         for (int v = 0; v < nv; ++v) {
             float m[3] = {0, 0, 0};
             int d = as[v + 1] - as[v];
@@ -943,7 +965,7 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
         const float *pe = BUF(s, B_EXT, float);
         int32_t *box = BUF(s, B_PBOX, int32_t);
         const float invc = 1.0f / s->c, R = s->R;
-#pragma omp parallel for num_threads(s->threads) schedule(static)
+#pragma omp parallel for num_threads(s->threads) schedule(static) if (count > PAR_MIN)
         for (int i = 0; i < count; ++i) {
             const float P[3] = {sx[i], sy[i], sz[i]};
             for (int a = 0; a < 3; ++a) {
