@@ -54,18 +54,16 @@
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 
-static inline v8f v8_load(const float *p) {
-    v8f v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-static inline void v8_store(float *p, v8f v) { memcpy(p, &v, sizeof v); }
-/* (1 - q2)^3 where q2 < 1, else +0 */
-static inline v8f v8_poly6(v8f q2) {
-    v8f t = 1.0f - q2;
-    t = (v8f)((v8i)t & (t > 0.0f));
-    return t * t * t;
-}
+/* row[0..7] += coef (1 - q2)^3 where q2 < 1 (a macro: vectors never cross a call, so the
+ * code is the same with and without AVX) */
+#define V8_ADD_POLY6(row, q2expr)                                                                  \
+    do {                                                                                           \
+        v8f r_, t_ = 1.0f - (q2expr);                                                              \
+        memcpy(&r_, (row), sizeof r_);                                                             \
+        t_ = (v8f)((v8i)t_ & (t_ > 0.0f));                                                         \
+        r_ += coef * (t_ * t_ * t_);                                                               \
+        memcpy((row), &r_, sizeof r_);                                                             \
+    } while (0)
 
 #define F(field) offsetof(pbf_surface_params, field)
 /* clang-format off */
@@ -652,7 +650,8 @@ static void field_block(const pbf_surface *s, int b, int K, int aniso, float *va
         ys[i] = (float)(gy + i) * c;
         zs[i] = (float)(gz + i) * c;
     }
-    const v8f xv = v8_load(xs);
+    v8f xv;
+    memcpy(&xv, xs, sizeof xv);
     (void)c;
     memset(val, 0, BS3 * sizeof *val);
     for (int dz = -K; dz <= K; ++dz)
@@ -683,7 +682,7 @@ static void field_block(const pbf_surface *s, int b, int K, int aniso, float *va
                                 float dyz = qy * qy + qz * qz;
                                 if (dyz >= R2) continue;
                                 float *row = val + (k * BS + j) * BS;
-                                v8_store(row, v8_load(row) + coef * v8_poly6((dx2 + dyz) * invR2));
+                                V8_ADD_POLY6(row, (dx2 + dyz) * invR2);
                             }
                         }
                     } else {
@@ -696,7 +695,7 @@ static void field_block(const pbf_surface *s, int b, int K, int aniso, float *va
                                 float lin = 2.0f * (Q[3] * qy + Q[4] * qz);
                                 float cst = Q[1] * qy * qy + Q[2] * qz * qz + 2.0f * Q[5] * qy * qz;
                                 float *row = val + (k * BS + j) * BS;
-                                v8_store(row, v8_load(row) + coef * v8_poly6((Q[0] * dx + lin) * dx + cst));
+                                V8_ADD_POLY6(row, (Q[0] * dx + lin) * dx + cst);
                             }
                         }
                     }
