@@ -4,6 +4,7 @@
  *   pbf                       = pbf run <scenes/dam_break.json> --out out
  *   pbf run SCENE [options]   simulate a scene file and write one file per frame
  *   pbf render DIR [options]  render the frames of a run as PNG images or a video
+ *   pbf mesh DIR [options]    surface meshes of the frames of a run (app/mesh.c)
  *   pbf view SCENE [options]  simulate live in a window (app/viewer/, built with GLFW + epoxy)
  *   pbf bench [options]       time the solver on standard cases (app/bench.c)
  *   pbf devices               the compute devices of this machine (pbf_list_devices)
@@ -27,6 +28,7 @@
 #include "util.h"
 #include "checkpoint.h"
 #include "guard.h"
+#include "mesh.h"
 #include "output.h"
 #include "pbf/params.h"
 #include "pbf/pbf.h"
@@ -122,6 +124,7 @@ static void print_run_help(FILE *f) {
             "  -h, --help          this help\n",
             default_scene());
     pbfapp_render_print_options(f, 1);
+    pbfapp_mesh_print_run_options(f);
     fprintf(f, "\nworld parameters, shared by every solver (scene-file keys; name, unit, default, "
                "range, description):\n");
     print_table(f, wt, wn);
@@ -165,6 +168,7 @@ static void print_help(FILE *f) {
             "usage: pbf                    same as: pbf run %s --out out\n"
             "       pbf run [SCENE] [options]\n"
             "       pbf render DIR [options]   images or a video of a run (`pbf render --help`)\n"
+            "       pbf mesh DIR [options]     surface meshes (PLY/OBJ) of a run (`pbf mesh --help`)\n"
             "       pbf view [SCENE] [options] live viewer in a window (`pbf view --help`)\n"
             "       pbf bench [options]        time the solver (`pbf bench --help`)\n"
             "       pbf devices                the CPU, OpenCL and CUDA devices of this machine\n"
@@ -201,6 +205,7 @@ typedef struct run_options {
     char **keys;   /* owned key strings of --set, by override index */
     size_t cap;
     pbfapp_render_options render; /* --render, --video, --color, --size */
+    pbfapp_mesh_options mesh;     /* --mesh, --mesh-format, --mesh-set */
 } run_options;
 
 
@@ -234,6 +239,7 @@ static int run_command(int argc, char **argv) {
     memset(&opt, 0, sizeof opt);
     opt.out = "out";
     pbfapp_render_options_default(&opt.render);
+    pbfapp_mesh_options_default(&opt.mesh);
     size_t cap = (size_t)argc + 1;
     opt.cap = cap;
     opt.overrides = calloc(cap, sizeof *opt.overrides);
@@ -301,6 +307,8 @@ static int run_command(int argc, char **argv) {
                 rc = usage_error("%s needs a value%s", label, "");
             else if (!add_override(&opt, key, value, label))
                 rc = EXIT_RUNTIME;
+        } else if (pbfapp_mesh_parse_run_option(argc, argv, &i, &opt.mesh, &rc)) {
+            /* --mesh, --mesh-format, --mesh-set (rc = 2 on a bad value) */
         } else if (pbfapp_render_parse_option(argc, argv, &i, &opt.render, 1, "run", &rc)) {
             /* --render, --video, --color, --size (rc = 2 on a bad value) */
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--set", &value)) != 0) {
@@ -468,12 +476,26 @@ static int simulate(const run_options *opt) {
         }
     }
 
+    /* --mesh: mesh_NNNNN.ply|obj beside the data frames (app/mesh.c) */
+    pbfapp_mesher *mesher = NULL;
+    if (opt->mesh.enabled) {
+        st = pbfapp_mesher_open(&scene, &opt->mesh, opt->out, &mesher, &err);
+        if (st != PBF_OK) {
+            fprintf(stderr, "pbf: --mesh: %s\n", err.message);
+            pbfapp_renderer_close(renderer, NULL);
+            pbfapp_output_close(out, NULL);
+            pbf_world_destroy(world);
+            pbfapp_scene_free(&scene);
+            return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
+        }
+    }
     /* The directory is this run's: the frames, images and indexes of an earlier run go (after a
      * checkpoint: those of later frames), now that nothing can refuse the run any more. */
     int removed = 0;
     st = pbfapp_output_claim(out, opt->resume ? start_frame : -1, &removed, &err);
     if (st != PBF_OK) {
         fprintf(stderr, "pbf: %s\n", err.message);
+        pbfapp_mesher_close(mesher);
         pbfapp_renderer_close(renderer, NULL);
         pbfapp_output_close(out, NULL);
         pbf_world_destroy(world);
@@ -515,6 +537,9 @@ static int simulate(const run_options *opt) {
         if (st == PBF_OK) st = pbfapp_output_stats(out, 0, &stats, 0.0, &err);
         if (st == PBF_OK && renderer)
             st = pbfapp_renderer_world_frame(renderer, world, 0, stats.time, &err);
+        if (st == PBF_OK && mesher)
+            st = pbfapp_mesher_frame(mesher, 0, particles.x, particles.y, particles.z,
+                                     particles.count, &err);
         if (st == PBF_OK && run->checkpoint_every > 0)
             st = save_checkpoint(out, opt->out, world, 0, scene_hash, &last_checkpoint,
                                  checkpoint_path, sizeof checkpoint_path, &err);
@@ -565,6 +590,9 @@ static int simulate(const run_options *opt) {
         if (st == PBF_OK) st = pbfapp_output_stats(out, frame, &stats, ms, &err);
         if (st == PBF_OK && renderer)
             st = pbfapp_renderer_world_frame(renderer, world, frame, stats.time, &err);
+        if (st == PBF_OK && mesher)
+            st = pbfapp_mesher_frame(mesher, frame, particles.x, particles.y, particles.z,
+                                     particles.count, &err);
         if (st == PBF_OK && run->checkpoint_every > 0 &&
             (frame % run->checkpoint_every == 0 || frame == run->frames))
             st = save_checkpoint(out, opt->out, world, frame, scene_hash, &last_checkpoint,
@@ -601,6 +629,7 @@ static int simulate(const run_options *opt) {
         }
     }
     pbfapp_guard_free(&guard);
+    pbfapp_mesher_close(mesher);
     pbf_status cst = pbfapp_output_close(out, &err);
     if (cst != PBF_OK && rc == 0) {
         fprintf(stderr, "pbf: %s\n", err.message);
@@ -723,6 +752,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "run") == 0) return run_command(argc - 2, argv + 2);
     if (strcmp(cmd, "render") == 0) return pbfapp_render_command(argc - 2, argv + 2);
+    if (strcmp(cmd, "mesh") == 0) return pbfapp_mesh_command(argc - 2, argv + 2);
     if (strcmp(cmd, "view") == 0) return view_command(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return pbfapp_bench_command(argc - 2, argv + 2);
     if (strcmp(cmd, "devices") == 0) return devices_command(argc - 2, argv + 2);
