@@ -503,7 +503,7 @@ static int simulate(const run_options *opt) {
         return EXIT_RUNTIME;
     }
     if (removed > 0 && !opt->quiet)
-        printf("pbf: removed %d frame, image and index file%s of an earlier run from %s/\n",
+        printf("pbf: removed %d frame, image, mesh and index file%s of an earlier run from %s/\n",
                removed, removed == 1 ? "" : "s", opt->out);
 
     const float dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));

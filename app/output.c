@@ -605,9 +605,19 @@ static void json_number(char *buf, size_t size, double v, const char *fmt);
 /* frame_NNNNN.EXT with 5 or more digits and EXT a frame format or png (the images of --render and
  * `pbf render`), or the NAME.tmp of an interrupted write: its frame number, else -1. */
 static long owned_frame_number(const char *name) {
-    static const char *const exts[] = {"vtp", "ply", "csv", "geo", "bgeo", "png"};
-    if (strncmp(name, "frame_", 6) != 0) return -1;
-    const char *q = name + 6;
+    static const char *const frame_exts[] = {"vtp", "ply", "csv", "geo", "bgeo", "png", NULL};
+    static const char *const mesh_exts[] = {"ply", "obj", NULL}; /* pbf run --mesh, pbf mesh */
+    const char *const *exts;
+    const char *q;
+    if (strncmp(name, "frame_", 6) == 0) {
+        exts = frame_exts;
+        q = name + 6;
+    } else if (strncmp(name, "mesh_", 5) == 0) {
+        exts = mesh_exts;
+        q = name + 5;
+    } else {
+        return -1;
+    }
     long v = 0;
     int digits = 0;
     while (*q >= '0' && *q <= '9') {
@@ -617,7 +627,7 @@ static long owned_frame_number(const char *name) {
     }
     if (digits < 5 || digits > 9 || *q != '.') return -1;
     ++q;
-    for (size_t k = 0; k < sizeof exts / sizeof exts[0]; ++k) {
+    for (size_t k = 0; exts[k]; ++k) {
         size_t len = strlen(exts[k]);
         if (strncmp(q, exts[k], len) == 0 && (q[len] == '\0' || strcmp(q + len, ".tmp") == 0))
             return v;

@@ -25,7 +25,8 @@
  * listing the complete frames; its times are those of stats.jsonl.
  *
  * A run owns its output directory: pbfapp_output_claim deletes the frame files (any format),
- * images (frame_NNNNN.png) and indexes of an earlier run, and never another file.
+ * images (frame_NNNNN.png), meshes (mesh_NNNNN.ply/.obj) and indexes of an earlier run, and
+ * never another file.
  */
 #ifndef PBFAPP_OUTPUT_H
 #define PBFAPP_OUTPUT_H

@@ -36,8 +36,8 @@ count() { ls "$1" | grep -c -E "$2"; }
 snapshot() { (cd "$1" && find . -type f | sort | xargs sha256sum); }
 
 d="${tmp}/run"
-run "longer run, 6 frames with images" 0 "${tmp}/a.log" run "${scene}" --out "${d}" --frames 6 \
-    --render --size 96x64 -q
+run "longer run, 6 frames with images and meshes" 0 "${tmp}/a.log" run "${scene}" --out "${d}" \
+    --frames 6 --render --size 96x64 --mesh -q
 echo "mine" > "${d}/notes.txt"
 echo "mine" > "${d}/frame_7.vtp"
 [[ $(count "${d}" '^frame_[0-9]{5}\.vtp$') -eq 7 && $(count "${d}" '^frame_[0-9]{5}\.png$') -eq 7 ]]
@@ -46,13 +46,15 @@ check "longer run: 7 frames and 7 images" $?
 run "shorter run, 2 frames, same directory" 0 "${tmp}/b.log" run "${scene}" --out "${d}" --frames 2
 [[ $(count "${d}" '^frame_[0-9]{5}\.vtp$') -eq 3 && $(count "${d}" '^frame_[0-9]{5}\.png$') -eq 0 ]]
 check "shorter run: frames 0..2 only, no image of the earlier run ($(ls "${d}" | tr '\n' ' '))" $?
+[[ $(count "${d}" '^mesh_') -eq 0 ]]
+check "shorter run: no mesh of the earlier run" $?
 [[ -f "${d}/frame_00002.vtp" && ! -e "${d}/frame_00003.vtp" ]]
 check "shorter run: frame_00003.vtp and later are gone" $?
 [[ $(grep -c '<DataSet ' "${d}/frames.pvd") -eq 3 && $(wc -l < "${d}/stats.jsonl") -eq 3 ]]
 check "shorter run: frames.pvd and stats.jsonl hold its 3 frames" $?
 [[ "$(cat "${d}/notes.txt")" == "mine" && "$(cat "${d}/frame_7.vtp")" == "mine" ]]
 check "shorter run: files that are not pbf's are kept" $?
-grep -q "removed 15 frame, image and index files of an earlier run" "${d}/../b.log"
+grep -q "removed 22 frame, image, mesh and index files of an earlier run" "${d}/../b.log"
 check "shorter run: says what it removed ($(grep removed "${tmp}/b.log"))" $?
 run "pbf render of the shorter run" 0 "${tmp}/r.log" render "${d}" --size 96x64
 grep -q "rendering 3 frames" "${tmp}/r.log"
