@@ -636,8 +636,8 @@ static pbf_status parse_table_object(const cJSON *obj, const pbf_param_info *t, 
     for (size_t i = 0; i < n; ++i)
         if ((required & (1u << i)) && !(seen & (1u << i)))
             return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: missing key \"%s\" (%s%s%s)", path,
-                        keypath, t[i].name, t[i].description, strcmp(t[i].unit, "-") ? ", " : "",
-                        strcmp(t[i].unit, "-") ? t[i].unit : "");
+                        keypath, t[i].name, t[i].description,
+                        *pbf_param_shown_unit(&t[i]) ? ", " : "", pbf_param_shown_unit(&t[i]));
     if (seen_out) *seen_out = seen;
     return PBF_OK;
 }
