@@ -166,26 +166,12 @@ static const char *const run_option_names[] = {
     "adaptive", "quiet",  "help",    "render", "video",  "color", "size",             "version"};
 
 /* `pbf: run: unknown option "--frmes" (did you mean "--frames"?); see `pbf run --help``: the
- * closest long option by edit distance (as for scene keys), compared without dashes and without
- * an "=VALUE". */
+ * closest long option by edit distance, as for scene keys. */
 static int unknown_option(const char *arg) {
-    char name[64];
-    const char *a = arg;
-    while (*a == '-') ++a;
-    size_t n = strcspn(a, "=");
-    const char *best = NULL;
-    if (arg[0] == '-' && arg[1] != '\0' && n > 1 && n < sizeof name) {
-        memcpy(name, a, n);
-        name[n] = '\0';
-        best = pbfapp_closest_name(name, run_option_names,
-                                   sizeof run_option_names / sizeof run_option_names[0]);
-    }
-    if (best)
-        fprintf(stderr,
-                "pbf: run: unknown option \"%s\" (did you mean \"--%s\"?); see `pbf run --help`\n",
-                arg, best);
-    else
-        fprintf(stderr, "pbf: run: unknown option \"%s\"; see `pbf run --help`\n", arg);
+    char hint[96];
+    pbfapp_option_hint(hint, sizeof hint, arg, run_option_names,
+                       sizeof run_option_names / sizeof run_option_names[0]);
+    fprintf(stderr, "pbf: run: unknown option \"%s\"%s; see `pbf run --help`\n", arg, hint);
     return EXIT_USAGE;
 }
 

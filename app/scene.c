@@ -441,6 +441,24 @@ const char *pbfapp_closest_name(const char *key, const char *const *names, size_
     return best;
 }
 
+void pbfapp_option_hint(char *buf, size_t size, const char *arg, const char *const *names,
+                        size_t count) {
+    char name[64];
+    const char *a = arg;
+    while (*a == '-') ++a;
+    size_t n = strcspn(a, "=");
+    const char *best = NULL;
+    if (arg[0] == '-' && n > 1 && n < sizeof name) {
+        memcpy(name, a, n);
+        name[n] = '\0';
+        best = pbfapp_closest_name(name, names, count);
+    }
+    if (best)
+        snprintf(buf, size, " (did you mean \"--%s\"?)", best);
+    else if (size > 0)
+        buf[0] = '\0';
+}
+
 /* " (did you mean \"x\"?)" or "". */
 static void suggestion(char *buf, size_t size, const char *key, const char *const *names,
                        size_t count) {

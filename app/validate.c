@@ -35,10 +35,11 @@
 #include "progress.h"
 #include "scene.h"
 
-/* The wall time of a full run (49 simulations, --jobs 2) and of --fast (7) on the 2-core
- * development machine, as README.md says. Each report states the wall time it took. */
-#define FULL_RUN_TIME "about 12 minutes on 2 cores"
-#define FAST_RUN_TIME "about 10 s on 2 cores"
+/* The time of a full run (49 simulations) and of --fast (7), as README.md says: measured as
+ * CPU time on the 2-core development machine (8 CPU-minutes, 10 CPU-seconds), so the wall time
+ * of --jobs 2 on 2 idle cores. Each report states the wall time it took (longer on busy cores). */
+#define FULL_RUN_TIME "about 4 minutes on 2 idle cores, 8 CPU-minutes"
+#define FAST_RUN_TIME "about 5 s on 2 idle cores"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -62,8 +63,8 @@
 #define N_MEDIUM 36
 #define N_FINE 72
 
-/* Koshizuka & Oka (1996), surge front, T = t sqrt(2 g / L), Z = z / L: the table of
- * experiment, as tabulated in PySPH's dam-break example. */
+/* Koshizuka & Oka (1996), surge front, T = t sqrt(2 g / L), Z = z / L: the experiment as
+ * PySPH's dam-break example tabulates it. */
 static const double KO_T[] = {0.000, 0.381, 0.769, 1.153, 1.537, 1.935, 2.323, 2.719, 3.096};
 static const double KO_Z[] = {1.000, 1.111, 1.252, 1.505, 1.892, 2.241, 2.615, 3.003, 3.624};
 #define KO_POINTS ((int)(sizeof KO_T / sizeof KO_T[0]))

@@ -101,7 +101,8 @@ fi
 
 # ---- 4. one full-run time everywhere ----------------------------------------------------------
 "${pbf}" validate --help > "${tmp}/validate_help.txt" 2>&1
-took="$(tr '\n' ' ' < "${tmp}/validate_help.txt" | tr -s ' ' | grep -o 'the full run takes about [^;.)]* on [0-9]* cores' | head -n 1)"
+took="$(tr '\n' ' ' < "${tmp}/validate_help.txt" | tr -s ' ' \
+    | grep -o 'the full run takes about [^;.)]* cores, [0-9.]* CPU-minutes' | head -n 1)"
 took="${took#the full run takes }"
 if [[ -z "${took}" ]]; then
     fail "pbf validate --help does not say how long the full run takes"
