@@ -1,7 +1,7 @@
 /*
  * pbf — the command-line simulator.
  *
- *   pbf                       = pbf run <scenes/dam_break.json> --out out
+ *   pbf [options]             = pbf run <scenes/dam_break.json> --out out [options]
  *   pbf run SCENE [options]   simulate a scene file and write one file per frame
  *   pbf render DIR [options]  render the frames of a run as PNG images or a video
  *   pbf mesh DIR [options]    surface meshes of the frames of a run (app/mesh.c)
@@ -125,8 +125,8 @@ static void print_run_help(FILE *f) {
             default_scene());
     pbfapp_render_print_options(f, 1);
     pbfapp_mesh_print_run_options(f);
-    fprintf(f, "\nworld parameters, shared by every solver (scene-file keys; name, unit, default, "
-               "range, description):\n");
+    fprintf(f, "\nworld parameters, shared by every solver (scene-file keys; name, unit (none: "
+               "dimensionless), default, range, description):\n");
     print_table(f, wt, wn);
     fprintf(f, "\nPosition Based Fluids parameters (solver = pbf; Macklin & Mueller 2013):\n");
     print_table(f, pt, pn);
@@ -165,7 +165,7 @@ static void print_help(FILE *f) {
     fprintf(f,
             "pbf %s — Position Based Fluids simulator (Macklin & Mueller 2013)\n"
             "\n"
-            "usage: pbf                    same as: pbf run %s --out out\n"
+            "usage: pbf [options]          same as: pbf run %s --out out [options]\n"
             "       pbf run [SCENE] [options]\n"
             "       pbf render DIR [options]   images or a video of a run (`pbf render --help`)\n"
             "       pbf mesh DIR [options]     surface meshes (PLY/OBJ) of a run (`pbf mesh --help`)\n"
@@ -185,6 +185,21 @@ static int usage_error(const char *fmt, const char *a, const char *b) {
     fputs("pbf: ", stderr);
     fprintf(stderr, fmt, a, b);
     fputs(" (see `pbf run --help`)\n", stderr);
+    return EXIT_USAGE;
+}
+
+/* The long options of `pbf run` (and of `pbf` without a command), without their "--". */
+static const char *const run_option_names[] = {
+    "out",      "frames", "threads", "device", "format", "set",   "checkpoint-every", "resume",
+    "adaptive", "quiet",  "help",    "render", "video",  "color", "size",             "version"};
+
+/* `pbf: run: unknown option "--frmes" (did you mean "--frames"?); see `pbf run --help``: the
+ * closest long option by edit distance, as for scene keys. */
+static int unknown_option(const char *arg) {
+    char hint[96];
+    pbfapp_option_hint(hint, sizeof hint, arg, run_option_names,
+                       sizeof run_option_names / sizeof run_option_names[0]);
+    fprintf(stderr, "pbf: run: unknown option \"%s\"%s; see `pbf run --help`\n", arg, hint);
     return EXIT_USAGE;
 }
 
@@ -268,6 +283,9 @@ static int run_command(int argc, char **argv) {
         } else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             print_run_help(stdout);
             rc = 0;
+        } else if (strcmp(arg, "-V") == 0 || strcmp(arg, "--version") == 0) {
+            printf("pbf %s\n", PBF_VERSION_STRING);
+            rc = 0;
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
             opt.quiet = 1;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--out", &value)) != 0) {
@@ -335,7 +353,7 @@ static int run_command(int argc, char **argv) {
             snprintf(label, sizeof label, "--set %.280s", key);
             if (!add_override(&opt, key, eq + 1, label)) rc = EXIT_RUNTIME;
         } else {
-            rc = usage_error("run: unknown option \"%s\"%s", arg, "");
+            rc = unknown_option(arg);
         }
     }
     if (rc < 0 && opt.resume && opt.scene)
@@ -760,6 +778,8 @@ int main(int argc, char **argv) {
     size_t n = strlen(cmd);
     if (n > 5 && strcmp(cmd + n - 5, ".json") == 0)
         return usage_error("unknown command \"%s\"; did you mean `pbf run %s`?", cmd, cmd);
-    if (cmd[0] == '-') return usage_error("unknown option \"%s\"%s", cmd, "");
+    /* options without a command apply to the default run: `pbf --frames 1` is
+     * `pbf run <scenes/dam_break.json> --out out --frames 1` */
+    if (cmd[0] == '-') return run_command(argc - 1, argv + 1);
     return usage_error("unknown command \"%s\"%s", cmd, "");
 }

@@ -444,6 +444,24 @@ const char *pbfapp_closest_name(const char *key, const char *const *names, size_
     return best;
 }
 
+void pbfapp_option_hint(char *buf, size_t size, const char *arg, const char *const *names,
+                        size_t count) {
+    char name[64];
+    const char *a = arg;
+    while (*a == '-') ++a;
+    size_t n = strcspn(a, "=");
+    const char *best = NULL;
+    if (arg[0] == '-' && n > 1 && n < sizeof name) {
+        memcpy(name, a, n);
+        name[n] = '\0';
+        best = pbfapp_closest_name(name, names, count);
+    }
+    if (best)
+        snprintf(buf, size, " (did you mean \"--%s\"?)", best);
+    else if (size > 0)
+        buf[0] = '\0';
+}
+
 /* " (did you mean \"x\"?)" or "". */
 static void suggestion(char *buf, size_t size, const char *key, const char *const *names,
                        size_t count) {
@@ -639,8 +657,8 @@ static pbf_status parse_table_object(const cJSON *obj, const pbf_param_info *t, 
     for (size_t i = 0; i < n; ++i)
         if ((required & (1u << i)) && !(seen & (1u << i)))
             return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: missing key \"%s\" (%s%s%s)", path,
-                        keypath, t[i].name, t[i].description, strcmp(t[i].unit, "-") ? ", " : "",
-                        strcmp(t[i].unit, "-") ? t[i].unit : "");
+                        keypath, t[i].name, t[i].description,
+                        *pbf_param_shown_unit(&t[i]) ? ", " : "", pbf_param_shown_unit(&t[i]));
     if (seen_out) *seen_out = seen;
     return PBF_OK;
 }

@@ -107,6 +107,12 @@ pbf_status pbfapp_apply_override(pbf_world_def *def, pbfapp_run *run, const char
 /* The known key closest to `key` among `names` (edit distance), or NULL if none is close. */
 const char *pbfapp_closest_name(const char *key, const char *const *names, size_t count);
 
+/* For an unknown command-line option `arg` ("--frmes", "--fram=3", "-frames"):
+ * " (did you mean \"--frames\"?)" with the closest of the long options `names` (given without
+ * their "--"), compared without dashes and "=VALUE"; "" when none is close. */
+void pbfapp_option_hint(char *buf, size_t size, const char *arg, const char *const *names,
+                        size_t count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side timing of pbf and the SPlisHSPlasH peer on the peer's dam break scenes
+# Side-by-side timing of pbf and SPlisHSPlasH on its dam break scenes
 # (../shared/peers/splishsplash/dam_break_pbf_fixed4_r025.json = `pbf bench --case small`,
 # ..._r0125.json = `--case medium`): same geometry, dt 0.005 s, 4 PBF iterations, the same
 # warm-up and measured steps, the same thread count, in one run. Prints both and the ratio of
@@ -42,7 +42,7 @@ done
 for v in "${steps}" "${warmup}" "${threads}"; do
     [[ "${v}" =~ ^[0-9]+$ && "${v}" -ge 1 ]] || { echo "side_by_side.sh: expected whole numbers >= 1" >&2; exit 2; }
 done
-[[ -d "${peer_dir}" ]] || { echo "side_by_side.sh: peer scenes not found in ${peer_dir} (--peer-dir)" >&2; exit 2; }
+[[ -d "${peer_dir}" ]] || { echo "side_by_side.sh: SPlisHSPlasH scenes not found in ${peer_dir} (--peer-dir)" >&2; exit 2; }
 
 # ---- the peer's virtual environment ---------------------------------------------------------
 venv="${root}/bench/.venv"
@@ -95,14 +95,14 @@ for c in "${case_list[@]}"; do
     case "${c}" in
         small) scene="dam_break_pbf_fixed4_r025.json" ;;
         medium) scene="dam_break_pbf_fixed4_r0125.json" ;;
-        *) echo "side_by_side.sh: case ${c}: the peer has scenes for small and medium only" >&2; exit 2 ;;
+        *) echo "side_by_side.sh: case ${c}: SPlisHSPlasH has scenes for small and medium only" >&2; exit 2 ;;
     esac
     [[ -f "${work}/${scene}" ]] || { echo "side_by_side.sh: ${peer_dir}/${scene} missing" >&2; exit 2; }
-    echo "side_by_side: peer, ${c} (${scene}), OMP_NUM_THREADS=${threads}, ${warmup} + ${steps} steps ..."
+    echo "side_by_side: SPlisHSPlasH, ${c} (${scene}), OMP_NUM_THREADS=${threads}, ${warmup} + ${steps} steps ..."
     env "${peer_env[@]}" OMP_NUM_THREADS="${threads}" "${py}" "${root}/bench/splash_timing.py" \
         --scene "${work}/${scene}" --warmup "${warmup}" --steps "${steps}" \
         --json "${work}/peer_${c}.json" --out-dir "${work}/out_${c}" >"${work}/peer_${c}.log" 2>&1 \
-        || { tail -n 20 "${work}/peer_${c}.log" >&2; echo "side_by_side: the peer failed" >&2; exit 1; }
+        || { tail -n 20 "${work}/peer_${c}.log" >&2; echo "side_by_side: SPlisHSPlasH failed" >&2; exit 1; }
     own="$(awk '/^Average time: SimStep:/ {print $4}' "${work}/peer_${c}.log" | tail -n 1)"
     "${py}" -c "import json,sys; d=json.load(open(sys.argv[1])); print('  %d particles: %.3f ms/step (mean), %.3f min; its own SimStep average over all steps: %s ms' % (d['particles'], d['ms_per_step_mean'], d['ms_per_step_min'], sys.argv[2] or '?'))" "${work}/peer_${c}.json" "${own}"
     peer_args+=(--peer "${c}=${work}/peer_${c}.json")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Combines the peer's timings (bench/splash_timing.py) with `pbf bench --json` into one table
+"""Combines SPlisHSPlasH's timings (bench/splash_timing.py) with `pbf bench --json` into one table
 and one JSON file. Called by bench/side_by_side.sh inside bench/.venv; standard library only.
 
 usage: side_by_side_report.py --pbf PBF.json --peer CASE=PEER.json [--peer ...] --out OUT.json
@@ -15,7 +15,7 @@ def main() -> int:
     ap.add_argument("--peer", action="append", default=[], help="CASE=FILE")
     ap.add_argument("--out", required=True)
     ap.add_argument("--peer-log", action="append", default=[],
-                    help="CASE=VALUE: the peer's own 'Average time: SimStep' (ms, all steps)")
+                    help="CASE=VALUE: SPlisHSPlasH's own 'Average time: SimStep' (ms, all steps)")
     a = ap.parse_args()
 
     with open(a.pbf) as f:
@@ -62,9 +62,9 @@ def main() -> int:
 
     print()
     print("side by side: same geometry, dt, iterations, steps and threads; "
-          "ratio = pbf particle-steps/s over the peer's (> 1: pbf faster)")
-    hdr = ("case", "thr", "particles", "steps", "pbf ms/step", "peer ms/step", "pbf Mpst/s",
-           "peer Mpst/s", "ratio", "pbf dens.err", "peer dens.err")
+          "ratio = pbf particle-steps/s over SPlisHSPlasH's (splash; > 1: pbf faster)")
+    hdr = ("case", "thr", "particles", "steps", "pbf ms/step", "splash ms/step", "pbf Mpst/s",
+           "splash Mpst/s", "ratio", "pbf dens.err", "splash dens.err")
     print("%-7s %3s %9s %5s %11s %12s %10s %11s %7s %15s %15s" % hdr)
     for x in rows:
         pe = x["peer_density_error_avg_max"]
@@ -76,7 +76,7 @@ def main() -> int:
             "%.2f/%.2f%%" % tuple(x["pbf_density_error_avg_max"]), pe_s))
         if x["particles_peer"] != x["particles_pbf"]:
             print(f"  note: particle counts differ ({x['particles_pbf']} vs {x['particles_peer']})")
-    print("(ms/step: mean wall time of the measured steps; the peer's from its per-step callback; "
+    print("(ms/step: mean wall time of the measured steps; SPlisHSPlasH's from its per-step callback; "
           "density error: mean/max of max(rho/rho0 - 1, 0) at the last step)")
 
     out = {

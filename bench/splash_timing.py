@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Times the SPlisHSPlasH peer (pysplishsplash) headless on one scene file.
+"""Times SPlisHSPlasH (pysplishsplash) headless on one scene file.
 
 Run it only inside bench/.venv (bench/side_by_side.sh does). It runs the scene with its Python
 API (SimulatorBase.init(useGui=False, ...) + run(), stopping after warm-up + measured steps),
@@ -34,7 +34,7 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=5, help="steps excluded (at least 1)")
     ap.add_argument("--steps", type=int, default=30, help="measured steps")
     ap.add_argument("--json", required=True, help="output file")
-    ap.add_argument("--out-dir", default=None, help="the peer's output directory (log only)")
+    ap.add_argument("--out-dir", default=None, help="SPlisHSPlasH's output directory (log only)")
     a = ap.parse_args()
 
     import pysplishsplash as sph  # noqa: E402 (imported late: the venv's package)
@@ -73,7 +73,7 @@ def main() -> int:
     wall = time.perf_counter() - t0
 
     if len(stamps) < total:
-        print(f"splash_timing: the peer made {len(stamps)} steps, {total} wanted", file=sys.stderr)
+        print(f"splash_timing: SPlisHSPlasH made {len(stamps)} steps, {total} wanted", file=sys.stderr)
         return 1
     # stamps[k] ends step k+1, so stamps[k] - stamps[k-1] is step k+1: the measured steps
     # warmup+1 .. warmup+steps are the intervals ending at stamps[warmup] .. stamps[total-1].

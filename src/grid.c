@@ -23,7 +23,7 @@ pbf_status pbf_grid_init(pbf_grid *g, const pbf_world_def *def, float cell_size,
         total *= cells;
         if (total > (double)PBF_MAX_CELLS) {
             pbf_set_error(err, PBF_ERR_LIMIT,
-                          "world_def.domain_min/domain_max: a container of %g x %g x %g m with "
+                          "domain_min, domain_max: a container of %g x %g x %g m with "
                           "kernel radius h = %g m needs more than %u grid cells; use a smaller "
                           "container or larger particles",
                           hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2], cell_size, PBF_MAX_CELLS);

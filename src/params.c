@@ -144,6 +144,12 @@ static void format_range(const pbf_param_info *p, char *buf, size_t size) {
     snprintf(buf, size, "%c%.9g, %.9g]", p->min_exclusive ? '(' : '[', p->min, p->max);
 }
 
+const char *pbf_param_shown_unit(const pbf_param_info *p) {
+    const char *u = p->unit ? p->unit : "";
+    if (strcmp(u, "1") == 0 || strcmp(u, "-") == 0 || strcmp(u, "0/1") == 0) return "";
+    return u;
+}
+
 pbf_status pbf_param_check_number(const pbf_param_info *p, double value, const char *where,
                                   pbf_error *err) {
     char range[128];
@@ -182,8 +188,9 @@ pbf_status pbf_param_check_number(const pbf_param_info *p, double value, const c
     }
     if (value < lo || value > hi || (p->min_exclusive && value <= lo)) {
         format_range(p, range, sizeof range);
-        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: value %.9g is out of range %s (%s)", where,
-                      value, range, p->unit);
+        const char *unit = pbf_param_shown_unit(p);
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: value %.9g is out of range %s%s%s%s",
+                      where, value, range, unit[0] ? " (" : "", unit, unit[0] ? ")" : "");
         return PBF_ERR_INVALID_ARGUMENT;
     }
     return PBF_OK;
@@ -271,8 +278,8 @@ void pbf_param_format_help(const pbf_param_info *p, char *buf, size_t size) {
     default: snprintf(def, sizeof def, "%.9g", p->def); break;
     }
     format_range(p, range, sizeof range);
-    snprintf(buf, size, "%-18s %-7s default %-12s range %-24s %s", p->name, p->unit, def, range,
-             p->description);
+    snprintf(buf, size, "%-18s %-7s default %-12s range %-24s %s", p->name, pbf_param_shown_unit(p),
+             def, range, p->description);
 }
 
 pbf_world_def pbf_default_world_def(void) {
@@ -331,14 +338,14 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
             const char *v = pbf_param_get_string(p, def);
             if (memchr(v, '\0', (size_t)p->max) == NULL || v[0] == '\0') {
                 pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                              "world_def.%s: must be a non-empty NUL-terminated string of at most "
+                              "%s: must be a non-empty NUL-terminated string of at most "
                               "%d characters",
                               p->name, (int)p->max - 1);
                 return PBF_ERR_INVALID_ARGUMENT;
             }
             if (strcmp(p->name, "device") == 0 && !device_name_ok(v)) {
                 pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                              "world_def.device = \"%s\": unknown device; use cpu, opencl, "
+                              "device = \"%s\": unknown device; use cpu, opencl, "
                               "opencl:PLATFORM.DEVICE, cuda or cuda:N",
                               v);
                 return PBF_ERR_INVALID_ARGUMENT;
@@ -350,7 +357,7 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
             while (p->choices[count]) ++count;
             if (v < 0 || v >= count) {
                 pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                              "world_def.%s: value %d is not a valid choice (0..%d)", p->name, v,
+                              "%s: value %d is not a valid choice (0..%d)", p->name, v,
                               count - 1);
                 return PBF_ERR_INVALID_ARGUMENT;
             }
@@ -359,9 +366,9 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
         int comps = p->type == PBF_PARAM_VEC3 ? 3 : 1;
         for (int c = 0; c < comps; ++c) {
             if (comps == 3)
-                snprintf(where, sizeof where, "world_def.%s[%d]", p->name, c);
+                snprintf(where, sizeof where, "%s[%d]", p->name, c);
             else
-                snprintf(where, sizeof where, "world_def.%s", p->name);
+                snprintf(where, sizeof where, "%s", p->name);
             pbf_status s = pbf_param_check_number(p, pbf_param_get_number(p, def, c), where, err);
             if (s != PBF_OK) return s;
         }
@@ -369,14 +376,13 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
     float lo[3], hi[3];
     pbf_v3(def->domain_min, lo);
     pbf_v3(def->domain_max, hi);
-    const char *axis = "xyz";
     float h = 2.0f * def->particle_radius * def->kernel_ratio;
     for (int a = 0; a < 3; ++a) {
         if (!(hi[a] - lo[a] >= 2.0f * h)) {
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                          "world_def.domain_max.%c = %g: the container must be at least two kernel "
-                          "radii (2h = %g m) larger than domain_min.%c = %g",
-                          axis[a], hi[a], 2.0f * h, axis[a], lo[a]);
+                          "domain_max[%d] = %g: the container must be at least two kernel radii "
+                          "(2h = %g m) larger than domain_min[%d] = %g",
+                          a, hi[a], 2.0f * h, a, lo[a]);
             return PBF_ERR_INVALID_ARGUMENT;
         }
     }

@@ -145,7 +145,7 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
     if (!isfinite(w->k.poly6) || !isfinite(w->k.mass) || !isfinite(w->lattice_grad2) ||
         !(w->lattice_grad2 > 0.0f) || !isfinite(w->scorr_inv_wdq)) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "world_def.particle_radius = %g: the kernel constants overflow single "
+                      "particle_radius = %g: the kernel constants overflow single "
                       "precision at this scale (h = %g m); use a radius between 1e-4 and 1 m",
                       def->particle_radius, h);
         free(w);
@@ -259,7 +259,7 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
     pbf_sync_host(w); /* the new particles join the current state */
     if (w->def.max_particles > 0 && total > w->def.max_particles) {
         pbf_set_error(err, PBF_ERR_LIMIT,
-                      "fluid block: %d particles in all exceed world_def.max_particles = %d", total,
+                      "fluid block: %d particles in all exceed max_particles = %d", total,
                       w->def.max_particles);
         return PBF_ERR_LIMIT;
     }
@@ -490,7 +490,7 @@ pbf_status pbf_world_restore(pbf_world *w, const pbf_snapshot *s, pbf_error *err
     }
     if (w->def.max_particles > 0 && s->count > w->def.max_particles) {
         pbf_set_error(err, PBF_ERR_LIMIT,
-                      "snapshot: %d particles exceed world_def.max_particles = %d", s->count,
+                      "snapshot: %d particles exceed max_particles = %d", s->count,
                       w->def.max_particles);
         return PBF_ERR_LIMIT;
     }

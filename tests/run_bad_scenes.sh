@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs `pbf run` on every malformed scene, bad command line and bad checkpoint of
 # tests/bad_scenes/expected.tsv and checks: the exit code, a substring of the message on stderr
-# (which must start "pbf: "), no crash, hang (60 s timeout per case) or sanitizer report, and
-# that no frame file was written.
+# (which must start "pbf: "; a substring ending in "$" must end the message), no crash, hang
+# (60 s timeout per case) or sanitizer report, and that no frame file was written.
 #
 #   bash tests/run_bad_scenes.sh PATH/TO/pbf
 set -u
@@ -135,12 +135,21 @@ while IFS=$'\t' read -r file code want args || [[ -n "${file}" ]]; do
         # no scene file and no --out: command lines such as --resume DIR
         "${run_timeout[@]}" "${pbf}" run ${args} \
             > "${tmp}/run${n}/stdout" 2> "${tmp}/run${n}/stderr"
+    elif [[ "${file}" == "+" ]]; then
+        # no command: `pbf ARGS`, options of the default run
+        "${run_timeout[@]}" "${pbf}" ${args} \
+            > "${tmp}/run${n}/stdout" 2> "${tmp}/run${n}/stderr"
     else
         "${run_timeout[@]}" "${pbf}" run "${file}" --out "${out}" ${args} \
             > "${tmp}/run${n}/stdout" 2> "${tmp}/run${n}/stderr"
     fi
     rc=$?
     err="$(cat "${tmp}/run${n}/stderr")"
+    anchored=0
+    if [[ "${want}" == *'$' ]]; then
+        anchored=1
+        want="${want%'$'}"
+    fi
     problem=""
     if [[ ${rc} -ge 124 ]]; then
         problem="crashed or timed out (exit ${rc})"
@@ -148,6 +157,8 @@ while IFS=$'\t' read -r file code want args || [[ -n "${file}" ]]; do
         problem="exit ${rc}, expected ${code}"
     elif [[ "${err}" != *"${want}"* ]]; then
         problem="message lacks \"${want}\""
+    elif [[ ${anchored} -eq 1 && "${err}" != *"${want}" ]]; then
+        problem="message does not end with \"${want}\""
     elif [[ "${err}" != "pbf: "* ]]; then
         problem="message does not start with \"pbf: \""
     elif [[ "${err}" == *"Sanitizer"* || "${err}" == *"runtime error:"* ]]; then

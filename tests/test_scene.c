@@ -147,6 +147,23 @@ static void test_closest_name(void) {
     ENSURE(pbfapp_closest_name("zzzzzzzz", names, 3) == NULL);
 }
 
+static void test_option_hint(void) {
+    const char *names[] = {"out", "frames", "threads", "checkpoint-every"};
+    char hint[96];
+    pbfapp_option_hint(hint, sizeof hint, "--frmes", names, 4);
+    ENSURE(strcmp(hint, " (did you mean \"--frames\"?)") == 0);
+    pbfapp_option_hint(hint, sizeof hint, "--fram=3", names, 4);
+    ENSURE(strcmp(hint, " (did you mean \"--frames\"?)") == 0);
+    pbfapp_option_hint(hint, sizeof hint, "-threds", names, 4);
+    ENSURE(strcmp(hint, " (did you mean \"--threads\"?)") == 0);
+    pbfapp_option_hint(hint, sizeof hint, "--checkpoint", names, 4);
+    ENSURE(strcmp(hint, " (did you mean \"--checkpoint-every\"?)") == 0);
+    pbfapp_option_hint(hint, sizeof hint, "--zzzzzzzz", names, 4);
+    ENSURE(strcmp(hint, "") == 0);
+    pbfapp_option_hint(hint, sizeof hint, "-x", names, 4); /* short options: no guess */
+    ENSURE(strcmp(hint, "") == 0);
+}
+
 int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_shipped_dam_break);
@@ -158,5 +175,6 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_override_errors_name_the_option);
     RUN_SUBTEST(test_vec3_override_is_all_or_nothing);
     RUN_SUBTEST(test_closest_name);
+    RUN_SUBTEST(test_option_hint);
     return test_end();
 }

@@ -26,7 +26,7 @@ typedef enum pbf_param_type {
 typedef struct pbf_param_info {
     const char *name;          /* scene-file key and --set name */
     pbf_param_type type;
-    const char *unit;          /* "m", "kg/m^3", "1" for dimensionless, ... */
+    const char *unit;          /* "m", "kg/m^3", "1" for dimensionless, "-" for no number */
     double def;                /* default (for VEC3: see def3; for ENUM: index into choices) */
     double def3[3];            /* VEC3 default */
     double min, max;           /* inclusive range of each component (ENUM: unused) */
@@ -58,7 +58,7 @@ const char *pbf_param_get_string(const pbf_param_info *p, const void *base);
 const pbf_param_info *pbf_param_find(const pbf_param_info *table, size_t count, const char *name);
 
 /* Checks a number (or one VEC3 component) against the parameter's type and range. `where`
- * prefixes the message ("dam_break.json: key \"particle_radius\"", or "world_def.particle_radius").
+ * prefixes the message ("dam_break.json: particle_radius", or "particle_radius").
  * Integers must be whole numbers; non-finite values are always rejected. */
 pbf_status pbf_param_check_number(const pbf_param_info *p, double value, const char *where,
                                   pbf_error *err);
@@ -78,7 +78,12 @@ double pbf_param_get_number(const pbf_param_info *p, const void *base, int compo
 /* Writes the parameter's default into the structure at base. */
 void pbf_param_set_default(const pbf_param_info *p, void *base);
 
-/* Formats "name  unit  default  range  description" for help texts into buf. */
+/* The unit as messages and help texts show it: p->unit, but "" for a dimensionless number
+ * ("1"), a string or choice ("-") and a 0/1 switch ("0/1", which its range already says). */
+const char *pbf_param_shown_unit(const pbf_param_info *p);
+
+/* Formats "name  unit  default  range  description" for help texts into buf (the unit as
+ * pbf_param_shown_unit gives it). */
 void pbf_param_format_help(const pbf_param_info *p, char *buf, size_t size);
 
 #ifdef __cplusplus

@@ -34,7 +34,7 @@ pbf_status pbf_backend_open(pbf_world *w, const char *device, pbf_error *err) {
 #else
         (void)spec;
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "world_def.device = \"%s\": this build has no OpenCL backend (configure "
+                      "device = \"%s\": this build has no OpenCL backend (configure "
                       "with the OpenCL headers and ICD loader installed: ocl-icd-opencl-dev)",
                       d);
         return PBF_ERR_INVALID_ARGUMENT;
@@ -46,14 +46,14 @@ pbf_status pbf_backend_open(pbf_world *w, const char *device, pbf_error *err) {
 #else
         (void)spec;
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "world_def.device = \"%s\": this build has no CUDA backend (configure "
+                      "device = \"%s\": this build has no CUDA backend (configure "
                       "where nvcc is found)",
                       d);
         return PBF_ERR_INVALID_ARGUMENT;
 #endif
     }
     pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                  "world_def.device = \"%s\": unknown device; use cpu, opencl, "
+                  "device = \"%s\": unknown device; use cpu, opencl, "
                   "opencl:PLATFORM.DEVICE, cuda or cuda:N (`pbf devices` lists them)",
                   d);
     return PBF_ERR_INVALID_ARGUMENT;

@@ -713,7 +713,7 @@ pbf_status pbf_cuda_open(pbf_world *w, const char *spec, pbf_error *err) {
         long v = strtol(spec, &end, 10);
         if (spec[0] < '0' || spec[0] > '9' || *end != '\0' || v > INT_MAX) {
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                          "world_def.device = \"cuda:%s\": expected cuda:N with a device number, "
+                          "device = \"cuda:%s\": expected cuda:N with a device number, "
                           "e.g. cuda:0 (`pbf devices` lists them)",
                           spec);
             return PBF_ERR_INVALID_ARGUMENT;
@@ -725,7 +725,7 @@ pbf_status pbf_cuda_open(pbf_world *w, const char *spec, pbf_error *err) {
     if (e != cudaSuccess || count == 0) {
         (void)cudaGetLastError();
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "world_def.device = \"cuda%s%s\": no CUDA device %d available (%s: %s)",
+                      "device = \"cuda%s%s\": no CUDA device %d available (%s: %s)",
                       spec[0] ? ":" : "", spec, index,
                       e != cudaSuccess ? cudaGetErrorName(e) : "cudaGetDeviceCount",
                       e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports 0 devices");
@@ -733,7 +733,7 @@ pbf_status pbf_cuda_open(pbf_world *w, const char *spec, pbf_error *err) {
     }
     if (index >= count) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "world_def.device = \"cuda:%s\": no such CUDA device (this machine has %d: "
+                      "device = \"cuda:%s\": no such CUDA device (this machine has %d: "
                       "cuda:0 to cuda:%d)",
                       spec, count, count - 1);
         return PBF_ERR_INVALID_ARGUMENT;
@@ -744,7 +744,7 @@ pbf_status pbf_cuda_open(pbf_world *w, const char *spec, pbf_error *err) {
     if (e == cudaSuccess) e = cudaSetDevice(index);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "world_def.device = \"cuda%s%s\": cannot "
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "device = \"cuda%s%s\": cannot "
                       "open CUDA device %d (%s: %s)", spec[0] ? ":" : "", spec, index,
                       cudaGetErrorName(e), cudaGetErrorString(e));
         return PBF_ERR_INVALID_ARGUMENT;

@@ -234,7 +234,7 @@ static pbf_status pick_device(const char *spec, cl_device_id *out, unsigned *pi,
     cl_int e = platforms(plat, MAX_PLATFORMS, &np);
     if (e != CL_SUCCESS || np == 0) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "world_def.device = \"opencl%s%s\": no OpenCL platform found (%s); install "
+                      "device = \"opencl%s%s\": no OpenCL platform found (%s); install "
                       "an OpenCL driver (an ICD: a GPU driver's, or pocl-opencl-icd for the CPU)",
                       spec[0] ? ":" : "", spec,
                       e == CL_SUCCESS ? "none installed" : cl_error_name(e));
@@ -257,7 +257,7 @@ static pbf_status pick_device(const char *spec, cl_device_id *out, unsigned *pi,
                 }
             }
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "world_def.device = \"opencl\": the OpenCL platforms have no device");
+                      "device = \"opencl\": the OpenCL platforms have no device");
         return PBF_ERR_INVALID_ARGUMENT;
     }
     char *end = NULL;
@@ -271,7 +271,7 @@ static pbf_status pick_device(const char *spec, cl_device_id *out, unsigned *pi,
     }
     if (!ok) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "world_def.device = \"opencl:%s\": expected opencl:PLATFORM.DEVICE with two "
+                      "device = \"opencl:%s\": expected opencl:PLATFORM.DEVICE with two "
                       "numbers, e.g. opencl:0.0 (`pbf devices` lists them)",
                       spec);
         return PBF_ERR_INVALID_ARGUMENT;
@@ -295,7 +295,7 @@ static pbf_status pick_device(const char *spec, cl_device_id *out, unsigned *pi,
             }
         }
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "world_def.device = \"opencl:%s\": no such OpenCL device (platform %lu, "
+                      "device = \"opencl:%s\": no such OpenCL device (platform %lu, "
                       "device %lu); this machine has %d: %s",
                       spec, p, k, total, total ? have : "none");
         return PBF_ERR_INVALID_ARGUMENT;
