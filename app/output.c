@@ -24,6 +24,7 @@ struct pbfapp_output {
     uint32_t *order;
     size_t order_cap;
     char last[4096];
+    char extra[256]; /* members appended to every stats.jsonl line (pbfapp_output_stats_extra) */
 };
 
 
@@ -484,12 +485,13 @@ pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, 
     json_number(mx, sizeof mx, s->density_error_max, "%.6g");
     json_number(speed, sizeof speed, s->max_speed, "%.6g");
     json_number(wall, sizeof wall, ms, "%.3f");
-    char line[512];
+    char line[768];
     int n = snprintf(line, sizeof line,
                      "{\"frame\":%d,\"time\":%s,\"particles\":%d,\"density_error_avg\":%s,"
                      "\"density_error_max\":%s,\"max_speed\":%s,\"nonfinite\":%d,\"escaped\":%d,"
-                     "\"ms\":%s}\n",
-                     frame, t, s->particles, avg, mx, speed, s->nonfinite, s->escaped, wall);
+                     "\"ms\":%s%s}\n",
+                     frame, t, s->particles, avg, mx, speed, s->nonfinite, s->escaped, wall,
+                     o->extra);
     if (n < 0 || (size_t)n >= sizeof line) n = (int)strlen(line);
     /* One line or nothing: a failed write (disk full) is cut back to the last complete line. */
     long before = ftell(o->stats);
@@ -506,6 +508,10 @@ pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, 
                     pbfapp_space_hint(e));
     }
     return PBF_OK;
+}
+
+void pbfapp_output_stats_extra(pbfapp_output *o, const char *members) {
+    if (o) snprintf(o->extra, sizeof o->extra, "%s", members ? members : "");
 }
 
 pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_output **out,
