@@ -359,8 +359,8 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     rc = agree(rc);
     /* traffic over every process: bytes sent per particle and step */
     info = pbf_mpi_domain_info(dom);
-    double bytes[2] = {info.migrated_bytes, info.halo_bytes};
-    MPI_Allreduce(MPI_IN_PLACE, bytes, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double bytes[4] = {info.migrated_bytes, info.halo_bytes, info.ghosts, info.messages};
+    MPI_Allreduce(MPI_IN_PLACE, bytes, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     double wall = pbfapp_now() - t_start;
     if (rc == 0 && !opt->quiet && c->root) {
         char wall_s[32];
@@ -372,10 +372,13 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
                frames_done, stats.particles, stats.time, wall_s,
                steps > 0 ? 1000.0 * step_seconds / (double)steps : 0.0, (long long)steps,
                stats.density_error_avg, stats.density_error_max, opt->out);
-        printf("pbf: MPI: %d processes, particles per process %d..%d, %lld rebalances; sent per "
-               "particle and step: %.2f B migration and ghosts, %.2f B halo updates\n",
+        double pst = (double)c->size * (double)(info.steps > 0 ? info.steps : 1);
+        printf("pbf: MPI: %d processes, particles per process %d..%d, %lld rebalances; per "
+               "process and step %.0f ghosts, %.1f messages; sent per particle and step: %.2f B "
+               "migration and ghosts, %.2f B halo updates\n",
                c->size, info.rank_particles_min, info.rank_particles_max,
-               (long long)info.rebalances, bytes[0] / ps, bytes[1] / ps);
+               (long long)info.rebalances, bytes[2] / pst, bytes[3] / pst, bytes[0] / ps,
+               bytes[1] / ps);
     }
     pbf_mpi_domain_destroy(dom);
     pbf_world_destroy(world);

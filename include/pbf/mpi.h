@@ -94,6 +94,9 @@ typedef struct pbf_mpi_info {
     double migrated_bytes;     /* bytes this process sent, summed over steps: migration and */
     double halo_bytes;         /* ghost copies after predict; halo updates after lambda, */
                                /* collide and velocity */
+    double ghosts;             /* ghost particles this process received, summed over steps */
+    double messages;           /* point-to-point messages it sent (migration counted once per
+                                  destination; the collectives not counted), summed over steps */
     int64_t steps;             /* steps since creation */
 } pbf_mpi_info;
 

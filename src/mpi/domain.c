@@ -69,7 +69,7 @@ struct pbf_mpi_domain {
     int failed;        /* an allocation failed: exchanges stop on every process */
     int count_min, count_max;
     int64_t rebalances, steps;
-    double migrated_bytes, halo_bytes;
+    double migrated_bytes, halo_bytes, ghosts, messages;
 };
 
 pbf_mpi_options pbf_mpi_default_options(void) {
@@ -212,6 +212,7 @@ static void migrate(pbf_mpi_domain *d) {
     MPI_Alltoallv(d->sbuf, d->wcount, d->wdispl, MPI_UINT32_T, d->rbuf, d->wrcount, d->wrdispl,
                   MPI_UINT32_T, d->comm);
     d->migrated_bytes += 4.0 * (double)W * (double)(stotal - (size_t)d->scount[d->rank]);
+    for (int r = 0; r < P; ++r) d->messages += r != d->rank && d->scount[r] > 0;
     /* merge the sources by key (keys of different sources differ; each source is ascending) */
     int *head = d->cursor, *src = d->scount; /* reused: the counts are no longer needed */
     int nsrc = 0;
@@ -278,6 +279,7 @@ static void halo_lists(pbf_mpi_domain *d) {
         int t[2], nt = ghost_targets(d, a, t);
         for (int k = 0; k < nt; ++k) d->hs_idx[cs[t[k]]++] = i;
     }
+    d->ghosts += (double)nr;
 }
 
 /* Copies rows `f` of the owners' particles over their ghosts on the other processes. The sender
@@ -299,6 +301,7 @@ static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
             for (int j = 0; j < nf; ++j) b[k * nf + j] = ((const uint32_t *)w->field[f[j]])[idx[k]];
         MPI_Isend(b, d->hs_n[r] * nf, MPI_UINT32_T, r, TAG_HALO, d->comm, &d->req[nreq++]);
         d->halo_bytes += 4.0 * nf * d->hs_n[r];
+        d->messages += 1;
     }
     MPI_Waitall(nreq, d->req, MPI_STATUSES_IGNORE);
     for (int r = 0; r < P; ++r) {
@@ -561,12 +564,27 @@ pbf_diagnosis pbf_mpi_diagnose(pbf_mpi_domain *d, double density_limit, int *ran
         g.check = checks[3];
         g.index = -1;
     }
-    int first = g.ok ? d->size : d->rank;
-    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, d->comm);
-    if (rank) *rank = first < d->size ? first : -1;
-    if (first >= d->size) return g;
-    /* the lowest failing process's diagnosis, on every process */
+    /* the check that failed first in pbf_world_diagnose's order (non-finite, escaped, density;
+     * then a failed allocation), then its worst particle: the lowest process for non-finite
+     * values, else the largest value, as pbf_world_diagnose picks within one process */
     int ncheck = (int)(sizeof checks / sizeof checks[0]), nst = 0;
+    int code = ncheck;
+    for (int c = 0; c < ncheck && !g.ok; ++c)
+        if (g.check && strcmp(g.check, checks[c]) == 0) code = c;
+    if (!g.ok && code == ncheck) code = 0;
+    int best = g.ok ? ncheck : code;
+    MPI_Allreduce(MPI_IN_PLACE, &best, 1, MPI_INT, MPI_MIN, d->comm);
+    if (rank) *rank = -1;
+    if (best >= ncheck) return g;
+    struct {
+        double value;
+        int rank;
+    } pick = {-HUGE_VAL, d->rank};
+    if (!g.ok && code == best) pick.value = best == 1 || best == 2 ? g.value : -(double)d->rank;
+    MPI_Allreduce(MPI_IN_PLACE, &pick, 1, MPI_DOUBLE_INT, MPI_MAXLOC, d->comm);
+    const int first = pick.rank;
+    if (rank) *rank = first;
+    /* that process's diagnosis, on every process */
     const pbf_stage_desc *st = pbf_stage_table(&nst);
     long long iv[4] = {-1, -1, g.index, (long long)g.id};
     for (int c = 0; c < ncheck; ++c)
@@ -601,6 +619,8 @@ pbf_mpi_info pbf_mpi_domain_info(const pbf_mpi_domain *d) {
     i.rebalances = d->rebalances;
     i.migrated_bytes = d->migrated_bytes;
     i.halo_bytes = d->halo_bytes;
+    i.ghosts = d->ghosts;
+    i.messages = d->messages;
     i.steps = d->steps;
     return i;
 }
