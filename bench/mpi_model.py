@@ -23,10 +23,10 @@ LAYERS = 2  # particle layers in one cell layer (h = 4 r = 2 spacings)
 
 
 def collectives(P):
-    """Per step: the Alltoall of counts (Bruck: log2 P rounds of P/2 ints) and six small
-    Allreduce/Bcast (statistics 2, agreement 2, diagnosis 2), each 2 log2 P latencies."""
+    """Per step: the Alltoall of counts (Bruck: log2 P rounds of P/2 ints) and seven small
+    Allreduce (agreements 3, statistics 2, guard 2), each 2 log2 P latencies."""
     lg = max(math.log2(P), 1.0)
-    return lg * a.alpha + lg * (P / 2) * 4 / a.beta + 6 * 2 * lg * a.alpha
+    return lg * a.alpha + lg * (P / 2) * 4 / a.beta + 7 * 2 * lg * a.alpha
 
 
 def model(N, P, shape):

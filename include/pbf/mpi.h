@@ -65,7 +65,9 @@ pbf_mpi_options pbf_mpi_default_options(void);
 /* Splits the world among the processes of `comm`. Every process must hold the same world (same
  * definition, boxes, particles in the same order: built from the same scene, or restored from
  * the same snapshot); each keeps the particles of its slab. The world then belongs to the
- * domain until pbf_mpi_domain_destroy: step it on every process together. Fails (on every
+ * domain until pbf_mpi_domain_destroy: step it on every process together, and neither add
+ * particles to it nor restore a snapshot into it meanwhile (restore before creating the domain,
+ * as `pbf run --resume` does). Fails (on every
  * process) for a device other than the CPU or worlds that differ in particle count. */
 pbf_status pbf_mpi_domain_create(pbf_world *world, MPI_Comm comm, const pbf_mpi_options *options,
                                  pbf_mpi_domain **out, pbf_error *err);

@@ -330,7 +330,10 @@ static void drop_ghosts(pbf_mpi_domain *d) {
 static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     pbf_mpi_domain *d = user;
     (void)w;
-    if (d->failed) return; /* the same on every process (agree_failed) */
+    if (d->failed) { /* the same on every process (agree_failed): no more exchanges */
+        if (stage == PBF_STAGE_VORTICITY_XSPH) drop_ghosts(d); /* local */
+        return;
+    }
     static const int lambda[] = {PBF_F_LAMBDA}, q[] = {PBF_F_QX, PBF_F_QY, PBF_F_QZ},
                      curl[] = {PBF_F_DENSITY, PBF_F_LAMBDA};
     switch (stage) {
