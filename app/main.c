@@ -29,6 +29,7 @@
 #include "checkpoint.h"
 #include "guard.h"
 #include "mesh.h"
+#include "mpi_run.h"
 #include "output.h"
 #include "pbf/params.h"
 #include "pbf/pbf.h"
@@ -155,6 +156,11 @@ static void print_run_help(FILE *f) {
             "domain and a density error above guard_density_error; on failure the run stops with a\n"
             "diagnostic (exit 3). SIGINT/SIGTERM finish the current frame, write a checkpoint and\n"
             "exit 130/143; `pbf run --resume DIR` continues bit-identically.\n"
+            "\n"
+            "Under MPI (`mpirun -np N pbf run SCENE`, a pbf built with MPI) the domain is split\n"
+            "into slabs among the N processes (CPU device; see rank_imbalance); process 0 writes\n"
+            "the same files as a single-process run, stats.jsonl adds ranks,\n"
+            "rank_particles_min and rank_particles_max, and --resume takes any N.\n"
             "\n"
             "exit status: 0 success; 1 runtime error (I/O, disk full: the message names the file);\n"
             "  2 usage, scene or checkpoint error; 3 unstable simulation; 130 stopped by SIGINT;\n"
@@ -364,7 +370,14 @@ static int run_command(int argc, char **argv) {
     if (rc < 0) {
         if (opt.resume) opt.out = opt.resume;
         if (!opt.scene) opt.scene = default_scene();
-        rc = simulate(&opt);
+        if (pbfapp_mpi_launched()) { /* mpirun -np N pbf run: app/mpi_run.c */
+            pbfapp_mpi_run_options mo = {opt.scene, opt.out, opt.resume, opt.quiet,
+                                         opt.render.png || opt.render.video, opt.overrides,
+                                         opt.override_count};
+            rc = pbfapp_mpi_run(&mo);
+        } else {
+            rc = simulate(&opt);
+        }
     }
     free_options(&opt);
     return rc;

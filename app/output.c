@@ -34,6 +34,7 @@ struct pbfapp_output {
     char index_path[4200]; /* "" for formats without an index */
     index_entry *index;
     size_t index_count, index_cap;
+    char extra[256]; /* members appended to every stats.jsonl line (pbfapp_output_stats_extra) */
 };
 
 
@@ -869,12 +870,13 @@ pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, 
     json_number(mx, sizeof mx, s->density_error_max, "%.6g");
     json_number(speed, sizeof speed, s->max_speed, "%.6g");
     json_number(wall, sizeof wall, ms, "%.3f");
-    char line[512];
+    char line[768];
     int n = snprintf(line, sizeof line,
                      "{\"frame\":%d,\"time\":%s,\"particles\":%d,\"density_error_avg\":%s,"
                      "\"density_error_max\":%s,\"max_speed\":%s,\"nonfinite\":%d,\"escaped\":%d,"
-                     "\"ms\":%s}\n",
-                     frame, t, s->particles, avg, mx, speed, s->nonfinite, s->escaped, wall);
+                     "\"ms\":%s%s}\n",
+                     frame, t, s->particles, avg, mx, speed, s->nonfinite, s->escaped, wall,
+                     o->extra);
     if (n < 0 || (size_t)n >= sizeof line) n = (int)strlen(line);
     /* One line or nothing: a failed write (disk full) is cut back to the last complete line. */
     long before = ftell(o->stats);
@@ -891,6 +893,10 @@ pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, 
                     pbfapp_space_hint(e));
     }
     return PBF_OK;
+}
+
+void pbfapp_output_stats_extra(pbfapp_output *o, const char *members) {
+    if (o) snprintf(o->extra, sizeof o->extra, "%s", members ? members : "");
 }
 
 pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_output **out,

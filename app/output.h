@@ -17,7 +17,8 @@
  *                    attributes v (vector), density (float), id (int); no primitives
  *   frame_00000.bgeo the same in Houdini's classic binary layout (Bgeo V5, big endian)
  *   stats.jsonl      one JSON object per frame: frame, time, particles, density_error_avg,
- *                    density_error_max, max_speed, nonfinite, escaped, ms
+ *                    density_error_max, max_speed, nonfinite, escaped, ms; under mpirun
+ *                    also ranks, rank_particles_min, rank_particles_max
  *   frames.pvd       (vtp) ParaView collection of the frames with their simulated times
  *   frames.EXT.series (ply, csv) ParaView's file series index of the frames with their times
  *
@@ -76,6 +77,10 @@ pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const p
  * failed write the file is cut back to its last complete line and the message names it. */
 pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, double ms,
                                pbf_error *err);
+
+/* JSON members appended to every following stats.jsonl line, e.g. `,"ranks":4` (NULL or "":
+ * none; at most 255 bytes). A run over MPI records its processes' particle counts this way. */
+void pbfapp_output_stats_extra(pbfapp_output *o, const char *members);
 
 /* Path of the last frame file written ("" before the first). */
 const char *pbfapp_output_last_path(const pbfapp_output *o);

@@ -110,6 +110,18 @@ static const pbf_param_info run_params[] = {
      NULL,
      offsetof(pbfapp_run, adaptive),
      "1 = retry an unstable frame with 2x, 4x, 8x substeps before stopping"},
+    {"rank_imbalance",
+     PBF_PARAM_FLOAT,
+     "1",
+     0.1,
+     {0, 0, 0},
+     0,
+     100,
+     0,
+     NULL,
+     offsetof(pbfapp_run, rank_imbalance),
+     "under mpirun: move the slab bounds when the busiest process holds more than (1 + this) "
+     "times the mean particle count; 0 = slabs of equal width, never moved"},
 };
 
 const pbf_param_info *pbfapp_run_params(size_t *count) {

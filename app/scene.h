@@ -33,7 +33,7 @@ typedef enum pbfapp_format {
 const char *pbfapp_format_extension(pbfapp_format format);
 
 /* Run parameters: the second parameter table (keys frames, fps, substeps, format,
- * guard_density_error, checkpoint_every, adaptive). */
+ * guard_density_error, checkpoint_every, adaptive, rank_imbalance). */
 typedef struct pbfapp_run {
     int frames;           /* frames written after frame 0 (the initial state) */
     float fps;            /* frames per simulated second */
@@ -45,6 +45,8 @@ typedef struct pbfapp_run {
     int checkpoint_every;      /* write a checkpoint every N frames (0 = only when stopped by a
                                   signal); --checkpoint-every N */
     int adaptive;              /* 1: retry an unstable frame with 2x..8x substeps; --adaptive */
+    float rank_imbalance;      /* under mpirun: rebalance the slabs above this excess over the
+                                  mean particle count per process; 0 = equal slabs */
 } pbfapp_run;
 
 const pbf_param_info *pbfapp_run_params(size_t *count);

@@ -70,7 +70,8 @@ void pbf_run_step(pbf_world *w, float dt) {
     double t0 = omp_get_wtime(), start = t0;
     pbf_boxes_update(w, w->time + dt);
     be->boxes_changed(w);
-    if (w->count > 0) {
+    const pbf_world_hooks *hk = w->hooks; /* distributed run: every stage, then its hook */
+    if (w->count > 0 || hk) {
         for (int s = 0; s < PBF_STAGE_STATS; ++s) {
             const pbf_stage_desc *sd = &stages[s];
             if (sd->per_iteration) {
@@ -80,6 +81,7 @@ void pbf_run_step(pbf_world *w, float dt) {
                 for (int it = 0; it < w->def.pbf.solver_iterations; ++it)
                     for (int b = s; b <= last; ++b) {
                         note_bad(w, &stages[b], be->run_stage(w, stages[b].id, &ctx), &bad);
+                        if (hk) hk->after_stage(w, stages[b].id, hk->user);
                         lap(w, &stages[b], &t0);
                     }
                 s = last;
@@ -89,6 +91,7 @@ void pbf_run_step(pbf_world *w, float dt) {
             if (sd->id == PBF_STAGE_GRID && bad) /* the sort moved the particles */
                 for (int i = 0; i < w->count; ++i)
                     if (w->id[i] == w->bad.id) w->bad.index = i;
+            if (hk) hk->after_stage(w, sd->id, hk->user);
             lap(w, sd, &t0);
         }
     }
@@ -116,7 +119,7 @@ void pbf_update_stats(pbf_world *w) {
     w->backend->run_stage(w, PBF_STAGE_STATS, &ctx);
     w->stats.time = w->time;
     w->stats.steps = w->steps;
-    w->stats.particles = w->count;
+    if (!w->hooks) w->stats.particles = w->count; /* distributed: the global count */
 }
 
 void pbf_refresh(pbf_world *w) {
@@ -141,7 +144,15 @@ void pbf_stats_accumulate(double acc[PBF_STATS_PARTIALS], const double v[PBF_STA
 }
 
 void pbf_stats_finish(pbf_world *w, const double acc[PBF_STATS_PARTIALS], int lost) {
-    const int n = w->count;
+    int n = w->count;
+    double global[PBF_STATS_PARTIALS] = {0};
+    if (w->hooks && w->hooks->reduce_stats) { /* distributed: over every process */
+        if (acc) memcpy(global, acc, sizeof global);
+        double count = n;
+        w->hooks->reduce_stats(w, global, &count, w->hooks->user);
+        n = (int)count;
+        acc = global;
+    }
     pbf_stats s;
     memset(&s, 0, sizeof s);
     s.time = w->time;

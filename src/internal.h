@@ -95,6 +95,8 @@ struct pbf_world {
     pbf_bad_particle bad; /* the particle behind stats.bad_stage */
     pbf_timings timings;
     int stage_timing; /* pbf_world_set_stage_timing */
+    /* a distributed run's hooks (src/mpi/): halos, migration, global statistics; NULL alone */
+    const struct pbf_world_hooks *hooks;
 };
 
 /* grid.c */
@@ -163,6 +165,23 @@ void pbf_update_stats(pbf_world *w);
 #define PBF_STATS_PARTIALS 5
 void pbf_stats_accumulate(double acc[PBF_STATS_PARTIALS], const double v[PBF_STATS_PARTIALS]);
 void pbf_stats_finish(pbf_world *w, const double acc[PBF_STATS_PARTIALS], int lost);
+/* Hooks of a distributed run (src/mpi/domain.c sets them; a world alone has none). With hooks
+ * the stage runner runs every stage even on a process that holds no particle (the hooks are
+ * collective), calls after_stage after each stage of the step (halo exchanges, migration, the
+ * removal of ghost particles), and pbf_stats_finish hands the statistics partials and the local
+ * particle count to reduce_stats, which combines them over every process. Ghost particles are
+ * copies of other processes' particles appended by after_stage: the stages compute on them like
+ * on any particle, the hooks overwrite what their neighbours read and remove them before the
+ * statistics, so they are read but never integrated. */
+typedef struct pbf_world_hooks {
+    void (*after_stage)(pbf_world *w, pbf_stage_id stage, void *user);
+    void (*reduce_stats)(pbf_world *w, double acc[PBF_STATS_PARTIALS], double *count, void *user);
+    void *user;
+} pbf_world_hooks;
+
+/* world.c: grows every particle array to `capacity` (the world is unchanged on failure). */
+pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err);
+
 /* Brings the host arrays up to date with the device (no-op on the CPU). */
 void pbf_sync_host(const pbf_world *w);
 

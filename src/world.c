@@ -84,6 +84,10 @@ static pbf_status reserve(pbf_world *w, int capacity, pbf_error *err) {
     return PBF_OK;
 }
 
+pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err) {
+    return reserve(w, capacity, err);
+}
+
 static float poly6_value(float h, float r2) {
     float d = h * h - r2;
     return 315.0f / (64.0f * PI_F * powf(h, 9.0f)) * d * d * d;

@@ -1,0 +1,402 @@
+/* `pbf run` over MPI processes (see mpi_run.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "checkpoint.h"
+#include "guard.h"
+#include "mpi_run.h"
+#include "output.h"
+#include "pbf/mpi.h"
+#include "pbf/pbf.h"
+#include "progress.h"
+#include "scene.h"
+
+#define EXIT_RUNTIME 1
+#define EXIT_USAGE 2
+#define EXIT_UNSTABLE 3
+
+int pbfapp_mpi_launched(void) {
+    const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK",
+                          "MPI_LOCALNRANKS"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; ++i)
+        if (getenv(vars[i])) return 1;
+    return 0;
+}
+
+typedef struct mpi_ctx {
+    int rank, size;
+    int root; /* rank == 0: writes files and prints */
+} mpi_ctx;
+
+/* The largest of every process's value (exit statuses: any failure wins). */
+static int agree(int v) {
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return v;
+}
+
+static int exit_for(pbf_status st) {
+    return st == PBF_OK ? 0 : st == PBF_ERR_INVALID_ARGUMENT || st == PBF_ERR_LIMIT ? EXIT_USAGE
+                                                                                     : EXIT_RUNTIME;
+}
+
+/* Prints on process 0 only ("pbf: " + message). */
+static void report(const mpi_ctx *c, const char *msg) {
+    if (c->root) {
+        fprintf(stderr, "pbf: %s\n", msg);
+        fflush(stderr);
+    }
+}
+
+/* Prints process 0's message, or when it has none, those of the processes that have one. */
+static void report_any(const mpi_ctx *c, const char *msg) {
+    int root_has = msg[0] != '\0';
+    MPI_Bcast(&root_has, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (c->root && msg[0])
+        fprintf(stderr, "pbf: %s\n", msg);
+    else if (!c->root && !root_has && msg[0])
+        fprintf(stderr, "pbf: MPI process %d: %s\n", c->rank, msg);
+    fflush(stderr);
+}
+
+/* Checkpoint of the gathered state (process 0), stats.jsonl synced first. */
+static pbf_status save_checkpoint(pbfapp_output *out, const char *dir, const pbf_snapshot *s,
+                                  int64_t frame, uint64_t hash, int64_t *last, char *path,
+                                  size_t path_size, pbf_error *err) {
+    pbf_status st = pbfapp_output_sync(out, err);
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    if (st == PBF_OK) st = pbfapp_checkpoint_encode(s, frame, hash, &buf, &len, err);
+    if (st == PBF_OK) {
+        pbfapp_checkpoint_path(path, path_size, dir, frame);
+        st = pbfapp_write_file_atomic(path, buf, len, err);
+    }
+    free(buf);
+    if (st == PBF_OK && *last >= 0 && *last < frame) pbfapp_checkpoint_prune(dir, *last);
+    if (st == PBF_OK) *last = frame;
+    return st;
+}
+
+/* Gathers the frame on process 0 and writes it, its stats line and (when due) a checkpoint.
+ * Collective; returns the exit status agreed by every process. */
+static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, pbfapp_output *out,
+                       const char *dir, int frame, double ms, int checkpoint, uint64_t hash,
+                       int64_t *last, char *path, size_t path_size) {
+    pbf_error err;
+    memset(&err, 0, sizeof err);
+    pbf_snapshot s;
+    pbf_status st = pbf_mpi_gather(dom, 0, &s, &err);
+    if (st == PBF_OK && c->root) {
+        pbf_stats stats = pbf_world_stats(world);
+        pbf_mpi_info info = pbf_mpi_domain_info(dom);
+        char extra[160];
+        snprintf(extra, sizeof extra,
+                 ",\"ranks\":%d,\"rank_particles_min\":%d,\"rank_particles_max\":%d", info.ranks,
+                 info.rank_particles_min, info.rank_particles_max);
+        pbfapp_output_stats_extra(out, extra);
+        pbf_particles p;
+        memset(&p, 0, sizeof p);
+        p.count = s.count;
+        p.x = s.x;
+        p.y = s.y;
+        p.z = s.z;
+        p.vx = s.vx;
+        p.vy = s.vy;
+        p.vz = s.vz;
+        p.density = s.density;
+        p.id = s.id;
+        st = pbfapp_output_frame(out, frame, stats.time, &p, &err);
+        if (st == PBF_OK) st = pbfapp_output_stats(out, frame, &stats, ms, &err);
+        if (st == PBF_OK && checkpoint)
+            st = save_checkpoint(out, dir, &s, frame, hash, last, path, path_size, &err);
+    }
+    int rc = exit_for(st);
+    if (rc) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "frame %d: %s", frame, err.message);
+        if (c->root) fprintf(stderr, "pbf: %s\n", msg);
+    }
+    rc = agree(rc);
+    if (!c->root && checkpoint && rc == 0) *last = frame;
+    return rc;
+}
+
+static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
+    pbf_error err;
+    memset(&err, 0, sizeof err);
+    char msg[1200];
+    if (opt->render) {
+        report(c, "--render and --video are not supported under mpirun yet: render the frames "
+                  "afterwards with `pbf render DIR`");
+        return EXIT_USAGE;
+    }
+    char scene_copy[4200];
+    const char *scene_file = opt->scene;
+    if (opt->resume) {
+        struct stat sb;
+        if (stat(opt->resume, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+            snprintf(msg, sizeof msg, "--resume %s: not a directory (give the --out of a run)",
+                     opt->resume);
+            report(c, msg);
+            return EXIT_USAGE;
+        }
+        snprintf(scene_copy, sizeof scene_copy, "%s/scene.json", opt->resume);
+        scene_file = scene_copy;
+    }
+    pbfapp_scene scene;
+    pbf_status st = pbfapp_scene_load(scene_file, opt->overrides, opt->override_count, &scene, &err);
+    int rc = agree(exit_for(st));
+    if (rc) {
+        snprintf(msg, sizeof msg, "%s%s", opt->resume ? "--resume: " : "", err.message);
+        report(c, msg);
+        pbfapp_scene_free(&scene);
+        return rc;
+    }
+    const pbfapp_run *run = &scene.run;
+    if (run->adaptive) {
+        report(c, "adaptive = 1 (--adaptive) is not supported under mpirun yet");
+        pbfapp_scene_free(&scene);
+        return EXIT_USAGE;
+    }
+    pbf_world *world = NULL;
+    st = pbfapp_scene_create_world(&scene, &world, &err);
+    rc = agree(exit_for(st));
+    if (rc) {
+        report(c, st != PBF_OK ? err.message : "creating the world failed on another process");
+        pbf_world_destroy(world);
+        pbfapp_scene_free(&scene);
+        return rc;
+    }
+    const uint64_t hash = pbfapp_scene_hash(&scene);
+    int start_frame = 0;
+    int64_t last_checkpoint = -1;
+    char checkpoint_path[4400] = "";
+    pbfapp_output *out = NULL;
+    msg[0] = '\0';
+    if (opt->resume) {
+        /* every process reads the checkpoint (the state of every particle) */
+        pbfapp_checkpoint ck;
+        st = pbfapp_checkpoint_find(opt->out, hash, scene.particles, c->root ? stderr : NULL, &ck,
+                                    checkpoint_path, sizeof checkpoint_path, &err);
+        if (st == PBF_OK) {
+            st = pbf_world_restore(world, &ck.snapshot, &err);
+            start_frame = (int)ck.frame;
+            pbfapp_checkpoint_free(&ck);
+        }
+        if (st != PBF_OK) snprintf(msg, sizeof msg, "--resume: %s", err.message);
+        last_checkpoint = start_frame;
+        if (st == PBF_OK && c->root) {
+            pbfapp_checkpoint_prune(opt->out, 0);
+            st = pbfapp_stats_truncate(opt->out, start_frame, &err);
+            if (st == PBF_ERR_INVALID_ARGUMENT) {
+                fprintf(stderr, "pbf: warning: %s\n", err.message);
+                st = PBF_OK;
+            }
+            if (st == PBF_OK) st = pbfapp_output_open_append(opt->out, run->format, &out, &err);
+            if (st != PBF_OK) snprintf(msg, sizeof msg, "%s", err.message);
+        }
+    } else if (c->root) {
+        int64_t newest = -1;
+        int old_frames = 0;
+        if (pbfapp_unfinished_run(opt->out, &newest, &old_frames)) {
+            snprintf(msg, sizeof msg,
+                     "%s holds an unfinished run (checkpoint of frame %lld of %d): resume it with "
+                     "`pbf run --resume %s`, or delete %s/checkpoint_*.pbfck to start over",
+                     opt->out, (long long)newest, old_frames, opt->out, opt->out);
+            st = PBF_ERR_INVALID_ARGUMENT;
+        } else {
+            st = pbfapp_output_open(opt->out, run->format, &out, &err);
+            if (st == PBF_OK) pbfapp_checkpoint_prune(opt->out, INT64_MAX);
+            else snprintf(msg, sizeof msg, "%s", err.message);
+        }
+    }
+    if (st == PBF_OK && c->root) {
+        char scene_out[4200];
+        snprintf(scene_out, sizeof scene_out, "%s/scene.json", opt->out);
+        st = pbfapp_scene_write(&scene, scene_out, &err);
+        if (st != PBF_OK) snprintf(msg, sizeof msg, "%s", err.message);
+    }
+    rc = agree(exit_for(st));
+    pbf_mpi_domain *dom = NULL;
+    if (rc == 0) {
+        pbf_mpi_options mo = pbf_mpi_default_options();
+        mo.imbalance = run->rank_imbalance;
+        st = pbf_mpi_domain_create(world, MPI_COMM_WORLD, &mo, &dom, &err);
+        rc = exit_for(st); /* agreed inside */
+        if (rc) snprintf(msg, sizeof msg, "%s", err.message);
+    }
+    if (rc) {
+        report_any(c, msg);
+        pbfapp_output_close(out, NULL);
+        pbf_world_destroy(world);
+        pbfapp_scene_free(&scene);
+        return rc;
+    }
+
+    const float dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));
+    pbf_stats stats = pbf_world_stats(world);
+    pbf_mpi_info info = pbf_mpi_domain_info(dom);
+    if (!opt->quiet && c->root) {
+        if (opt->resume)
+            printf("pbf: resuming %s from %s: frame %d of %d, t = %.4f s\n", opt->out,
+                   checkpoint_path, start_frame, run->frames, stats.time);
+        printf("pbf: %s: %s%s%d particles on %d MPI processes (cpu, slabs along %c), %d frames at "
+               "%g fps (%g s), %d substeps of %.4g ms, writing %s files to %s/\n",
+               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles, c->size,
+               "xyz"[info.axis], run->frames, (double)run->fps,
+               (double)run->frames / (double)run->fps, run->substeps, 1000.0 * (double)dt,
+               pbfapp_format_extension(run->format), opt->out);
+        fflush(stdout);
+    }
+    pbfapp_stop_install();
+    pbfapp_guard guard; /* for the density limit and the failure message */
+    pbfapp_guard_init(&guard, run->guard_density_error, 0);
+    pbfapp_progress progress;
+    pbfapp_progress_init(&progress, stderr, run->frames, opt->quiet || !c->root, -1);
+    double t_start = pbfapp_now(), step_seconds = 0.0;
+    int64_t steps = 0;
+    int frames_done = start_frame;
+    if (!opt->resume)
+        rc = write_frame(c, dom, world, out, opt->out, 0, 0.0, run->checkpoint_every > 0, hash,
+                         &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
+    else if (start_frame >= run->frames && !opt->quiet && c->root)
+        printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
+               start_frame, run->frames);
+    for (int frame = start_frame + 1; frame <= run->frames && rc == 0; ++frame) {
+        if (agree(pbfapp_stop_requested())) break;
+        pbfapp_frame_report rep;
+        memset(&rep, 0, sizeof rep);
+        rep.diag.ok = 1;
+        rep.factor = 1;
+        rep.substeps = run->substeps;
+        int bad_rank = -1;
+        double t0 = pbfapp_now();
+        for (int s = 0; s < run->substeps; ++s) {
+            st = pbf_world_step(world, dt, &err); /* fails only on a bad dt: on every process */
+            if (st != PBF_OK) break;
+            ++rep.steps;
+            pbf_diagnosis d = pbf_mpi_diagnose(dom, guard.density_limit, &bad_rank);
+            if (!d.ok) {
+                rep.diag = d;
+                rep.step = pbf_world_stats(world).steps;
+                rep.substep = s + 1;
+                break;
+            }
+        }
+        rep.step_seconds = pbfapp_now() - t0;
+        steps += rep.steps;
+        step_seconds += rep.step_seconds;
+        if (st != PBF_OK) {
+            pbfapp_progress_finish(&progress);
+            snprintf(msg, sizeof msg, "frame %d: simulation step failed: %s", frame, err.message);
+            report(c, msg);
+            rc = EXIT_RUNTIME;
+            break;
+        }
+        if (!rep.diag.ok) {
+            char what[700];
+            pbfapp_guard_describe(&guard, &rep, frame, what, sizeof what);
+            pbfapp_progress_finish(&progress);
+            snprintf(msg, sizeof msg, "%s (on MPI process %d of %d)", what, bad_rank, c->size);
+            report(c, msg);
+            if (last_checkpoint >= 0)
+                snprintf(msg, sizeof msg,
+                         "last good checkpoint: %s (frame %lld); after a fix resume with `pbf run "
+                         "--resume %s`",
+                         checkpoint_path, (long long)last_checkpoint, opt->out);
+            else
+                snprintf(msg, sizeof msg, "no checkpoint to resume from (--checkpoint-every N "
+                                          "writes them); try more substeps or solver_iterations");
+            report(c, msg);
+            rc = EXIT_UNSTABLE;
+            break;
+        }
+        double ms = 1000.0 * rep.step_seconds;
+        int ck = run->checkpoint_every > 0 &&
+                 (frame % run->checkpoint_every == 0 || frame == run->frames);
+        rc = write_frame(c, dom, world, out, opt->out, frame, ms, ck, hash, &last_checkpoint,
+                         checkpoint_path, sizeof checkpoint_path);
+        if (rc) {
+            pbfapp_progress_finish(&progress);
+            break;
+        }
+        frames_done = frame;
+        stats = pbf_world_stats(world);
+        pbfapp_progress_update(&progress, frame, &stats,
+                               rep.steps > 0 ? ms / (double)rep.steps : 0.0);
+    }
+    pbfapp_progress_finish(&progress);
+    int sig = agree(pbfapp_stop_requested());
+    if (rc == 0 && sig) {
+        /* SIGINT / SIGTERM on any process: the frame was finished everywhere; checkpoint it */
+        if (last_checkpoint != frames_done)
+            rc = write_frame(c, dom, world, out, opt->out, frames_done, 0.0, 1, hash,
+                             &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
+        if (rc == 0) {
+            snprintf(msg, sizeof msg,
+                     "stopped by %s after frame %d of %d; checkpoint %s; resume with: mpirun ... "
+                     "pbf run --resume %s",
+                     sig == SIGINT ? "SIGINT" : "SIGTERM", frames_done, run->frames,
+                     checkpoint_path, opt->out);
+            report(c, msg);
+            rc = 128 + sig;
+        }
+    }
+    pbfapp_guard_free(&guard);
+    if (c->root) {
+        pbf_status cst = pbfapp_output_close(out, &err);
+        if (cst != PBF_OK && rc == 0) {
+            fprintf(stderr, "pbf: %s\n", err.message);
+            rc = EXIT_RUNTIME;
+        }
+    }
+    rc = agree(rc);
+    /* traffic over every process: bytes sent per particle and step */
+    info = pbf_mpi_domain_info(dom);
+    double bytes[4] = {info.migrated_bytes, info.halo_bytes, info.ghosts, info.messages};
+    MPI_Allreduce(MPI_IN_PLACE, bytes, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double wall = pbfapp_now() - t_start;
+    if (rc == 0 && !opt->quiet && c->root) {
+        char wall_s[32];
+        pbfapp_format_duration(wall_s, sizeof wall_s, wall);
+        double ps = (double)stats.particles * (double)(info.steps > 0 ? info.steps : 1);
+        printf("pbf: done: %d frames, %d particles, %.3f s simulated in %s wall; mean %.3f "
+               "ms/step over %lld steps; final density error avg %.3f%% max %.3f%%; output in "
+               "%s/\n",
+               frames_done, stats.particles, stats.time, wall_s,
+               steps > 0 ? 1000.0 * step_seconds / (double)steps : 0.0, (long long)steps,
+               stats.density_error_avg, stats.density_error_max, opt->out);
+        double pst = (double)c->size * (double)(info.steps > 0 ? info.steps : 1);
+        printf("pbf: MPI: %d processes, particles per process %d..%d, %lld rebalances; per "
+               "process and step %.0f ghosts, %.1f messages; sent per particle and step: %.2f B "
+               "migration and ghosts, %.2f B halo updates\n",
+               c->size, info.rank_particles_min, info.rank_particles_max,
+               (long long)info.rebalances, bytes[2] / pst, bytes[3] / pst, bytes[0] / ps,
+               bytes[1] / ps);
+    }
+    pbf_mpi_domain_destroy(dom);
+    pbf_world_destroy(world);
+    pbfapp_scene_free(&scene);
+    return rc;
+}
+
+int pbfapp_mpi_run(const pbfapp_mpi_run_options *opt) {
+    int provided = 0, inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited) MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    mpi_ctx c;
+    MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &c.size);
+    c.root = c.rank == 0;
+    int rc = run(opt, &c);
+    fflush(stdout);
+    fflush(stderr);
+    if (!inited) MPI_Finalize();
+    return rc;
+}

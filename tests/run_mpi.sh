@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# `mpirun -np N pbf run` (src/mpi/domain.c, app/mpi_run.c) against the single-process run of
+# scenes/quick.json (a dam break, 2250 particles, 12 frames, one thread per process):
+#   - 1, 2 and 4 processes write frames and checkpoints byte-identical to the single-process
+#     run's, and stats.jsonl lines equal to its own apart from ms, plus ranks and the particle
+#     counts per process;
+#   - 4 processes in slabs of equal width (rank_imbalance = 0): processes start empty, and
+#     particles migrate into them across the slabs (their count becomes positive);
+#   - a run stopped at frame 6 on 2 processes resumes on 4, and then without MPI: the same frames;
+#   - the instability guard stops every process with one message naming the process and the
+#     same particle as the single-process run (exit 3).
+# Skips (77) when pbf was built without MPI or mpirun is missing.
+#
+#   bash tests/run_mpi.sh PBF HAVE_MPI [MPIRUN]
+set -uo pipefail
+pbf="$1"
+have_mpi="$2"
+mpirun="${3:-mpirun}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+scene="${here}/../scenes/quick.json"
+source "${here}/check.sh"
+
+if [[ "${have_mpi}" != "ON" ]]; then
+    echo "skipped: this pbf was built without MPI (install libopenmpi-dev: cmake prints \"pbf MPI: ON\")"
+    exit 77
+fi
+if ! command -v "${mpirun}" > /dev/null 2>&1; then
+    echo "skipped: ${mpirun} not found (install openmpi-bin)"
+    exit 77
+fi
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "${tmp}"' EXIT
+cd "${tmp}" || exit 1
+# 4 processes on 2 cores
+# (with --oversubscribe Open MPI runs them in its degraded mode: a waiting process yields)
+mp() { # mp N ARGS...: pbf on N processes
+    local n="$1"
+    shift
+    "${mpirun}" --oversubscribe --allow-run-as-root -np "${n}" "${pbf}" "$@"
+}
+common=(--set threads=1 --frames 12 -q)
+
+# same files: every frame, checkpoints of frames 6 and 12
+same_files() { # same_files DIR [FIRST_FRAME]
+    local d="$1" first="${2:-0}" f k bad=0
+    for ((k = first; k <= 12; ++k)); do
+        f=$(printf 'frame_%05d.vtp' "${k}")
+        cmp -s "ref/${f}" "${d}/${f}" || { echo "  ${d}/${f} differs"; bad=1; }
+    done
+    cmp -s ref/checkpoint_00012.pbfck "${d}/checkpoint_00012.pbfck" ||
+        { echo "  ${d}/checkpoint_00012.pbfck differs"; bad=1; }
+    return "${bad}"
+}
+# stats.jsonl: every member of the reference equal (but ms); ranks = N on every line
+same_stats() { # same_stats DIR N
+    python3 - "$1" "$2" << 'EOF'
+import json, sys
+d, n = sys.argv[1], int(sys.argv[2])
+a = [json.loads(l) for l in open("ref/stats.jsonl")]
+b = [json.loads(l) for l in open(d + "/stats.jsonl")]
+ok = len(a) == len(b) == 13
+for x, y in zip(a, b):
+    for k in x:
+        if k != "ms" and x[k] != y[k]:
+            print(f"  frame {x['frame']}: {k} {x[k]} != {y[k]}")
+            ok = False
+    if y.get("ranks") != n or not (0 <= y["rank_particles_min"] <= y["rank_particles_max"] <= y["particles"]):
+        print(f"  frame {y['frame']}: ranks/rank_particles wrong: {y}")
+        ok = False
+sys.exit(0 if ok else 1)
+EOF
+}
+
+"${pbf}" run "${scene}" --out ref --checkpoint-every 6 "${common[@]}"
+check "single-process reference run" $?
+
+for n in 1 2 4; do
+    mp "${n}" run "${scene}" --out "np${n}" --checkpoint-every 6 "${common[@]}"
+    check "mpirun -np ${n}: exit 0" $?
+    same_files "np${n}"
+    check "mpirun -np ${n}: frames and checkpoint byte-identical to the single-process run" $?
+    same_stats "np${n}" "${n}"
+    check "mpirun -np ${n}: stats.jsonl as the single-process run's, ranks = ${n}" $?
+done
+python3 -c '
+import json, sys
+s = [json.loads(l) for l in open("np2/stats.jsonl")]
+sys.exit(0 if all(x["rank_particles_min"] > 0 for x in s) else 1)'
+check "mpirun -np 2: balanced slabs, no process empty" $?
+
+mp 4 run "${scene}" --out eq4 --set rank_imbalance=0 --checkpoint-every 6 "${common[@]}"
+check "mpirun -np 4, slabs of equal width: exit 0" $?
+same_files eq4
+check "mpirun -np 4, slabs of equal width: byte-identical frames" $?
+python3 -c '
+import json, sys
+s = [json.loads(l) for l in open("eq4/stats.jsonl")]
+first, last = s[0]["rank_particles_min"], s[-1]["rank_particles_min"]
+print(f"  smallest process: {first} particles at frame 0, {last} at frame 12")
+sys.exit(0 if first == 0 and last > 0 else 1)'
+check "mpirun -np 4, slabs of equal width: an empty process receives migrating particles" $?
+
+# stopped at frame 6 on 2 processes, resumed on 4 to frame 9, then without MPI to frame 12
+mp 2 run "${scene}" --out res --checkpoint-every 3 --set threads=1 --frames 6 -q &&
+    mp 4 run --resume res --frames 9 -q && "${pbf}" run --resume res --frames 12 -q
+check "resume from 2 processes on 4, then on 1 without MPI: exit 0" $?
+same_files res 7
+check "resume on another process count: frames 7..12 and checkpoint byte-identical" $?
+
+"${pbf}" run "${scene}" --out g1 --set guard_density_error=0.5 "${common[@]}" 2> g1.err
+g1=$?
+mp 4 run "${scene}" --out g4 --set guard_density_error=0.5 "${common[@]}" > g4.out 2>&1
+g4=$?
+sed 's/^/  /' g4.out | head -3
+id1=$(grep -o '(id [0-9]*)' g1.err)
+[[ "${g1}" -eq 3 && "${g4}" -ne 0 ]] && grep -q 'exit code: *3\|Exit code: *3' g4.out &&
+    [[ $(grep -c 'unstable simulation' g4.out) -eq 1 ]] && grep -q 'on MPI process [0-3] of 4' g4.out &&
+    grep -qF "${id1}" g4.out
+check "guard over 4 processes: exit 3, one message naming the process and the particle ${id1}" $?
+
+echo "${passed} passed, ${failed} failed"
+[[ "${failed}" -eq 0 ]]
