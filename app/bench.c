@@ -110,6 +110,9 @@ typedef struct bench_result {
     long rss_now_before_kib; /* current resident set before the world (-1: unknown) */
     long rss_now_end_kib;    /* current resident set after the last step, world alive */
     double density_error_avg, density_error_max, max_speed, sim_time;
+    /* the pressure solve, mean per measured step (pbf_stats): substeps, iterations and the error
+     * the density solve reached; the divergence solve's (DFSPH) */
+    double substeps, iterations, solver_error, divergence_iterations, divergence_error;
     int nonfinite, escaped;
     double speedup; /* filled by the parent: ms_mean at 1 thread / ms_mean here; < 0 unknown */
     pbf_status create_status;      /* of pbf_world_create (a device that is not there) */
@@ -402,6 +405,12 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
         times[s] = pbfapp_now() - a;
         sum += times[s];
         bench_tick(o, c, threads, r->warmup + s + 1, all_steps);
+        pbf_stats ss = pbf_world_stats(w);
+        r->substeps += ss.substeps / (double)r->steps;
+        r->iterations += ss.iterations / (double)r->steps;
+        r->solver_error += ss.solver_error / r->steps;
+        r->divergence_iterations += ss.divergence_iterations / (double)r->steps;
+        r->divergence_error += ss.divergence_error / r->steps;
     }
     r->rss_peak_kib = maxrss_kib();
     r->rss_now_end_kib = rss_now_kib();
@@ -658,6 +667,17 @@ static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
         for (int s = 0; s < ST_COUNT; ++s) fprintf(f, " %8.3f", r->stage_ms[s]);
         fputc('\n', f);
     }
+    fprintf(f, "\npressure solve, mean per step (iterations over all substeps; the average "
+               "density error, %%, the solve reached; divergence: DFSPH):\n");
+    fprintf(f, "%-8s %3s %9s %10s %10s %10s %10s\n", "case", "thr", "substeps", "iterations",
+            "error %", "div iters", "div err %");
+    for (int k = 0; k < nres; ++k) {
+        const bench_result *r = &res[k];
+        if (!r->ok) continue;
+        fprintf(f, "%-8s %3d %9.2f %10.2f %10.4f %10.2f %10.4f\n", o->cases[r->case_index].name,
+                r->threads, r->substeps, r->iterations, r->solver_error, r->divergence_iterations,
+                r->divergence_error);
+    }
     fprintf(f,
             "\ndevice memory (pbf_world_memory after the last step: per particle of capacity, "
             "every array%s; the grid's cell starts; all the world holds on the device):\n",
@@ -782,6 +802,11 @@ static cJSON *json_results(const bench_options *o, const machine_facts *m, const
         cJSON_AddNumberToObject(rj, "simulated_time_s", r->sim_time);
         cJSON_AddNumberToObject(rj, "density_error_avg", r->density_error_avg);
         cJSON_AddNumberToObject(rj, "density_error_max", r->density_error_max);
+        cJSON_AddNumberToObject(rj, "substeps_per_step", r->substeps);
+        cJSON_AddNumberToObject(rj, "iterations_per_step", r->iterations);
+        cJSON_AddNumberToObject(rj, "solver_error", r->solver_error);
+        cJSON_AddNumberToObject(rj, "divergence_iterations_per_step", r->divergence_iterations);
+        cJSON_AddNumberToObject(rj, "divergence_error", r->divergence_error);
         cJSON_AddNumberToObject(rj, "max_speed", r->max_speed);
         cJSON_AddNumberToObject(rj, "nonfinite", r->nonfinite);
         cJSON_AddNumberToObject(rj, "escaped", r->escaped);

@@ -87,9 +87,9 @@ static int run_param_hashed(const char *name) {
 uint64_t pbfapp_scene_hash(const pbfapp_scene *s) {
     uint64_t h = hash_str(PBFAPP_FNV_OFFSET, "pbf scene v1");
     size_t rn = 0;
-    const pbf_param_info *wtables[4];
-    size_t wcounts[4];
-    int nt = pbf_world_param_tables(wtables, wcounts, 4);
+    const pbf_param_info *wtables[PBF_MAX_PARAM_TABLES];
+    size_t wcounts[PBF_MAX_PARAM_TABLES];
+    int nt = pbf_world_param_tables(wtables, wcounts, PBF_MAX_PARAM_TABLES);
     const pbf_param_info *rt = pbfapp_run_params(&rn);
     /* threads and device do not change the state a checkpoint holds (a checkpoint of one device
      * resumes on another) */

@@ -129,8 +129,13 @@ static void print_run_help(FILE *f) {
     fprintf(f, "\nworld parameters, shared by every solver (scene-file keys; name, unit (none: "
                "dimensionless), default, range, description):\n");
     print_table(f, wt, wn);
-    fprintf(f, "\nPosition Based Fluids parameters (solver = pbf; Macklin & Mueller 2013):\n");
-    print_table(f, pt, pn);
+    size_t nsv = 0;
+    const pbf_solver_info *sv = pbf_solvers(&nsv);
+    for (size_t k = 0; k < nsv; ++k) { /* each pressure solver's own table */
+        pt = pbf_solver_params(sv[k].kind, &pn);
+        fprintf(f, "\n%s parameters (solver = %s):\n", sv[k].title, sv[k].name);
+        print_table(f, pt, pn);
+    }
     fprintf(f, "\nrun parameters (scene-file keys):\n");
     print_table(f, rt, rn);
     fprintf(f,

@@ -864,8 +864,10 @@ static void json_number(char *buf, size_t size, double v, const char *fmt) {
 
 pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, double ms,
                                pbf_error *err) {
-    char t[40], avg[40], mx[40], speed[40], wall[40];
+    char t[40], avg[40], mx[40], speed[40], wall[40], serr[40], derr[40];
     json_number(t, sizeof t, s->time, "%.9g");
+    json_number(serr, sizeof serr, s->solver_error, "%.6g");
+    json_number(derr, sizeof derr, s->divergence_error, "%.6g");
     json_number(avg, sizeof avg, s->density_error_avg, "%.6g");
     json_number(mx, sizeof mx, s->density_error_max, "%.6g");
     json_number(speed, sizeof speed, s->max_speed, "%.6g");
@@ -874,9 +876,10 @@ pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, 
     int n = snprintf(line, sizeof line,
                      "{\"frame\":%d,\"time\":%s,\"particles\":%d,\"density_error_avg\":%s,"
                      "\"density_error_max\":%s,\"max_speed\":%s,\"nonfinite\":%d,\"escaped\":%d,"
-                     "\"ms\":%s%s}\n",
+                     "\"ms\":%s,\"substeps\":%d,\"iterations\":%d,\"solver_error\":%s,"
+                     "\"divergence_iterations\":%d,\"divergence_error\":%s%s}\n",
                      frame, t, s->particles, avg, mx, speed, s->nonfinite, s->escaped, wall,
-                     o->extra);
+                     s->substeps, s->iterations, serr, s->divergence_iterations, derr, o->extra);
     if (n < 0 || (size_t)n >= sizeof line) n = (int)strlen(line);
     /* One line or nothing: a failed write (disk full) is cut back to the last complete line. */
     long before = ftell(o->stats);

@@ -499,9 +499,9 @@ static void keyset_add_table(keyset *k, const pbf_param_info *t, size_t n) {
 }
 
 static void keyset_add_world(keyset *k) {
-    const pbf_param_info *tables[4];
-    size_t counts[4];
-    int nt = pbf_world_param_tables(tables, counts, 4);
+    const pbf_param_info *tables[PBF_MAX_PARAM_TABLES];
+    size_t counts[PBF_MAX_PARAM_TABLES];
+    int nt = pbf_world_param_tables(tables, counts, PBF_MAX_PARAM_TABLES);
     for (int t = 0; t < nt; ++t) keyset_add_table(k, tables[t], counts[t]);
 }
 
@@ -551,9 +551,9 @@ static void join_key(char *buf, size_t size, const char *parent, const char *key
 
 /* A key of the world definition: the shared table, then the solver's (pbf_world_param_tables). */
 static const pbf_param_info *find_world_param(const char *key) {
-    const pbf_param_info *tables[4];
-    size_t counts[4];
-    int nt = pbf_world_param_tables(tables, counts, 4);
+    const pbf_param_info *tables[PBF_MAX_PARAM_TABLES];
+    size_t counts[PBF_MAX_PARAM_TABLES];
+    int nt = pbf_world_param_tables(tables, counts, PBF_MAX_PARAM_TABLES);
     for (int t = 0; t < nt; ++t) {
         const pbf_param_info *p = pbf_param_find(tables[t], counts[t], key);
         if (p) return p;
@@ -792,10 +792,10 @@ static double physical_memory_bytes(void) {
  * double read from the file but is stored as 0 (fps 0 would make dt infinite). Then the step:
  * pbf_world_step accepts dt <= 1 s. */
 static pbf_status check_stored_values(const pbfapp_scene *s, pbf_error *err) {
-    const pbf_param_info *tables[5];
-    size_t counts[5];
-    const void *bases[5];
-    int nt = pbf_world_param_tables(tables, counts, 4);
+    const pbf_param_info *tables[PBF_MAX_PARAM_TABLES + 1];
+    size_t counts[PBF_MAX_PARAM_TABLES + 1];
+    const void *bases[PBF_MAX_PARAM_TABLES + 1];
+    int nt = pbf_world_param_tables(tables, counts, PBF_MAX_PARAM_TABLES);
     for (int t = 0; t < nt; ++t) bases[t] = &s->def;
     tables[nt] = pbfapp_run_params(&counts[nt]);
     bases[nt++] = &s->run;

@@ -114,9 +114,9 @@ pbf_status pbfapp_scene_write(const pbfapp_scene *s, const char *path, pbf_error
     FILE *f = fopen(tmp, "wb");
     if (!f) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
     size_t rn = 0;
-    const pbf_param_info *wtables[4];
-    size_t wcounts[4];
-    int nt = pbf_world_param_tables(wtables, wcounts, 4);
+    const pbf_param_info *wtables[PBF_MAX_PARAM_TABLES];
+    size_t wcounts[PBF_MAX_PARAM_TABLES];
+    int nt = pbf_world_param_tables(wtables, wcounts, PBF_MAX_PARAM_TABLES);
     const pbf_param_info *rt = pbfapp_run_params(&rn);
     fputs("{\n  \"name\": ", f);
     json_string(f, s->name);

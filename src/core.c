@@ -1,6 +1,6 @@
 /*
- * The stage runner: one step of Position Based Fluids (Macklin & Müller 2013, Algorithm 1) as a
- * table of named stages, run by the world's backend.
+ * The stage runner: one step of the world's pressure solver as a table of named stages, run by
+ * the world's backend. Position Based Fluids (Macklin & Müller 2013, Algorithm 1):
  *
  *   predict         v += dt g, |v| <= v_max (CFL), x* = x + dt v                   (lines 1-4)
  *   grid            counting sort by the cell of x*, reorder every sorted field      (lines 5-7)
@@ -11,10 +11,28 @@
  *   vorticity_xsph  vorticity confinement (eq. 16), XSPH (eq. 17), x = x*          (lines 22-23)
  *   stats           statistics of the new state
  *
+ * The SPH solvers are the same table with their own pressure stages in the middle: gravity keeps
+ * x* = x so that the grid and the densities are those of the current positions, the pressure
+ * stages change the velocity, advect + collide move the particles by dt v with the shared
+ * collisions and friction, and velocity, vorticity_xsph and stats are shared as they are.
+ *
+ *   wcsph  gravity, grid, wcsph_pressure, pressure_accel, advect, collide, velocity, ...
+ *   dfsph  gravity, grid, dfsph_factor, [divergence, pressure_accel] (divergence solve),
+ *          [density_adv, pressure_accel] (density solve), advect, collide, velocity, ...
+ *
+ * An iterative solve is a block of stages with the same `loop`: its first stage measures the
+ * error (w->solve_error); the block repeats until the error is at most the tolerance after at
+ * least the minimum number of iterations, or the maximum is reached. A tolerance of 0 runs a
+ * fixed count of iterations (PBF's solver_iterations), exactly as the plain loop did.
+ *
+ * WCSPH and DFSPH split a step into substeps limited by their CFL condition; the step's dt stays
+ * what the caller asked for, so frames and outputs keep their times.
+ *
  * A stage's name is written once, here: the timings (pbf_world_timings, `pbf bench`'s breakdown)
- * and the guard's "first stage that produced a non-finite value" both come from this table.
+ * and the guard's "first stage that produced a non-finite value" both come from these tables.
  */
 #include <limits.h>
+#include <math.h>
 #include <omp.h>
 #include <stddef.h>
 #include <string.h>
@@ -22,23 +40,133 @@
 #include "internal.h"
 
 #define TIMING(f) offsetof(pbf_timings, f)
+#define D PBF_SOLVE_DENSITY
+#define V PBF_SOLVE_DIVERGENCE
+
+static const char *const stage_names[PBF_STAGE_COUNT] = {
+    [PBF_STAGE_PREDICT] = "predict",
+    [PBF_STAGE_GRID] = "grid",
+    [PBF_STAGE_LAMBDA] = "lambda",
+    [PBF_STAGE_DELTA_P] = "delta_p",
+    [PBF_STAGE_COLLIDE] = "collide",
+    [PBF_STAGE_VELOCITY] = "velocity",
+    [PBF_STAGE_VORTICITY_XSPH] = "vorticity_xsph",
+    [PBF_STAGE_GRAVITY] = "gravity",
+    [PBF_STAGE_WCSPH_PRESSURE] = "wcsph_pressure",
+    [PBF_STAGE_DFSPH_FACTOR] = "dfsph_factor",
+    [PBF_STAGE_DIVERGENCE] = "divergence",
+    [PBF_STAGE_DENSITY_ADV] = "density_adv",
+    [PBF_STAGE_PRESSURE_ACCEL] = "pressure_accel",
+    [PBF_STAGE_ADVECT] = "advect",
+    [PBF_STAGE_STATS] = "stats",
+};
 
 /* clang-format off */
-static const pbf_stage_desc stages[PBF_STAGE_COUNT] = {
-    {PBF_STAGE_PREDICT,        "predict",        TIMING(predict),  0},
-    {PBF_STAGE_GRID,           "grid",           TIMING(grid),     0},
-    {PBF_STAGE_LAMBDA,         "lambda",         TIMING(lambda),   1},
-    {PBF_STAGE_DELTA_P,        "delta_p",        TIMING(delta_p),  1},
-    {PBF_STAGE_COLLIDE,        "collide",        TIMING(collide),  1},
-    {PBF_STAGE_VELOCITY,       "velocity",       TIMING(velocity), 0},
-    {PBF_STAGE_VORTICITY_XSPH, "vorticity_xsph", TIMING(velocity), 0},
-    {PBF_STAGE_STATS,          "stats",          TIMING(stats),    0},
+static const pbf_stage_desc pbf_stages[] = {
+    {PBF_STAGE_PREDICT,        TIMING(predict),  0, 0},
+    {PBF_STAGE_GRID,           TIMING(grid),     0, 0},
+    {PBF_STAGE_LAMBDA,         TIMING(lambda),   D, D},
+    {PBF_STAGE_DELTA_P,        TIMING(delta_p),  D, 0},
+    {PBF_STAGE_COLLIDE,        TIMING(collide),  D, 0},
+    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0},
+    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0},
+    {PBF_STAGE_STATS,          TIMING(stats),    0, 0},
+};
+static const pbf_stage_desc wcsph_stages[] = {
+    {PBF_STAGE_GRAVITY,        TIMING(predict),  0, 0},
+    {PBF_STAGE_GRID,           TIMING(grid),     0, 0},
+    {PBF_STAGE_WCSPH_PRESSURE, TIMING(lambda),   0, D},
+    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0},
+    {PBF_STAGE_ADVECT,         TIMING(collide),  0, 0},
+    {PBF_STAGE_COLLIDE,        TIMING(collide),  0, 0},
+    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0},
+    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0},
+    {PBF_STAGE_STATS,          TIMING(stats),    0, 0},
+};
+static const pbf_stage_desc dfsph_stages[] = {
+    {PBF_STAGE_GRAVITY,        TIMING(predict),  0, 0},
+    {PBF_STAGE_GRID,           TIMING(grid),     0, 0},
+    {PBF_STAGE_DFSPH_FACTOR,   TIMING(lambda),   0, 0},
+    {PBF_STAGE_DIVERGENCE,     TIMING(lambda),   V, V},
+    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  V, 0},
+    {PBF_STAGE_DENSITY_ADV,    TIMING(lambda),   D, D},
+    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  D, 0},
+    {PBF_STAGE_ADVECT,         TIMING(collide),  0, 0},
+    {PBF_STAGE_COLLIDE,        TIMING(collide),  0, 0},
+    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0},
+    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0},
+    {PBF_STAGE_STATS,          TIMING(stats),    0, 0},
 };
 /* clang-format on */
+#undef D
+#undef V
 
-const pbf_stage_desc *pbf_stage_table(int *count) {
-    if (count) *count = PBF_STAGE_COUNT;
-    return stages;
+#define TABLE(t)                                                                                   \
+    do {                                                                                           \
+        if (count) *count = (int)(sizeof t / sizeof t[0]);                                         \
+        return t;                                                                                  \
+    } while (0)
+
+const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count) {
+    switch (solver) {
+    case PBF_SOLVER_PBF: break;
+    case PBF_SOLVER_WCSPH: TABLE(wcsph_stages);
+    case PBF_SOLVER_DFSPH: TABLE(dfsph_stages);
+    }
+    TABLE(pbf_stages);
+}
+
+const char *pbf_stage_name(pbf_stage_id id) {
+    return (int)id >= 0 && id < PBF_STAGE_COUNT && stage_names[id] ? stage_names[id] : "?";
+}
+
+/* The iterations of a solve: at least min, at most max, stop at tol (percent); tol <= 0: exactly
+ * max iterations. */
+typedef struct solve_bounds {
+    int min, max;
+    float tol;
+} solve_bounds;
+
+static solve_bounds bounds(const pbf_world *w, int loop) {
+    const pbf_world_def *d = &w->def;
+    solve_bounds b = {0, 1, 0.0f};
+    switch (d->solver) {
+    case PBF_SOLVER_PBF:
+        if (d->pbf.tolerance > 0.0f)
+            b = (solve_bounds){d->pbf.min_iterations, d->pbf.max_iterations, d->pbf.tolerance};
+        else
+            b = (solve_bounds){d->pbf.solver_iterations, d->pbf.solver_iterations, 0.0f};
+        break;
+    case PBF_SOLVER_WCSPH: break;
+    case PBF_SOLVER_DFSPH:
+        if (loop == PBF_SOLVE_DIVERGENCE)
+            b = (solve_bounds){d->dfsph.divergence_min_iterations,
+                               d->dfsph.divergence_max_iterations, d->dfsph.divergence_tolerance};
+        else
+            b = (solve_bounds){d->dfsph.min_iterations, d->dfsph.max_iterations,
+                               d->dfsph.tolerance};
+        break;
+    }
+    return b;
+}
+
+/* Substeps of a step of dt: the solver's CFL condition, from the largest speed of the current
+ * state (its statistics) plus what gravity adds over the step. */
+static int substeps(const pbf_world *w, float dt) {
+    const pbf_world_def *d = &w->def;
+    double g = sqrt((double)d->gravity.x * d->gravity.x + (double)d->gravity.y * d->gravity.y +
+                    (double)d->gravity.z * d->gravity.z);
+    double v = w->stats.max_speed + g * dt, limit = 0.0;
+    if (!isfinite(v)) v = 0.0;
+    if (d->solver == PBF_SOLVER_WCSPH) {
+        double cs = sqrt((double)d->wcsph.stiffness * d->wcsph.exponent / d->rest_density);
+        limit = d->wcsph.cfl * w->k.h / (cs + v);
+    } else if (d->solver == PBF_SOLVER_DFSPH && d->dfsph.cfl > 0.0f && v > 0.0) {
+        limit = d->dfsph.cfl * 2.0 * d->particle_radius / v;
+    }
+    if (!(limit > 0.0) || dt <= limit) return 1;
+    double n = ceil(dt / limit);
+    return n > 10000.0 ? 10000 : (int)n;
 }
 
 /* The time since *t0 goes to stage s (with per-stage timing: see pbf_world_set_stage_timing). */
@@ -54,60 +182,91 @@ static void lap(pbf_world *w, const pbf_stage_desc *s, double *t0) {
  * particle's start-of-step position; its index is followed through the sort by id). */
 static void note_bad(pbf_world *w, const pbf_stage_desc *s, int first, const char **bad) {
     if (first == INT_MAX || *bad) return;
-    *bad = s->name;
+    *bad = pbf_stage_name(s->id);
     w->bad.index = first;
     w->bad.id = w->id[first];
     w->bad.position = (pbf_vec3){w->px[first], w->py[first], w->pz[first]};
 }
 
+static void run_one(pbf_world *w, const pbf_stage_desc *sd, const pbf_step_ctx *ctx, double *t0,
+                    const char **bad) {
+    note_bad(w, sd, w->backend->run_stage(w, sd->id, ctx), bad);
+    if (sd->id == PBF_STAGE_GRID && *bad) /* the sort moved the particles */
+        for (int i = 0; i < w->count; ++i)
+            if (w->id[i] == w->bad.id) w->bad.index = i;
+    if (sd->measures == PBF_SOLVE_DENSITY) w->solve.error = w->solve_error;
+    if (sd->measures == PBF_SOLVE_DIVERGENCE) w->solve.divergence_error = w->solve_error;
+    if (w->hooks) w->hooks->after_stage(w, sd->id, w->hooks->user);
+    lap(w, sd, t0);
+}
+
+/* One substep of dt: the solver's stages up to the statistics. */
+static void substep(pbf_world *w, const pbf_stage_desc *st, int n, float dt, double *t0,
+                    const char **bad) {
+    const pbf_step_ctx ctx = {dt, w->def.cfl * w->k.h / dt};
+    for (int s = 0; s < n && st[s].id != PBF_STAGE_STATS; ++s) {
+        if (!st[s].loop) {
+            run_one(w, &st[s], &ctx, t0, bad);
+            continue;
+        }
+        /* an iterative solve: the block of stages with this loop, its first stage measures */
+        const int loop = st[s].loop;
+        int last = s;
+        while (last + 1 < n && st[last + 1].loop == loop) ++last;
+        const solve_bounds b = bounds(w, loop);
+        int it = 0;
+        for (;;) {
+            if (b.tol > 0.0f || it < b.max) run_one(w, &st[s], &ctx, t0, bad);
+            const double err = loop == PBF_SOLVE_DIVERGENCE ? w->solve.divergence_error
+                                                            : w->solve.error;
+            if (b.tol > 0.0f ? (it >= b.max || (it >= b.min && err <= b.tol)) : it >= b.max)
+                break;
+            for (int k = s + 1; k <= last; ++k) run_one(w, &st[k], &ctx, t0, bad);
+            ++it;
+        }
+        if (loop == PBF_SOLVE_DIVERGENCE)
+            w->solve.divergence_iterations += it;
+        else
+            w->solve.iterations += it;
+        s = last;
+    }
+}
+
 void pbf_run_step(pbf_world *w, float dt) {
     const pbf_backend_ops *be = w->backend;
-    const pbf_step_ctx ctx = {dt, w->def.cfl * w->k.h / dt};
+    int nst = 0;
+    const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &nst);
     const char *bad = NULL;
     w->bad.index = -1;
     w->bad.id = 0;
     w->bad.position = (pbf_vec3){0, 0, 0};
+    memset(&w->solve, 0, sizeof w->solve);
     double t0 = omp_get_wtime(), start = t0;
-    pbf_boxes_update(w, w->time + dt);
-    be->boxes_changed(w);
-    const pbf_world_hooks *hk = w->hooks; /* distributed run: every stage, then its hook */
-    if (w->count > 0 || hk) {
-        for (int s = 0; s < PBF_STAGE_STATS; ++s) {
-            const pbf_stage_desc *sd = &stages[s];
-            if (sd->per_iteration) {
-                /* the iteration block: every per-iteration stage in table order, repeated */
-                int last = s;
-                while (last + 1 < PBF_STAGE_STATS && stages[last + 1].per_iteration) ++last;
-                for (int it = 0; it < w->def.pbf.solver_iterations; ++it)
-                    for (int b = s; b <= last; ++b) {
-                        note_bad(w, &stages[b], be->run_stage(w, stages[b].id, &ctx), &bad);
-                        if (hk) hk->after_stage(w, stages[b].id, hk->user);
-                        lap(w, &stages[b], &t0);
-                    }
-                s = last;
-                continue;
-            }
-            note_bad(w, sd, be->run_stage(w, sd->id, &ctx), &bad);
-            if (sd->id == PBF_STAGE_GRID && bad) /* the sort moved the particles */
-                for (int i = 0; i < w->count; ++i)
-                    if (w->id[i] == w->bad.id) w->bad.index = i;
-            if (hk) hk->after_stage(w, sd->id, hk->user);
-            lap(w, sd, &t0);
-        }
+    const double t_start = w->time;
+    /* distributed (hooks): every process runs every stage, its hooks are collective */
+    const int active = w->count > 0 || w->hooks;
+    const int n = active ? substeps(w, dt) : 1;
+    const float sub = n > 1 ? (float)((double)dt / n) : dt;
+    w->solve.substeps = n;
+    for (int k = 0; k < n; ++k) {
+        const double t_end = k + 1 == n ? t_start + dt : t_start + (double)sub * (k + 1);
+        pbf_boxes_update(w, t_end);
+        be->boxes_changed(w);
+        if (active) substep(w, st, nst, sub, &t0, &bad);
+        w->time = t_end;
     }
-    w->time += dt;
     w->steps += 1;
     if (be->finish_step && w->count > 0) {
         pbf_bad_particle dev_bad[PBF_STAGE_COUNT];
         be->finish_step(w, dev_bad);
-        for (int s = 0; s < PBF_STAGE_COUNT && !bad; ++s)
-            if (dev_bad[s].index != INT_MAX) {
-                bad = stages[s].name;
-                w->bad = dev_bad[s];
+        for (int s = 0; s < nst && !bad; ++s)
+            if (dev_bad[st[s].id].index != INT_MAX) {
+                bad = pbf_stage_name(st[s].id);
+                w->bad = dev_bad[st[s].id];
             }
     }
     pbf_update_stats(w); /* waits for the device: the step is complete */
-    lap(w, &stages[PBF_STAGE_STATS], &t0);
+    lap(w, &st[nst - 1], &t0);
     if (!w->stage_timing) t0 = omp_get_wtime();
     w->timings.total += t0 - start;
     w->timings.steps += 1;
@@ -120,6 +279,11 @@ void pbf_update_stats(pbf_world *w) {
     w->stats.time = w->time;
     w->stats.steps = w->steps;
     if (!w->hooks) w->stats.particles = w->count; /* distributed: the global count */
+    w->stats.substeps = w->solve.substeps;
+    w->stats.iterations = w->solve.iterations;
+    w->stats.solver_error = w->solve.error;
+    w->stats.divergence_iterations = w->solve.divergence_iterations;
+    w->stats.divergence_error = w->solve.divergence_error;
 }
 
 void pbf_refresh(pbf_world *w) {

@@ -91,6 +91,11 @@ struct pbf_world {
 
     double time;
     int64_t steps;
+    double solve_error;   /* set by the stage that measures an iterative solve (percent) */
+    struct {              /* the pressure solve of the last step, for pbf_stats */
+        int substeps, iterations, divergence_iterations;
+        double error, divergence_error;
+    } solve;
     pbf_stats stats;
     pbf_bad_particle bad; /* the particle behind stats.bad_stage */
     pbf_timings timings;
@@ -145,13 +150,17 @@ static inline float pbf_world_wall_density(const pbf_world *w, const float p[3],
 }
 
 /* core.c: the stage runner */
+enum { PBF_SOLVE_NONE = 0, PBF_SOLVE_DENSITY = 1, PBF_SOLVE_DIVERGENCE = 2 };
 typedef struct pbf_stage_desc {
     pbf_stage_id id;
-    const char *name;     /* in pbf_stats.bad_stage, diagnoses and benchmark breakdowns */
     size_t timing;        /* offset of its double in pbf_timings */
-    int per_iteration;    /* run solver_iterations times */
+    int loop;             /* PBF_SOLVE_*: repeated as part of that solve's iterations */
+    int measures;         /* PBF_SOLVE_*: sets w->solve_error, that solve's error */
 } pbf_stage_desc;
-const pbf_stage_desc *pbf_stage_table(int *count);
+/* The step of a solver as a table of stages, ending with PBF_STAGE_STATS. */
+const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count);
+/* A stage's name: in pbf_stats.bad_stage, diagnoses and benchmark breakdowns. */
+const char *pbf_stage_name(pbf_stage_id id);
 void pbf_run_step(pbf_world *w, float dt);
 /* Sorts the particles and computes their density (after adding or restoring particles). */
 void pbf_refresh(pbf_world *w);

@@ -8,7 +8,7 @@
 #include "internal.h"
 
 static const char *const constraint_names[] = {"unilateral", "bilateral", NULL};
-static const char *const solver_names[] = {"pbf", NULL};
+static const char *const solver_names[] = {"pbf", "wcsph", "dfsph", NULL};
 static const char *const device_default[] = {"cpu", NULL};
 
 #define F(field) offsetof(pbf_world_def, field)
@@ -44,7 +44,9 @@ static const pbf_param_info world_params[] = {
     {"device", PBF_PARAM_STRING, "-", 0, {0}, 0, PBF_DEVICE_NAME_MAX, 0, device_default, F(device),
      "where the step runs: cpu, opencl, opencl:PLATFORM.DEVICE, cuda or cuda:N (pbf devices)"},
     {"solver", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, solver_names, F(solver),
-     "pressure solver: pbf = Position Based Fluids (Macklin & Mueller 2013)"},
+     "pressure solver: pbf = Position Based Fluids (Macklin & Mueller 2013), wcsph = weakly "
+     "compressible SPH (Becker & Teschner 2007), dfsph = divergence-free SPH (Bender & Koschier "
+     "2017); each has its own parameters below"},
 };
 
 /* Position Based Fluids' own parameters (Macklin & Mueller 2013). */
@@ -64,8 +66,58 @@ static const pbf_param_info pbf_params[] = {
      "tensile correction exponent n (eq. 13)"},
     {"scorr_dq", PBF_PARAM_FLOAT, "1", 0.2, {0}, 0, 0.99, 0, NULL, F(pbf.scorr_dq),
      "tensile correction distance |dq| as a fraction of h (eq. 13)"},
+    {"pbf_tolerance", PBF_PARAM_FLOAT, "%", 0, {0}, 0, 100, 0, NULL, F(pbf.tolerance),
+     "stop the iterations when the average density error (eq. 1, compression) is at most this; "
+     "0 = always solver_iterations iterations"},
+    {"pbf_min_iterations", PBF_PARAM_INT, "1", 1, {0}, 0, 1000, 0, NULL, F(pbf.min_iterations),
+     "iterations at least, when pbf_tolerance > 0"},
+    {"pbf_max_iterations", PBF_PARAM_INT, "1", 100, {0}, 1, 10000, 0, NULL, F(pbf.max_iterations),
+     "iterations at most, when pbf_tolerance > 0"},
+};
+
+/* Weakly compressible SPH (Becker & Teschner 2007). */
+static const pbf_param_info wcsph_params[] = {
+    {"wcsph_stiffness", PBF_PARAM_FLOAT, "Pa", 50000, {0}, 0, 1e9, 1, NULL, F(wcsph.stiffness),
+     "stiffness B of the Tait equation p = B ((rho/rho_0)^gamma - 1), p >= 0 (Becker & Teschner "
+     "2007); sound speed c_s = sqrt(B gamma / rho_0)"},
+    {"wcsph_exponent", PBF_PARAM_FLOAT, "1", 7, {0}, 1, 20, 0, NULL, F(wcsph.exponent),
+     "exponent gamma of the Tait equation"},
+    {"wcsph_cfl", PBF_PARAM_FLOAT, "1", 0.4, {0}, 0, 1, 1, NULL, F(wcsph.cfl),
+     "CFL number lambda: each step is split into substeps of at most lambda h / (c_s + v_max) "
+     "(Becker & Teschner 2007, time step)"},
+    {"wcsph_viscosity", PBF_PARAM_FLOAT, "1", 0.1, {0}, 0, 10, 0, NULL, F(wcsph.viscosity),
+     "artificial viscosity alpha: Pi_ij = -(alpha h c_s / rho_0) min(v_ij . x_ij, 0) / (|x_ij|^2 + "
+     "0.01 h^2) (Monaghan 1992, as Becker & Teschner 2007 use it); damps the acoustic waves"},
+};
+
+/* Divergence-free SPH (Bender & Koschier 2015, 2017). */
+static const pbf_param_info dfsph_params[] = {
+    {"dfsph_tolerance", PBF_PARAM_FLOAT, "%", 0.1, {0}, 0, 100, 0, NULL, F(dfsph.tolerance),
+     "density solve (Algorithm 3): stop when the average predicted density error is at most "
+     "this; 0 = always dfsph_max_iterations"},
+    {"dfsph_min_iterations", PBF_PARAM_INT, "1", 2, {0}, 0, 1000, 0, NULL,
+     F(dfsph.min_iterations), "density solve: iterations at least"},
+    {"dfsph_max_iterations", PBF_PARAM_INT, "1", 100, {0}, 1, 10000, 0, NULL,
+     F(dfsph.max_iterations), "density solve: iterations at most"},
+    {"dfsph_divergence_tolerance", PBF_PARAM_FLOAT, "%", 0.1, {0}, 0, 100, 0, NULL,
+     F(dfsph.divergence_tolerance),
+     "divergence solve (Algorithm 2): stop when the average density change over a substep "
+     "dt * Drho/Dt / rho_0 is at most this; 0 = always dfsph_divergence_max_iterations"},
+    {"dfsph_divergence_min_iterations", PBF_PARAM_INT, "1", 1, {0}, 0, 1000, 0, NULL,
+     F(dfsph.divergence_min_iterations), "divergence solve: iterations at least"},
+    {"dfsph_divergence_max_iterations", PBF_PARAM_INT, "1", 100, {0}, 0, 10000, 0, NULL,
+     F(dfsph.divergence_max_iterations), "divergence solve: iterations at most; 0 disables it"},
+    {"dfsph_cfl", PBF_PARAM_FLOAT, "1", 0.4, {0}, 0, 1, 0, NULL, F(dfsph.cfl),
+     "CFL number: each step is split into substeps of at most cfl * 2r / v_max (Bender & "
+     "Koschier 2017, section 5); 0 = the step as given"},
 };
 /* clang-format on */
+
+static const pbf_solver_info solvers[] = {
+    {PBF_SOLVER_PBF, "pbf", "Position Based Fluids (Macklin & Mueller 2013)"},
+    {PBF_SOLVER_WCSPH, "wcsph", "weakly compressible SPH (Becker & Teschner 2007)"},
+    {PBF_SOLVER_DFSPH, "dfsph", "divergence-free SPH (Bender & Koschier 2015, 2017)"},
+};
 
 #undef F
 
@@ -74,25 +126,40 @@ const pbf_param_info *pbf_world_params(size_t *count) {
     return world_params;
 }
 
+const pbf_solver_info *pbf_solvers(size_t *count) {
+    if (count) *count = sizeof solvers / sizeof solvers[0];
+    return solvers;
+}
+
+#define TABLE(t)                                                                                   \
+    do {                                                                                           \
+        if (count) *count = sizeof t / sizeof t[0];                                                \
+        return t;                                                                                  \
+    } while (0)
+
 const pbf_param_info *pbf_solver_params(pbf_solver_kind solver, size_t *count) {
-    if (solver == PBF_SOLVER_PBF) {
-        if (count) *count = sizeof pbf_params / sizeof pbf_params[0];
-        return pbf_params;
+    switch (solver) {
+    case PBF_SOLVER_PBF: TABLE(pbf_params);
+    case PBF_SOLVER_WCSPH: TABLE(wcsph_params);
+    case PBF_SOLVER_DFSPH: TABLE(dfsph_params);
     }
     if (count) *count = 0;
     return NULL;
 }
 
 int pbf_world_param_tables(const pbf_param_info **tables, size_t *counts, int max) {
-    const pbf_param_info *t[2];
-    size_t c[2];
-    t[0] = pbf_world_params(&c[0]);
-    t[1] = pbf_solver_params(PBF_SOLVER_PBF, &c[1]);
-    for (int i = 0; i < 2 && i < max; ++i) {
-        if (tables) tables[i] = t[i];
-        if (counts) counts[i] = c[i];
+    size_t ns = 0;
+    const pbf_solver_info *sv = pbf_solvers(&ns);
+    int n = 0;
+    for (int i = -1; i < (int)ns; ++i, ++n) {
+        size_t c = 0;
+        const pbf_param_info *t = i < 0 ? pbf_world_params(&c) : pbf_solver_params(sv[i].kind, &c);
+        if (n < max) {
+            if (tables) tables[n] = t;
+            if (counts) counts[n] = c;
+        }
     }
-    return 2;
+    return n;
 }
 
 pbf_status pbf_param_set_string(const pbf_param_info *p, void *base, const char *value,
@@ -285,9 +352,9 @@ void pbf_param_format_help(const pbf_param_info *p, char *buf, size_t size) {
 pbf_world_def pbf_default_world_def(void) {
     pbf_world_def def;
     memset(&def, 0, sizeof def);
-    const pbf_param_info *tables[4];
-    size_t counts[4];
-    int nt = pbf_world_param_tables(tables, counts, 4);
+    const pbf_param_info *tables[PBF_MAX_PARAM_TABLES];
+    size_t counts[PBF_MAX_PARAM_TABLES];
+    int nt = pbf_world_param_tables(tables, counts, PBF_MAX_PARAM_TABLES);
     for (int t = 0; t < nt; ++t)
         for (size_t i = 0; i < counts[t]; ++i) pbf_param_set_default(&tables[t][i], &def);
     return def;
@@ -328,9 +395,9 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "world_def: NULL pointer");
         return PBF_ERR_INVALID_ARGUMENT;
     }
-    const pbf_param_info *tables[4];
-    size_t counts[4];
-    int nt = pbf_world_param_tables(tables, counts, 4);
+    const pbf_param_info *tables[PBF_MAX_PARAM_TABLES];
+    size_t counts[PBF_MAX_PARAM_TABLES];
+    int nt = pbf_world_param_tables(tables, counts, PBF_MAX_PARAM_TABLES);
     for (int ti = 0; ti < nt; ++ti)
     for (size_t i = 0; i < counts[ti]; ++i) {
         const pbf_param_info *p = &tables[ti][i];
@@ -371,6 +438,30 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
                 snprintf(where, sizeof where, "%s", p->name);
             pbf_status s = pbf_param_check_number(p, pbf_param_get_number(p, def, c), where, err);
             if (s != PBF_OK) return s;
+        }
+    }
+    /* the iteration bounds of each solver: minimum at most the maximum */
+    static const struct {
+        size_t min, max;
+        const char *min_name, *max_name;
+    } bounds[] = {
+        {offsetof(pbf_world_def, pbf.min_iterations), offsetof(pbf_world_def, pbf.max_iterations),
+         "pbf_min_iterations", "pbf_max_iterations"},
+        {offsetof(pbf_world_def, dfsph.min_iterations),
+         offsetof(pbf_world_def, dfsph.max_iterations), "dfsph_min_iterations",
+         "dfsph_max_iterations"},
+        {offsetof(pbf_world_def, dfsph.divergence_min_iterations),
+         offsetof(pbf_world_def, dfsph.divergence_max_iterations),
+         "dfsph_divergence_min_iterations", "dfsph_divergence_max_iterations"},
+    };
+    for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; ++b) {
+        int mn = *(const int *)((const char *)def + bounds[b].min);
+        int mx = *(const int *)((const char *)def + bounds[b].max);
+        if (mn > mx) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "world_def.%s = %d: must not exceed %s = %d", bounds[b].min_name, mn,
+                          bounds[b].max_name, mx);
+            return PBF_ERR_INVALID_ARGUMENT;
         }
     }
     float lo[3], hi[3];

@@ -39,7 +39,7 @@ for fmt in vtp ply csv geo bgeo; do
     keys_ok=0
     while read -r line; do
         keys=$(sed -E 's/"([a-z_]+)":[^,}]*[,}]/\1 /g' <<< "${line}" | tr -d '{}')
-        if [[ "${keys}" != "frame time particles density_error_avg density_error_max max_speed nonfinite escaped ms " ]]; then
+        if [[ "${keys}" != "frame time particles density_error_avg density_error_max max_speed nonfinite escaped ms substeps iterations solver_error divergence_iterations divergence_error " ]]; then
             echo "     bad stats line: ${line}"
             keys_ok=1
         fi

@@ -289,6 +289,11 @@ static void test_output_dir_and_stats(void) {
         s.density_error_avg = 0.25;
         s.density_error_max = 1.5;
         s.max_speed = 2.0;
+        s.substeps = 3;
+        s.iterations = 12;
+        s.solver_error = 0.125;
+        s.divergence_iterations = 5;
+        s.divergence_error = 0.0625;
         written = pbfapp_output_frame(o, 7, s.time, &f.p, &err) == PBF_OK &&
                   pbfapp_output_stats(o, 7, &s, 12.5, &err) == PBF_OK;
         written = pbfapp_output_close(o, &err) == PBF_OK && written;
@@ -300,7 +305,9 @@ static void test_output_dir_and_stats(void) {
         stats_ok = text && strcmp(text, "{\"frame\":7,\"time\":0.5,\"particles\":37,"
                                         "\"density_error_avg\":0.25,\"density_error_max\":1.5,"
                                         "\"max_speed\":2,\"nonfinite\":0,\"escaped\":0,"
-                                        "\"ms\":12.500}\n") == 0;
+                                        "\"ms\":12.500,\"substeps\":3,\"iterations\":12,"
+                                        "\"solver_error\":0.125,\"divergence_iterations\":5,"
+                                        "\"divergence_error\":0.0625}\n") == 0;
         if (!stats_ok && text) printf("stats.jsonl: %s", text);
         free(text);
     }

@@ -39,12 +39,25 @@ typedef struct pbf_param_info {
 /* The world table: what every solver shares (fields of pbf_world_def). */
 const pbf_param_info *pbf_world_params(size_t *count);
 
+/* The pressure solvers built in, in the order of the `solver` key's choices: the name a scene
+ * gives (`"solver": "dfsph"`) and a title naming the method and its paper. */
+typedef struct pbf_solver_info {
+    pbf_solver_kind kind;
+    const char *name;
+    const char *title;
+} pbf_solver_info;
+const pbf_solver_info *pbf_solvers(size_t *count);
+
+/* At most this many tables describe a pbf_world_def (pbf_world_param_tables). */
+#define PBF_MAX_PARAM_TABLES 8
+
 /* A solver's own table (offsets are still into pbf_world_def, e.g. of def.pbf.scorr_k), NULL for
  * an unknown kind. */
 const pbf_param_info *pbf_solver_params(pbf_solver_kind solver, size_t *count);
 
-/* Every table that describes a pbf_world_def, in order: the world's, then each solver's. Returns
- * the number of tables (at most `max` are stored). Tools that go over all keys (scene files,
+/* Every table that describes a pbf_world_def, in order: the world's, then each solver's (every
+ * solver's keys are valid in any scene; the `solver` key says which one runs). Returns the number
+ * of tables (at most `max` are stored; PBF_MAX_PARAM_TABLES is always enough). Tools that go over all keys (scene files,
  * --set, --help, checkpoints) iterate these. */
 int pbf_world_param_tables(const pbf_param_info **tables, size_t *counts, int max);
 

@@ -69,22 +69,49 @@ typedef enum pbf_constraint_mode {
     PBF_CONSTRAINT_BILATERAL = 1
 } pbf_constraint_mode;
 
-/* The pressure solver. Position Based Fluids is the one built in; its own parameters are in
- * pbf_pbf_params below (the "pbf" table of pbf/params.h). */
+/* The pressure solver: the method that keeps the fluid incompressible. Every solver shares the
+ * grid, the walls and their density contribution, collisions and friction, XSPH and vorticity
+ * confinement; each has its own parameters (its own table in pbf/params.h, listed by
+ * pbf_solvers()). The values are stable; only the solvers pbf_solvers() lists are built in. */
 typedef enum pbf_solver_kind {
-    PBF_SOLVER_PBF = 0 /* Macklin & Müller 2013 */
+    PBF_SOLVER_PBF = 0,   /* Position Based Fluids (Macklin & Müller 2013) */
+    PBF_SOLVER_WCSPH = 1, /* weakly compressible SPH (Becker & Teschner 2007) */
+    PBF_SOLVER_DFSPH = 2  /* divergence-free SPH (Bender & Koschier 2015, 2017) */
 } pbf_solver_kind;
 
 /* Parameters of Position Based Fluids (Macklin & Müller 2013) alone. */
 typedef struct pbf_pbf_params {
-    int solver_iterations;      /* Jacobi iterations per step */
+    int solver_iterations;      /* Jacobi iterations per step (when tolerance = 0) */
     float relaxation;           /* epsilon of eq. 11, relative to sum |grad C|^2 of a rest lattice */
     float over_relaxation;      /* omega scaling each Jacobi correction delta p (1 = the paper) */
     pbf_constraint_mode constraint;
     float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13) */
     int scorr_n;
     float scorr_dq;             /* |dq| as a fraction of h */
+    float tolerance;            /* average density error to stop at, percent; 0: always
+                                   solver_iterations iterations */
+    int min_iterations, max_iterations; /* bounds of the iterations when tolerance > 0 */
 } pbf_pbf_params;
+
+/* Weakly compressible SPH (Becker & Teschner 2007): Tait equation of state
+ * p = B ((rho / rho_0)^gamma - 1), symplectic Euler, the step split into substeps of at most
+ * cfl * h / (c_s + v_max) with the sound speed c_s = sqrt(B gamma / rho_0). */
+typedef struct pbf_wcsph_params {
+    float stiffness;            /* B, Pa */
+    float exponent;             /* gamma */
+    float cfl;                  /* CFL number of the substep */
+    float viscosity;            /* artificial viscosity alpha (Monaghan 1992) */
+} pbf_wcsph_params;
+
+/* Divergence-free SPH (Bender & Koschier 2017): a divergence solve (Algorithm 2) and a density
+ * solve (Algorithm 3) per substep, the step split into CFL-limited substeps. */
+typedef struct pbf_dfsph_params {
+    float tolerance;            /* average density error of the density solve, percent */
+    float divergence_tolerance; /* average density change per substep from the divergence, % */
+    int min_iterations, max_iterations;                       /* density solve */
+    int divergence_min_iterations, divergence_max_iterations; /* divergence solve */
+    float cfl;                  /* substeps of at most cfl * 2r / v_max; 0: the step as given */
+} pbf_dfsph_params;
 
 #define PBF_DEVICE_NAME_MAX 32
 
@@ -110,6 +137,8 @@ typedef struct pbf_world_def {
     char device[PBF_DEVICE_NAME_MAX];
     pbf_solver_kind solver;
     pbf_pbf_params pbf;         /* solver = PBF_SOLVER_PBF */
+    pbf_wcsph_params wcsph;     /* solver = PBF_SOLVER_WCSPH */
+    pbf_dfsph_params dfsph;     /* solver = PBF_SOLVER_DFSPH */
 } pbf_world_def;
 
 pbf_world_def pbf_default_world_def(void);
@@ -208,7 +237,16 @@ typedef struct pbf_stats {
     int escaped;               /* particles outside the container */
     const char *bad_stage;     /* first stage of the last step that produced a non-finite value
                                   ("predict", "lambda", "delta_p", "collide", "velocity",
-                                  "vorticity_xsph"), or NULL */
+                                  "vorticity_xsph", or a stage of another solver), or NULL */
+    /* The pressure solve of the last step (all its substeps): */
+    int substeps;              /* substeps the step was split into (WCSPH, DFSPH: CFL), else 1 */
+    int iterations;            /* iterations of the density solve, summed over the substeps */
+    double solver_error;       /* average density error the density solve reached in its last
+                                  substep (its own measure, percent; WCSPH: the density error
+                                  before the pressure force) */
+    int divergence_iterations; /* DFSPH: iterations of the divergence solve, summed */
+    double divergence_error;   /* DFSPH: average density change per substep from the velocity
+                                  divergence that the divergence solve reached, percent */
 } pbf_stats;
 
 pbf_stats pbf_world_stats(const pbf_world *world);
@@ -252,8 +290,10 @@ pbf_status pbf_world_restore(pbf_world *world, const pbf_snapshot *snapshot, pbf
 typedef struct pbf_timings {
     double predict;   /* apply gravity, predict positions */
     double grid;      /* counting sort and reorder of all particle arrays */
-    double lambda;    /* density and lambda passes (all iterations) */
-    double delta_p;   /* position-correction passes (all iterations) */
+    double lambda;    /* density and lambda passes (all iterations); the SPH solvers' density,
+                         factor, equation-of-state and predicted-density passes */
+    double delta_p;   /* position-correction passes (all iterations); the SPH solvers' pressure
+                         accelerations */
     double collide;   /* applying corrections, collisions and friction (all iterations) */
     double velocity;  /* velocity update, vorticity, XSPH */
     double stats;     /* statistics reduction */

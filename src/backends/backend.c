@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "pbf/params.h"
 
 #if defined(PBF_HAVE_OPENCL)
 pbf_status pbf_opencl_open(pbf_world *w, const char *spec, pbf_error *err);
@@ -28,6 +29,26 @@ pbf_status pbf_backend_open(pbf_world *w, const char *device, pbf_error *err) {
     const char *d = device && device[0] ? device : "cpu";
     const char *spec;
     if (strcmp(d, "cpu") == 0) return pbf_cpu_open(w, err);
+    /* The GPU kernels are Position Based Fluids' with a fixed iteration count so far. */
+    if (w->def.solver != PBF_SOLVER_PBF) {
+        size_t ns = 0;
+        const pbf_solver_info *sv = pbf_solvers(&ns);
+        const char *name = "?";
+        for (size_t i = 0; i < ns; ++i)
+            if (sv[i].kind == w->def.solver) name = sv[i].name;
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                      "world_def.solver = \"%s\": runs on device cpu only so far, not on \"%s\"; "
+                      "use device cpu, or solver pbf on this device",
+                      name, d);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    if (w->def.pbf.tolerance > 0.0f) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                      "world_def.pbf_tolerance = %g: stopping at a tolerance runs on device cpu "
+                      "only so far, not on \"%s\"; use pbf_tolerance 0 (solver_iterations) there",
+                      (double)w->def.pbf.tolerance, d);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
     if ((spec = suffix(d, "opencl")) != NULL) {
 #if defined(PBF_HAVE_OPENCL)
         return pbf_opencl_open(w, spec, err);

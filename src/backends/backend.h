@@ -23,6 +23,14 @@ typedef enum pbf_stage_id {
     PBF_STAGE_COLLIDE,        /* x* += delta p, collisions and friction */
     PBF_STAGE_VELOCITY,       /* v = (x* - x) / dt, vorticity omega (eq. 15), density at x* */
     PBF_STAGE_VORTICITY_XSPH, /* vorticity confinement (eq. 16), XSPH (eq. 17), x = x* */
+    /* the SPH solvers' stages (src/sph/sph_solvers.h has their per-pair formulas) */
+    PBF_STAGE_GRAVITY,        /* v += dt g, |v| <= vmax, x* = x (the neighbours are those of x) */
+    PBF_STAGE_WCSPH_PRESSURE, /* density, Tait pressure, k_i = dt^2 rho_0 p_i / rho_i^2 */
+    PBF_STAGE_DFSPH_FACTOR,   /* density, DFSPH factor 1 / (|sum V grad W|^2 + sum |V grad W|^2) */
+    PBF_STAGE_DIVERGENCE,     /* k_i = factor_i max(dt Drho_i/Dt / rho_0, 0) (measures) */
+    PBF_STAGE_DENSITY_ADV,    /* k_i = factor_i max(rho_i / rho_0 + dt Drho_i/Dt / rho_0 - 1, 0) */
+    PBF_STAGE_PRESSURE_ACCEL, /* v_i -= (sum_j V (k_i + k_j) grad W_ij + k_i grad wall) / dt */
+    PBF_STAGE_ADVECT,         /* delta x = dt v, applied with collisions by PBF_STAGE_COLLIDE */
     PBF_STAGE_STATS,          /* statistics of the state into pbf_world.stats */
     PBF_STAGE_COUNT
 } pbf_stage_id;

@@ -17,6 +17,7 @@
 
 #include "internal.h"
 #include "simd.h"
+#include "sph/sph_solvers.h"
 
 /* The kernel formulas of src/sph/kernel_formulas.h on SIMD lanes: pbf_poly6_v, pbf_spiky_v,
  * pbf_scorr_shape_v (bit-identical per lane to the scalar instances the GPU kernels use). */
@@ -148,6 +149,8 @@ static inline PBF_SIMD_INLINE void decode_chunk(const uint16_t *codes, const uin
         }                                                                                          \
     } while (0)
 
+static double mean_excess(const pbf_world *w, const float *a, float scale, float offset);
+
 static void swapf(float **a, float **b) {
     float *t = *a;
     *a = *b;
@@ -250,6 +253,8 @@ static int stage_lambda(pbf_world *w) {
         w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
         if (!isfinite(w->lambda[i]) && i < bad) bad = i;
     }
+    /* the error of the iteration (compression only, as the statistics count it) */
+    w->solve_error = 100.0 * mean_excess(w, w->density, inv_rho0, -1.0f);
     return bad;
 }
 
@@ -434,6 +439,220 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     return bad;
 }
 
+/* ---- the SPH solvers' stages (formulas: src/sph/sph_solvers.h) ----------------------------
+ * Arrays during their pressure stages: density rho_i, sx the DFSPH factor, lambda the k_i of the
+ * pressure acceleration, sy the per-particle error of the last measuring stage. */
+
+/* Mean of max(a_i * scale + offset, 0) over the particles, summed in index order (the order is
+ * the cell order, which depends only on the state): deterministic for any thread count. */
+static double mean_excess(const pbf_world *w, const float *a, float scale, float offset) {
+    const int n = w->count;
+    double sum = 0.0;
+    for (int i = 0; i < n; ++i) {
+        float e = a[i] * scale + offset;
+        if (e > 0.0f) sum += e;
+    }
+    return n > 0 ? sum / n : 0.0;
+}
+
+/* v += dt g, |v| <= vmax; x* = x: the SPH solvers find neighbours and densities at x. */
+static int stage_gravity(pbf_world *w, float dt, float vmax) {
+    const int n = w->count;
+    const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+    for (int i = 0; i < n; ++i) {
+        float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
+        pbf_limit_speed(&vx, &vy, &vz, vmax);
+        w->vx[i] = vx;
+        w->vy[i] = vy;
+        w->vz[i] = vz;
+        w->qx[i] = w->px[i];
+        w->qy[i] = w->py[i];
+        w->qz[i] = w->pz[i];
+        if (!isfinite(vx + vy + vz) && i < bad) bad = i;
+    }
+    return bad;
+}
+
+/* WCSPH: density (walls included), the Tait pressure as k_i, and the velocity change of the
+ * artificial viscosity over dt into sx, sy, sz (added by the pressure stage). */
+static int stage_wcsph_pressure(pbf_world *w, float dt) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const int n = w->count;
+    const float inv_rho0 = 1.0f / w->k.rest_density, B = w->def.wcsph.stiffness,
+                gamma = w->def.wcsph.exponent, rho0 = w->k.rest_density;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf nu = vf_set1(dt * w->k.volume * pbf_wcsph_viscosity(w->def.wcsph.viscosity, B, gamma, k->h, rho0));
+    const pbf_vf eps_h2 = vf_set1(0.01f * k->h2), zero = vf_set1(0.0f);
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    for (int i = 0; i < n; ++i) {
+        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+        const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+        float wall = pbf_world_wall_density(w, p, gw);
+        pbf_vf rho = vf_set1(0.0f), ax = rho, ay = rho, az = rho;
+        FOR_NEIGHBOURS(w, i,
+            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+            pbf_vi in = valid & (r2 < h2v);
+            rho += v_poly6(k, r2, in);
+            /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */
+            pbf_vf vr = vf_and((vxi - LOAD(VX)) * dx + (vyi - LOAD(VY)) * dy + (vzi - LOAD(VZ)) * dz,
+                               in);
+            pbf_vf f = vf_and(nu * (zero - vf_max(zero - vr, zero)) / (r2 + eps_h2) * v_spiky(k, r2, in), in);
+            ax += vf_and(f * dx, in);
+            ay += vf_and(f * dy, in);
+            az += vf_and(f * dz, in);
+        );
+        float r = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
+        w->density[i] = r;
+        w->lambda[i] = pbf_wcsph_k(r * inv_rho0, B, gamma, rho0, dt);
+        w->sx[i] = vf_hsum(ax);
+        w->sy[i] = vf_hsum(ay);
+        w->sz[i] = vf_hsum(az);
+        if (!isfinite(w->lambda[i] + w->sx[i] + w->sy[i] + w->sz[i]) && i < bad) bad = i;
+    }
+    w->solve_error = 100.0 * mean_excess(w, w->density, inv_rho0, -1.0f);
+    return bad;
+}
+
+/* DFSPH: density (walls included) and the factor of eq. 11 into sx. */
+static int stage_dfsph_factor(pbf_world *w) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const int n = w->count;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf vol = vf_set1(w->k.volume);
+    const float eps = 1e-6f * w->lattice_grad2;
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    for (int i = 0; i < n; ++i) {
+        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+        float wall = pbf_world_wall_density(w, p, gw);
+        pbf_vf rho = vf_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
+        FOR_NEIGHBOURS(w, i,
+            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+            pbf_vi in = valid & (r2 < h2v);
+            rho += v_poly6(k, r2, in);
+            pbf_vf f = vol * v_spiky(k, r2, in);
+            pbf_vf ax = vf_and(f * dx, in), ay = vf_and(f * dy, in), az = vf_and(f * dz, in);
+            gx += ax;
+            gy += ay;
+            gz += az;
+            s2 += ax * ax + ay * ay + az * az;
+        );
+        float gix = gw[0] + vf_hsum(gx), giy = gw[1] + vf_hsum(gy), giz = gw[2] + vf_hsum(gz);
+        w->density[i] = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
+        w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, vf_hsum(s2), eps);
+        if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
+    }
+    return bad;
+}
+
+/* DFSPH: the source term of the divergence (divergence != 0) or density solve from the current
+ * velocities, k_i = factor_i * source_i, and the average source as the solve's error. */
+static int stage_dfsph_source(pbf_world *w, float dt, int divergence) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const int n = w->count;
+    const float inv_rho0 = 1.0f / w->k.rest_density;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf vol = vf_set1(w->k.volume);
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    for (int i = 0; i < n; ++i) {
+        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+        const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+        pbf_world_wall_density(w, p, gw);
+        pbf_vf dsum = vf_set1(0.0f);
+        FOR_NEIGHBOURS(w, i,
+            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+            pbf_vi in = valid & (r2 < h2v);
+            pbf_vf f = vol * v_spiky(k, r2, in);
+            pbf_vf ux = vf_and(vxi - LOAD(VX), in), uy = vf_and(vyi - LOAD(VY), in),
+                   uz = vf_and(vzi - LOAD(VZ), in);
+            dsum += vf_and(f * dx, in) * ux + vf_and(f * dy, in) * uy + vf_and(f * dz, in) * uz;
+        );
+        /* the wall is at rest: its term is v_i . grad wall_i */
+        float d = vf_hsum(dsum) + VX[i] * gw[0] + VY[i] * gw[1] + VZ[i] * gw[2];
+        float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence);
+        w->sy[i] = c;
+        w->lambda[i] = c * w->sx[i];
+        if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+    }
+    w->solve_error = 100.0 * mean_excess(w, w->sy, 1.0f, 0.0f);
+    return bad;
+}
+
+/* The symmetric pressure acceleration of every SPH solver over dt, from k = dt^2 rho_0 p / rho^2:
+ * v_i -= (sum_j V (k_i + k_j) grad W_ij + k_i grad wall_i) / dt, then the collisions and
+ * friction on the motion dt v (as PBF's collide stage does inside its iterations), so that the
+ * next measure of the solve sees the motion the walls allow. */
+static int stage_pressure_accel(pbf_world *w, float dt) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict K = w->lambda;
+    const int n = w->count;
+    const float inv_dt = 1.0f / dt;
+    const int viscous = w->def.solver == PBF_SOLVER_WCSPH;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf vol = vf_set1(w->k.volume);
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    for (int i = 0; i < n; ++i) {
+        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+        const float ki = K[i];
+        const pbf_vf vki = vf_set1(ki);
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+        pbf_world_wall_density(w, p, gw);
+        pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
+        FOR_NEIGHBOURS(w, i,
+            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+            pbf_vi in = valid & (r2 < h2v);
+            pbf_vf f = vf_and((vki + LOAD(K)) * vol * v_spiky(k, r2, in), in);
+            ax += vf_and(f * dx, in);
+            ay += vf_and(f * dy, in);
+            az += vf_and(f * dz, in);
+        );
+        float vx = w->vx[i] - (vf_hsum(ax) + ki * gw[0]) * inv_dt;
+        float vy = w->vy[i] - (vf_hsum(ay) + ki * gw[1]) * inv_dt;
+        float vz = w->vz[i] - (vf_hsum(az) + ki * gw[2]) * inv_dt;
+        if (viscous) { /* WCSPH's artificial viscosity, from its pressure stage */
+            vx += w->sx[i];
+            vy += w->sy[i];
+            vz += w->sz[i];
+        }
+        pbf_sph_collide_velocity(&w->wc, w->wall_boxes, p, dt, &vx, &vy, &vz);
+        w->vx[i] = vx;
+        w->vy[i] = vy;
+        w->vz[i] = vz;
+        if (!isfinite(vx + vy + vz) && i < bad) bad = i;
+    }
+    return bad;
+}
+
+/* delta x = dt v into the scratch arrays: the collide stage applies it with the collisions. */
+static int stage_advect(pbf_world *w, float dt) {
+    const int n = w->count;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        w->sx[i] = dt * w->vx[i];
+        w->sy[i] = dt * w->vy[i];
+        w->sz[i] = dt * w->vz[i];
+    }
+    return INT_MAX;
+}
+
 static void cpu_refresh(pbf_world *w) {
     if (w->count == 0) return;
     memcpy(w->qx, w->px, (size_t)w->count * sizeof(float));
@@ -506,6 +725,13 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     case PBF_STAGE_COLLIDE: return stage_collide(w);
     case PBF_STAGE_VELOCITY: return stage_velocity(w, c->dt, c->vmax);
     case PBF_STAGE_VORTICITY_XSPH: return stage_vorticity_xsph(w, c->dt, c->vmax);
+    case PBF_STAGE_GRAVITY: return stage_gravity(w, c->dt, c->vmax);
+    case PBF_STAGE_WCSPH_PRESSURE: return stage_wcsph_pressure(w, c->dt);
+    case PBF_STAGE_DFSPH_FACTOR: return stage_dfsph_factor(w);
+    case PBF_STAGE_DIVERGENCE: return stage_dfsph_source(w, c->dt, 1);
+    case PBF_STAGE_DENSITY_ADV: return stage_dfsph_source(w, c->dt, 0);
+    case PBF_STAGE_PRESSURE_ACCEL: return stage_pressure_accel(w, c->dt);
+    case PBF_STAGE_ADVECT: return stage_advect(w, c->dt);
     case PBF_STAGE_STATS: stage_stats(w); return INT_MAX;
     case PBF_STAGE_COUNT: break;
     }

@@ -659,7 +659,7 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
         break;
     }
     case PBF_STAGE_STATS:
-    case PBF_STAGE_COUNT: break;
+    default: break; /* the SPH solvers' stages: CPU only (pbf_backend_open refuses them) */
     }
     return INT_MAX;
 }

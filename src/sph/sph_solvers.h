@@ -1,0 +1,79 @@
+/*
+ * The SPH pressure solvers' per-particle formulas on plain data, compiled unchanged as C, OpenCL C
+ * and CUDA (see kernel.h). The neighbour sums they finish are the ones every solver shares:
+ *
+ *   rho_i / rho_0 = sum_j V W_ij + wall_i                          (density, walls included)
+ *   g_i           = sum_j V grad W_ij + grad wall_i               (gradient of rho_i / rho_0)
+ *   s_i           = sum_j |V grad W_ij|^2
+ *   D_i           = sum_j V (v_i - v_j) . grad W_ij + v_i . grad wall_i   (D rho_i/Dt / rho_0)
+ *
+ * with V = m / rho_0 and the walls the continuum boundary of walls.h (Akinci et al. 2012 in the
+ * continuum limit: solid at rest density that does not move). Every pressure solver ends in the
+ * same symmetric pressure acceleration (momentum conserving, Akinci et al. 2012 for the wall):
+ *
+ *   a_i = -(sum_j V (kappa_i + kappa_j) grad W_ij + kappa_i grad wall_i),  kappa = rho_0 p / rho^2
+ *
+ * stored as k = dt^2 kappa (m^2), so that the velocity change over a step is
+ * -(sum_j V (k_i + k_j) grad W_ij + k_i grad wall_i) / dt, the same form as PBF's delta p
+ * (Macklin & Müller 2013, eq. 12) divided by dt.
+ */
+#ifndef PBF_SPH_SOLVERS_H
+#define PBF_SPH_SOLVERS_H
+
+#include "kernel.h"
+#include "walls.h"
+
+#if defined(__OPENCL_VERSION__)
+#define PBF_POWF(x, y) pow((x), (y))
+#else
+#define PBF_POWF(x, y) powf((x), (y))
+#endif
+
+/* WCSPH (Becker & Teschner 2007): Tait equation p = B ((rho / rho_0)^gamma - 1), clamped at 0
+ * (no tension at the free surface), as k = dt^2 rho_0 p / rho^2 = dt^2 p / (rho_0 rel^2) with
+ * rel = rho / rho_0. */
+PBF_FN float pbf_wcsph_k(float rel, float stiffness, float exponent, float rho0, float dt) {
+    if (!(rel > 1.0f)) return 0.0f;
+    float p = stiffness * (PBF_POWF(rel, exponent) - 1.0f);
+    return dt * dt * p / (rho0 * rel * rel);
+}
+
+/* WCSPH's artificial viscosity (Monaghan 1992, as Becker & Teschner 2007 use it):
+ *   a_i = -sum_j m Pi_ij grad W_ij,  Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2),
+ *   nu = 2 alpha h c_s / (rho_i + rho_j),
+ * with rho_i + rho_j = 2 rho_0 (weakly compressible), so that m nu = V alpha h c_s: this returns
+ * alpha h c_s (m^2/s), the sound speed c_s = sqrt(B gamma / rho_0). */
+PBF_FN float pbf_wcsph_viscosity(float alpha, float stiffness, float exponent, float h, float rho0) {
+    return alpha * h * PBF_SQRTF(stiffness * exponent / rho0);
+}
+
+/* DFSPH factor (Bender & Koschier 2017, eq. 11, in units of V): 1 / (|g_i|^2 + s_i), or 0 where
+ * a particle has no neighbours to push against. */
+PBF_FN float pbf_dfsph_factor(float g2, float s, float eps) {
+    float d = g2 + s;
+    return d > eps ? 1.0f / d : 0.0f;
+}
+
+/* The source term of DFSPH's two solves, as a relative density error over the step:
+ * density solve (Algorithm 3): rho*_i / rho_0 - 1 = rho_i / rho_0 + dt D_i - 1;
+ * divergence solve (Algorithm 2): dt D_i; both only where they compress (>= 0). */
+PBF_FN float pbf_dfsph_source(float rel, float d, float dt, int divergence) {
+    float c = divergence ? dt * d : rel + dt * d - 1.0f;
+    return c > 0.0f ? c : 0.0f;
+}
+
+/* The collisions and friction of walls.h on a velocity: the motion dt v from x (the position the
+ * solve works at) is pushed out of the boxes and into the container, and v becomes what is left
+ * of it. Inside the SPH solvers' iterations, as PBF projects its collisions in every iteration:
+ * a wall stops the fluid in the solve itself, not after it. */
+PBF_FN void pbf_sph_collide_velocity(const pbf_walls_consts *c, const PBF_GLOBAL pbf_wall_box *boxes,
+                                     const float x[3], float dt, float *vx, float *vy, float *vz) {
+    float q[3] = {x[0] + dt * *vx, x[1] + dt * *vy, x[2] + dt * *vz};
+    pbf_collide(c, boxes, q, x);
+    const float inv_dt = 1.0f / dt;
+    *vx = (q[0] - x[0]) * inv_dt;
+    *vy = (q[1] - x[1]) * inv_dt;
+    *vz = (q[2] - x[2]) * inv_dt;
+}
+
+#endif
