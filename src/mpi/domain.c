@@ -35,6 +35,7 @@
 
 #include "internal.h"
 #include "pbf/mpi.h"
+#include "pbf/params.h"
 
 enum { TAG_HALO = 1701 };
 #define STATE_WORDS 8 /* x y z vx vy vz density id: pbf_snapshot's arrays */
@@ -327,6 +328,24 @@ static void drop_ghosts(pbf_mpi_domain *d) {
     w->count = k;
 }
 
+/* The density solve's error (the average density error, percent, that the lambda stage measures)
+ * over every process's owned particles: the stage measured this process's owned particles and
+ * ghosts. The same float terms as the single-process sum, added in another order: equal to it
+ * within double rounding. */
+static void global_solve_error(pbf_mpi_domain *d) {
+    pbf_world *w = d->w;
+    const float inv_rho0 = 1.0f / w->k.rest_density;
+    double v[2] = {0.0, 0.0};
+    for (int i = 0; i < w->count; ++i) {
+        if (d->owner[layer_of_cell(&w->grid, d->axis, w->cell[i])] != d->rank) continue;
+        const float e = w->density[i] * inv_rho0 - 1.0f;
+        if (e > 0.0f) v[0] += e;
+        v[1] += 1.0;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_SUM, d->comm);
+    w->solve_error = v[1] > 0.0 ? 100.0 * v[0] / v[1] : 0.0;
+}
+
 static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     pbf_mpi_domain *d = user;
     (void)w;
@@ -339,7 +358,10 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     switch (stage) {
     case PBF_STAGE_PREDICT: migrate(d); break;
     case PBF_STAGE_GRID: halo_lists(d); break;
-    case PBF_STAGE_LAMBDA: halo_update(d, lambda, 1); break;    /* delta p reads lambda_j */
+    case PBF_STAGE_LAMBDA: /* delta p reads lambda_j */
+        global_solve_error(d);
+        halo_update(d, lambda, 1);
+        break;
     case PBF_STAGE_COLLIDE: halo_update(d, q, 3); break;        /* lambda, velocity read x*_j */
     case PBF_STAGE_VELOCITY: halo_update(d, curl, 2); break;    /* XSPH: rho_j; eta: |omega_j| */
     case PBF_STAGE_VORTICITY_XSPH:
@@ -383,6 +405,14 @@ void pbf_mpi_domain_destroy(pbf_mpi_domain *d) {
     free(d);
 }
 
+static const char *solver_name(pbf_solver_kind kind) {
+    size_t n = 0;
+    const pbf_solver_info *info = pbf_solvers(&n);
+    for (size_t i = 0; i < n; ++i)
+        if (info[i].kind == kind) return info[i].name;
+    return "?";
+}
+
 pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_options *options,
                                  pbf_mpi_domain **out, pbf_error *err) {
     if (!w || !out) {
@@ -395,7 +425,10 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     /* every check on every process, agreed, so that all fail or none */
-    int bad[3] = {w->backend != &pbf_backend_cpu, w->hooks != NULL, 0};
+    /* the halos are those of PBF's stages with a fixed iteration count (a tolerance would stop
+     * each process after its own number of iterations) */
+    int bad[4] = {w->backend != &pbf_backend_cpu, w->hooks != NULL, 0,
+                  w->def.solver != PBF_SOLVER_PBF || w->def.pbf.tolerance > 0.0f};
     int cmin = w->count, cmax = w->count;
     MPI_Allreduce(MPI_IN_PLACE, &cmin, 1, MPI_INT, MPI_MIN, comm);
     MPI_Allreduce(MPI_IN_PLACE, &cmax, 1, MPI_INT, MPI_MAX, comm);
@@ -432,9 +465,14 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     } else {
         bad[2] = 1;
     }
-    MPI_Allreduce(MPI_IN_PLACE, bad, 3, MPI_INT, MPI_MAX, comm);
-    if (bad[0] || bad[1] || bad[2] || cmin != cmax) {
-        if (bad[0])
+    MPI_Allreduce(MPI_IN_PLACE, bad, 4, MPI_INT, MPI_MAX, comm);
+    if (bad[0] || bad[1] || bad[2] || bad[3] || cmin != cmax) {
+        if (bad[3])
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "solver = \"%s\", pbf_tolerance = %g: a run over MPI processes needs "
+                          "solver = \"pbf\" with a fixed iteration count (pbf_tolerance = 0)",
+                          solver_name(w->def.solver), (double)w->def.pbf.tolerance);
+        else if (bad[0])
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                           "device = \"%s\": a run over MPI processes needs the cpu device",
                           w->def.device);
@@ -588,19 +626,19 @@ pbf_diagnosis pbf_mpi_diagnose(pbf_mpi_domain *d, double density_limit, int *ran
     const int first = pick.rank;
     if (rank) *rank = first;
     /* that process's diagnosis, on every process */
-    const pbf_stage_desc *st = pbf_stage_table(&nst);
+    const pbf_stage_desc *st = pbf_stage_table(PBF_SOLVER_PBF, &nst);
     long long iv[4] = {-1, -1, g.index, (long long)g.id};
     for (int c = 0; c < ncheck; ++c)
         if (g.check && strcmp(g.check, checks[c]) == 0) iv[0] = c;
     for (int s = 0; s < nst; ++s)
-        if (g.stage && strcmp(g.stage, st[s].name) == 0) iv[1] = s;
+        if (g.stage && strcmp(g.stage, pbf_stage_name(st[s].id)) == 0) iv[1] = s;
     double dv[4] = {g.position.x, g.position.y, g.position.z, g.value};
     MPI_Bcast(iv, 4, MPI_LONG_LONG, first, d->comm);
     MPI_Bcast(dv, 4, MPI_DOUBLE, first, d->comm);
     memset(&g, 0, sizeof g);
     g.ok = 0;
     g.check = iv[0] >= 0 ? checks[iv[0]] : NULL;
-    g.stage = iv[1] >= 0 ? st[iv[1]].name : NULL;
+    g.stage = iv[1] >= 0 ? pbf_stage_name(st[iv[1]].id) : NULL;
     g.index = (int)iv[2];
     g.id = (uint32_t)iv[3];
     g.position = (pbf_vec3){(float)dv[0], (float)dv[1], (float)dv[2]};
