@@ -247,10 +247,11 @@ void pbfapp_render_print_options(FILE *f, int with_render) {
                "                      its mesh lit by a sun, reflecting a sky by Schlick's\n"
                "                      Fresnel term, tinted by the thickness of water the light\n"
                "                      crosses, %dx%d samples per pixel (--color and --range\n"
-               "                      do not apply)\n",
+               "                      do not apply).\n",
             PBFAPP_SURFACE_SUPERSAMPLE, PBFAPP_SURFACE_SUPERSAMPLE);
     if (with_render)
-        fprintf(f, "                      The mesh is reconstructed from the particles.\n");
+        fprintf(f, "                      With --render or --video: each frame's mesh is\n"
+                   "                      reconstructed from the particles.\n");
     else
         fprintf(f, "                      The meshes are DIR/mesh_NNNNN.ply or .obj (`pbf mesh`,\n"
                    "                      `pbf run --mesh`); frames without one are reconstructed\n"
