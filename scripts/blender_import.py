@@ -27,7 +27,7 @@ Options:
   --camera-pos X,Y,Z    camera position, in pbf's coordinates (m)
   --camera-target X,Y,Z the point the camera looks at, in pbf's coordinates (m)
   --fov DEG             vertical field of view, degrees
-  --save FILE.blend     save the Blender file (the meshes are packed in it)
+  --save FILE.blend     save the Blender file (the meshes are stored in it)
   --report FILE.json    write what was imported (per frame: object, counts, bounds in
                         Blender's coordinates, the frames where it is visible)
 
@@ -577,7 +577,6 @@ def main():
         scene.render.threads_mode = "FIXED"
         scene.render.threads = args.threads
     if args.save:
-        bpy.ops.file.pack_all()
         bpy.ops.wm.save_as_mainfile(filepath=os.path.abspath(args.save))
         print(f"{PROG}: saved {args.save}", flush=True)
     out_dir = args.out or directory
