@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "render.h"
+#include "render_view.h"
 #include "util.h"
 
 #include <errno.h>
@@ -53,63 +54,15 @@ float pbfapp_render_vmax(const pbf_world_def *def) {
 
 /* ---- camera ------------------------------------------------------------------------------- */
 
-typedef struct view {
-    float pos[3], f[3], s[3], u[3]; /* eye, forward, right, up (orthonormal) */
-    float focal;                    /* pixels per unit of x/d */
-    float cx, cy;                   /* image centre, pixels */
-} view;
-
-static float dot3(const float a[3], const float b[3]) {
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-}
-
-static void normalize3(float v[3]) {
-    float n = sqrtf(dot3(v, v));
-    if (n > 0)
-        for (int k = 0; k < 3; ++k) v[k] /= n;
-}
-
-static void cross3(const float a[3], const float b[3], float o[3]) {
-    o[0] = a[1] * b[2] - a[2] * b[1];
-    o[1] = a[2] * b[0] - a[0] * b[2];
-    o[2] = a[0] * b[1] - a[1] * b[0];
-}
-
-/* The same eye frame as pbf_camera_matrices (x right, y up, looking along f). */
-static void make_view(const pbf_camera *c, int width, int height, view *v) {
-    for (int k = 0; k < 3; ++k) {
-        v->pos[k] = c->position[k];
-        v->f[k] = c->target[k] - c->position[k];
-    }
-    normalize3(v->f);
-    cross3(v->f, c->up, v->s);
-    normalize3(v->s);
-    cross3(v->s, v->f, v->u);
-    float fov = c->fov_deg > 1 && c->fov_deg < 170 ? c->fov_deg : 45.0f;
-    v->focal = 0.5f * (float)height / tanf(0.5f * fov * 3.14159265f / 180.0f);
-    v->cx = 0.5f * (float)width;
-    v->cy = 0.5f * (float)height;
-}
-
-/* World point -> eye coordinates (x right, y up, d = distance along the view axis). */
-static void to_eye(const view *v, const float p[3], float *ex, float *ey, float *d) {
-    float q[3] = {p[0] - v->pos[0], p[1] - v->pos[1], p[2] - v->pos[2]};
-    *ex = dot3(q, v->s);
-    *ey = dot3(q, v->u);
-    *d = dot3(q, v->f);
-}
-
-#define NEAR_PLANE 1e-4f
-
 int pbfapp_render_project(const pbf_camera *camera, int width, int height, const float p[3],
                           float *sx, float *sy, float *dist, float *focal) {
-    view v;
-    make_view(camera, width, height, &v);
+    pbfapp_view v;
+    pbfapp_make_view(camera, width, height, &v);
     float ex, ey, d;
-    to_eye(&v, p, &ex, &ey, &d);
+    pbfapp_to_eye(&v, p, &ex, &ey, &d);
     *dist = d;
     *focal = v.focal;
-    if (!(d > NEAR_PLANE)) return 0;
+    if (!(d > PBFAPP_NEAR_PLANE)) return 0;
     *sx = v.cx + v.focal * ex / d;
     *sy = v.cy - v.focal * ey / d;
     return 1;
@@ -161,7 +114,7 @@ static float tile_size(float extent) {
 }
 
 /* The floor y = domain_min.y inside the box: ray cast per pixel, rows split among threads. */
-static void draw_floor(pbfapp_image *img, const view *v, const pbfapp_render_input *in) {
+static void draw_floor(pbfapp_image *img, const pbfapp_view *v, const pbfapp_render_input *in) {
     const float *lo = in->domain_min, *hi = in->domain_max;
     float ext = hi[0] - lo[0] > hi[2] - lo[2] ? hi[0] - lo[0] : hi[2] - lo[2];
     const float tile = tile_size(ext);
@@ -179,7 +132,7 @@ static void draw_floor(pbfapp_image *img, const view *v, const pbfapp_render_inp
             for (int k = 0; k < 3; ++k) dir[k] = v->f[k] + a * v->s[k] + b * v->u[k];
             if (!(dir[1] < 0)) continue;
             float t = (lo[1] - v->pos[1]) / dir[1]; /* distance along the view axis */
-            if (!(t > NEAR_PLANE)) continue;
+            if (!(t > PBFAPP_NEAR_PLANE)) continue;
             float hx = v->pos[0] + t * dir[0], hz = v->pos[2] + t * dir[2];
             if (hx < lo[0] || hx > hi[0] || hz < lo[2] || hz > hi[2]) continue;
             long ix = (long)floorf((hx - lo[0]) / tile), iz = (long)floorf((hz - lo[2]) / tile);
@@ -207,9 +160,9 @@ typedef struct lighting {
 
 static void make_lighting(lighting *l) {
     float L[3] = {-0.35f, 0.55f, 0.75f};
-    normalize3(L);
+    pbfapp_normalize3(L);
     float H[3] = {L[0], L[1], L[2] + 1.0f};
-    normalize3(H);
+    pbfapp_normalize3(H);
     memcpy(l->L, L, sizeof L);
     memcpy(l->H, H, sizeof H);
 }
@@ -231,9 +184,9 @@ static void shade_pixel(const splat *s, const lighting *l, int x, int y, float o
     }
     float nz = sqrtf(1.0f - q);
     float nv[3] = {dx, -dy, nz};
-    float diff = dot3(nv, l->L);
+    float diff = pbfapp_dot3(nv, l->L);
     if (diff < 0) diff = 0;
-    float nh = dot3(nv, l->H);
+    float nh = pbfapp_dot3(nv, l->H);
     float spec = 0;
     if (nh > 0) { /* nh^48 = nh^32 * nh^16 */
         float p2 = nh * nh, p4 = p2 * p2, p8 = p4 * p4, p16 = p8 * p8;
@@ -320,7 +273,7 @@ static void shade_band(pbfapp_image *img, int *solid, int *edge, float *edge_dep
     }
 }
 
-static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_render_input *in,
+static pbf_status draw_spheres(pbfapp_image *img, const pbfapp_view *v, const pbfapp_render_input *in,
                                pbf_error *err) {
     const int n = in->count, h = img->height, w = img->width;
     if (n <= 0) return PBF_OK;
@@ -347,10 +300,10 @@ static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_re
         int i = in->order ? (int)in->order[k] : k;
         float p[3] = {in->x[i], in->y[i], in->z[i]};
         float ex, ey, d;
-        to_eye(v, p, &ex, &ey, &d);
+        pbfapp_to_eye(v, p, &ex, &ey, &d);
         splat *s = &sp[k];
         s->rs = 0;
-        if (!(d - r > NEAR_PLANE) || !isfinite(ex) || !isfinite(ey)) continue;
+        if (!(d - r > PBFAPP_NEAR_PLANE) || !isfinite(ex) || !isfinite(ey)) continue;
         s->d = d;
         s->sx = v->cx + v->focal * ex / d;
         s->sy = v->cy - v->focal * ey / d;
@@ -423,11 +376,11 @@ static pbf_status draw_spheres(pbfapp_image *img, const view *v, const pbfapp_re
 
 /* A 3-D segment, clipped to the near plane, drawn with a square brush of `th` pixels; a pixel is
  * drawn where the segment is not behind what the depth buffer holds (lines do not write depth). */
-static void draw_line3(pbfapp_image *img, const view *v, const float a[3], const float b[3], int th,
+static void draw_line3(pbfapp_image *img, const pbfapp_view *v, const float a[3], const float b[3], int th,
                        const float rgb[3]) {
     float ax, ay, ad, bx, by, bd;
-    to_eye(v, a, &ax, &ay, &ad);
-    to_eye(v, b, &bx, &by, &bd);
+    pbfapp_to_eye(v, a, &ax, &ay, &ad);
+    pbfapp_to_eye(v, b, &bx, &by, &bd);
     const float nearp = 1e-3f;
     if (ad < nearp && bd < nearp) return;
     if (ad < nearp || bd < nearp) {
@@ -466,7 +419,7 @@ static void draw_line3(pbfapp_image *img, const view *v, const float a[3], const
     }
 }
 
-static void draw_box_edges(pbfapp_image *img, const view *v, const float lo[3], const float hi[3],
+static void draw_box_edges(pbfapp_image *img, const pbfapp_view *v, const float lo[3], const float hi[3],
                            int th, const float rgb[3]) {
     for (int e = 0; e < 12; ++e) {
         /* Edge e runs along axis e / 4; the other two axes take the corners of bits of e % 4. */
@@ -567,11 +520,12 @@ pbf_status pbfapp_render(const pbfapp_render_input *in, pbfapp_image *img, pbf_e
     if (in->count < 0 || (in->count > 0 && (!in->x || !in->y || !in->z)))
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "render: %d particles with NULL position arrays",
                     in->count);
-    view v;
-    make_view(&in->camera, img->width, img->height, &v);
+    pbfapp_view v;
+    pbfapp_make_view(&in->camera, img->width, img->height, &v);
     draw_background(img);
     if (!(in->flags & PBFAPP_RENDER_NO_FLOOR)) draw_floor(img, &v, in);
-    pbf_status st = draw_spheres(img, &v, in, err);
+    pbf_status st =
+        in->mesh ? pbfapp_render_surface(in, img, err) : draw_spheres(img, &v, in, err);
     if (st != PBF_OK) return st;
     int scale = (img->height + 180) / 360;
     if (scale < 1) scale = 1;
@@ -592,7 +546,7 @@ pbf_status pbfapp_render(const pbfapp_render_input *in, pbfapp_image *img, pbf_e
             snprintf(line, sizeof line, "%.60s", in->title);
             draw_text(img, 8 * scale, 8 * scale + PBFAPP_FONT_LINE * scale, scale, line, ink);
         }
-        draw_legend(img, in, scale);
+        if (!in->mesh) draw_legend(img, in, scale);
     }
     return PBF_OK;
 }

@@ -20,6 +20,22 @@
  *
  * Parallel work is split by bands of image rows, each band drawing its particles in input
  * order, so the result does not depend on the number of threads.
+ *
+ * Surface mode (`mesh` set; app/render_surface.c): instead of step 3 the liquid's closed surface
+ * mesh (pbf/surface.h) is drawn as water, with PBFAPP_SURFACE_SUPERSAMPLE^2 samples per pixel
+ * (anti-aliasing) and a z-buffer; per sample:
+ *   - the normal interpolated (perspective-correct) from the vertex normals;
+ *   - the thickness of liquid along the ray (the mesh is closed: the depths of the triangles
+ *     facing away minus those facing the eye, clipped at the floor);
+ *   - colour = (1 - F) * transmitted + F * sky(reflected ray), with F Schlick's approximation
+ *     of the Fresnel reflectance of water (n = 1.33, F0 = 0.02); the sky a gradient from a light
+ *     horizon to a blue zenith over a grey ground, with a sun; transmitted = what is behind
+ *     (floor or background, shifted along the normal by a refraction offset growing with the
+ *     thickness) attenuated by Beer-Lambert absorption exp(-sigma * thickness) (sigma per
+ *     colour channel, red absorbed most, scaled to the container's size), plus the light
+ *     scattered by deep water (blue-green, lit by the sun) in its place;
+ * the samples of a pixel are averaged. The colour legend is left out (the particles' colour
+ * field is not drawn); time and title stay.
  */
 #ifndef PBFAPP_RENDER_H
 #define PBFAPP_RENDER_H
@@ -29,6 +45,7 @@
 #include "camera.h"
 #include "colormap.h"
 #include "pbf/pbf.h"
+#include "pbf/surface.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -75,7 +92,12 @@ typedef struct pbfapp_render_input {
                               ramp (pbf_color_default_range, pbf_color_auto_range) */
     pbf_camera camera;
     int flags; /* PBFAPP_RENDER_* */
+    const pbf_mesh *mesh; /* non-NULL: draw this surface mesh as water instead of the particles
+                             (count may then be 0) */
 } pbfapp_render_input;
+
+/* Samples per pixel along each axis in surface mode. */
+#define PBFAPP_SURFACE_SUPERSAMPLE 3
 
 /* Speed scale of the colour ramps: sqrt(2 |g| H), the speed of a free fall over the container
  * height H, or 1 m/s without gravity. */
@@ -84,6 +106,18 @@ float pbfapp_render_vmax(const pbf_world_def *def);
 /* Renders into img (its size decides the aspect ratio). Fails only on invalid input (count < 0,
  * NULL positions) or out of memory. */
 pbf_status pbfapp_render(const pbfapp_render_input *in, pbfapp_image *img, pbf_error *err);
+
+/* The water model of surface mode, for one ray: n the unit outward normal, dir the unit ray
+ * direction (from the eye), thickness the length of liquid along the ray (m), absorb the
+ * absorption coefficients (1/m, per channel), behind the colour behind the liquid, sun the unit
+ * direction towards the sun. Colours linear in [0, 1] (out may exceed 1 in a highlight). */
+void pbfapp_water_shade(const float n[3], const float dir[3], float thickness,
+                        const float absorb[3], const float behind[3], const float sun[3],
+                        float out[3]);
+/* Schlick's approximation of the Fresnel reflectance of water seen at cos_theta. */
+float pbfapp_schlick(float cos_theta);
+/* The sky seen along the unit direction r (sun: unit direction towards the sun). */
+void pbfapp_water_sky(const float r[3], const float sun[3], float out[3]);
 
 /* Text in the font of app/font5x9.h with the top-left corner of its first glyph cell at (x, y),
  * each font pixel a square of `scale` image pixels; '\n' starts a new line. Glyph rows 0..6 are

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "frame_read.h"
+#include "mesh.h"
 #include "output.h"
 #include "progress.h"
 
@@ -86,6 +87,22 @@ int pbfapp_render_parse_option(int argc, char **argv, int *i, pbfapp_render_opti
     int m;
     if (with_render && strcmp(arg, "--render") == 0) {
         o->png = 1;
+        return 1;
+    }
+    if (strcmp(arg, "--surface") == 0) {
+        o->surface = 1;
+        return 1;
+    }
+    if ((m = pbfapp_option_value(argc, argv, i, "--surface-set", &value)) != 0) {
+        if (m < 0 || !strchr(value, '=') || value[0] == '=')
+            return usage(rc, cmd,
+                         "--surface-set needs KEY=VALUE, a surface parameter of `pbf mesh "
+                         "--help`, e.g. --surface-set iso_level=0.6");
+        if (o->nsurface_sets >= (int)(sizeof o->surface_sets / sizeof o->surface_sets[0]))
+            return usage(rc, cmd, "--surface-set: at most %d settings",
+                         (int)(sizeof o->surface_sets / sizeof o->surface_sets[0]));
+        o->surface_sets[o->nsurface_sets++] = value;
+        o->surface = 1;
         return 1;
     }
     if ((m = pbfapp_option_value(argc, argv, i, "--color", &value)) != 0) {
@@ -226,6 +243,22 @@ void pbfapp_render_print_options(FILE *f, int with_render) {
         fprintf(f, "  --range auto        a range that follows the data: the 1st to 99th percentile\n"
                    "                      of the quantity over the frames (up to 16 of them, evenly\n"
                    "                      spaced), the same for every frame so colours do not flicker\n");
+    fprintf(f, "  --surface           draw the liquid's surface as water instead of the particles:\n"
+               "                      its mesh lit by a sun, reflecting a sky by Schlick's\n"
+               "                      Fresnel term, tinted by the thickness of water the light\n"
+               "                      crosses, %dx%d samples per pixel (--color and --range\n"
+               "                      do not apply).\n",
+            PBFAPP_SURFACE_SUPERSAMPLE, PBFAPP_SURFACE_SUPERSAMPLE);
+    if (with_render)
+        fprintf(f, "                      With --render or --video: each frame's mesh is\n"
+                   "                      reconstructed from the particles.\n");
+    else
+        fprintf(f, "                      The meshes are DIR/mesh_NNNNN.ply or .obj (`pbf mesh`,\n"
+                   "                      `pbf run --mesh`); frames without one are reconstructed\n"
+                   "                      from the particles.\n");
+    fprintf(f, "  --surface-set KEY=VALUE\n"
+               "                      a surface parameter of `pbf mesh --help` for meshes\n"
+               "                      reconstructed here (implies --surface)\n");
     fprintf(f, "  --camera-pos X,Y,Z  the camera's position, m (default: the scene's \"camera\",\n"
                "                      else a view of the container from the front-right, above)\n"
                "  --camera-target X,Y,Z\n"
@@ -274,6 +307,13 @@ struct pbfapp_renderer {
     int box_cap;
     int frames;
     double render_s, write_s;
+    /* --surface */
+    const pbf_mesh *next_mesh;  /* pbfapp_renderer_set_mesh */
+    pbf_surface *surface;       /* reconstruction when no mesh is given */
+    float *sx, *sy, *sz;        /* positions in id order for it */
+    size_t s_cap;
+    double surface_s;           /* time spent reconstructing */
+    int meshes_given, meshes_made;
     /* video */
     pid_t pid;
     FILE *pipe;
@@ -486,6 +526,20 @@ pbf_status pbfapp_renderer_open(const pbfapp_render_options *o, const pbfapp_sce
         pbf_color_default_range(o->color, def->rest_density, pbfapp_render_vmax(def), in->range);
     }
     in->title = r->title;
+    if (o->surface) {
+        pbfapp_mesh_options mo;
+        pbfapp_mesh_options_default(&mo);
+        mo.nsets = o->nsurface_sets;
+        for (int k = 0; k < o->nsurface_sets; ++k) mo.sets[k] = o->surface_sets[k];
+        pbf_surface_params sp;
+        pbf_error e2;
+        st = pbfapp_mesh_params(scene, &mo, &sp, &e2);
+        if (st == PBF_OK) st = pbf_surface_create(&sp, &r->surface, &e2);
+        if (st != PBF_OK) {
+            pbfapp_renderer_close(r, NULL);
+            return pbfapp_fail(err, st, "--surface-set: %s", e2.message);
+        }
+    }
     in->camera = scene->has_camera ? scene->camera
                                    : pbf_camera_default(in->domain_min, in->domain_max,
                                                         (float)o->width / (float)o->height);
@@ -508,6 +562,39 @@ pbf_status pbfapp_renderer_open(const pbfapp_render_options *o, const pbfapp_sce
     return PBF_OK;
 }
 
+void pbfapp_renderer_set_mesh(pbfapp_renderer *r, const pbf_mesh *mesh) {
+    r->next_mesh = mesh;
+}
+
+/* The surface of the frame's particles, taken in id order (so the same frame gives the same
+ * mesh from a run's memory and from its frame file). */
+static pbf_status reconstruct(pbfapp_renderer *r, const pbf_particles *p, pbf_mesh *mesh,
+                              pbf_error *err) {
+    size_t n = p->count > 0 ? (size_t)p->count : 0;
+    if (n > r->s_cap) {
+        free(r->sx);
+        free(r->sy);
+        free(r->sz);
+        r->sx = malloc(n * sizeof *r->sx);
+        r->sy = malloc(n * sizeof *r->sy);
+        r->sz = malloc(n * sizeof *r->sz);
+        r->s_cap = r->sx && r->sy && r->sz ? n : 0;
+        if (!r->s_cap)
+            return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory for the surface");
+    }
+    for (size_t k = 0; k < n; ++k) {
+        uint32_t i = r->order[k];
+        r->sx[k] = p->x[i];
+        r->sy[k] = p->y[i];
+        r->sz[k] = p->z[i];
+    }
+    double t0 = pbfapp_now();
+    pbf_status st = pbf_surface_reconstruct(r->surface, r->sx, r->sy, r->sz, (int)n, mesh, err);
+    r->surface_s += pbfapp_now() - t0;
+    ++r->meshes_made;
+    return st;
+}
+
 pbf_status pbfapp_renderer_frame(pbfapp_renderer *r, int frame, double time, const pbf_particles *p,
                                  const pbfapp_render_box *boxes, int box_count, pbf_error *err) {
     size_t n = p->count > 0 ? (size_t)p->count : 0;
@@ -519,6 +606,19 @@ pbf_status pbfapp_renderer_frame(pbfapp_renderer *r, int frame, double time, con
     }
     pbf_status st = n ? pbfapp_id_order(p, r->order, err) : PBF_OK;
     if (st != PBF_OK) return st;
+    pbf_mesh mesh;
+    r->in.mesh = NULL;
+    if (r->opt.surface) {
+        if (r->next_mesh) {
+            mesh = *r->next_mesh;
+            ++r->meshes_given;
+        } else {
+            st = reconstruct(r, p, &mesh, err);
+            if (st != PBF_OK) return st;
+        }
+        r->next_mesh = NULL;
+        r->in.mesh = &mesh;
+    }
     double t0 = pbfapp_now();
     pbfapp_render_input *in = &r->in;
     in->count = (int)n;
@@ -534,6 +634,7 @@ pbf_status pbfapp_renderer_frame(pbfapp_renderer *r, int frame, double time, con
     in->box_count = box_count;
     in->time = time;
     st = pbfapp_render(in, &r->img, err);
+    in->mesh = NULL;
     if (st != PBF_OK) return st;
     double t1 = pbfapp_now();
     if (r->opt.png) {
@@ -580,15 +681,25 @@ pbf_status pbfapp_renderer_close(pbfapp_renderer *r, pbf_error *err) {
     if (!r) return PBF_OK;
     pbf_status st = video_finish(r, err);
     if (st == PBF_OK && !r->opt.quiet && r->frames > 0) {
+        char surf[160] = "";
+        if (r->opt.surface && r->meshes_made > 0)
+            snprintf(surf, sizeof surf, "; %d surface%s reconstructed (%.1f ms each)",
+                     r->meshes_made, r->meshes_made == 1 ? "" : "s",
+                     1000.0 * r->surface_s / r->meshes_made);
         printf("pbf: rendered %d frame%s at %dx%d (%s): %.1f ms/frame drawing, %.1f ms/frame "
-               "writing%s%s%s%s%s\n",
+               "writing%s%s%s%s%s%s\n",
                r->frames, r->frames == 1 ? "" : "s", r->img.width, r->img.height,
-               pbf_color_field_name(r->opt.color), 1000.0 * r->render_s / r->frames,
+               r->opt.surface ? "surface" : pbf_color_field_name(r->opt.color),
+               1000.0 * r->render_s / r->frames,
                1000.0 * r->write_s / r->frames, r->opt.png ? "; PNG files in " : "",
                r->opt.png ? r->png_dir : "", r->opt.png ? "/" : "", r->opt.video ? "; video " : "",
-               r->opt.video ? r->opt.video : "");
+               r->opt.video ? r->opt.video : "", surf);
         fflush(stdout);
     }
+    pbf_surface_destroy(r->surface);
+    free(r->sx);
+    free(r->sy);
+    free(r->sz);
     pbfapp_image_free(&r->img);
     free(r->order);
     free(r->boxes);
@@ -854,6 +965,9 @@ int pbfapp_render_command(int argc, char **argv) {
     }
     pbfapp_frame_data data;
     memset(&data, 0, sizeof data);
+    pbfapp_mesh_data mesh_data;
+    memset(&mesh_data, 0, sizeof mesh_data);
+    int meshes_read = 0;
     char path[4200];
     pbfapp_progress bar;
     pbfapp_progress_start(&bar, stderr, "render", nframes, opt.quiet, -1);
@@ -873,6 +987,25 @@ int pbfapp_render_command(int argc, char **argv) {
         if (pbf_world_restore(world, &snap, &err) == PBF_OK)
             pbfapp_world_render_boxes(world, boxes);
         pbf_particles p = pbfapp_frame_particles(&data);
+        pbf_mesh mesh;
+        if (opt.surface) { /* the run's mesh of this frame, if there is one */
+            struct stat mb;
+            snprintf(path, sizeof path, "%s/mesh_%05d.ply", dir, frames[k].number);
+            if (stat(path, &mb) != 0)
+                snprintf(path, sizeof path, "%s/mesh_%05d.obj", dir, frames[k].number);
+            if (stat(path, &mb) == 0) {
+                st = pbfapp_read_mesh(path, &mesh_data, &err);
+                if (st != PBF_OK) {
+                    pbfapp_progress_clear(&bar);
+                    fprintf(stderr, "pbf: %s\n", err.message);
+                    rc = EXIT_RUNTIME;
+                    break;
+                }
+                mesh = pbfapp_mesh_data_view(&mesh_data);
+                pbfapp_renderer_set_mesh(r, &mesh);
+                ++meshes_read;
+            }
+        }
         st = pbfapp_renderer_frame(r, frames[k].number, time, &p, boxes, scene.box_count, &err);
         if (st != PBF_OK) {
             pbfapp_progress_clear(&bar);
@@ -886,6 +1019,12 @@ int pbfapp_render_command(int argc, char **argv) {
     }
     pbfapp_progress_finish(&bar);
     pbfapp_frame_data_free(&data);
+    pbfapp_mesh_data_free(&mesh_data);
+    if (rc == 0 && opt.surface && !opt.quiet && meshes_read > 0) {
+        printf("pbf: --surface: %d mesh%s read from %s/mesh_NNNNN files\n", meshes_read,
+               meshes_read == 1 ? "" : "es", dir);
+        fflush(stdout);
+    }
     if (r) {
         pbf_status cst = pbfapp_renderer_close(r, &err);
         if (cst != PBF_OK && rc == 0) {

@@ -37,12 +37,15 @@ typedef struct pbfapp_render_options {
     float range[2];        /* with PBFAPP_RANGE_GIVEN */
     pbf_camera_override camera; /* --camera-pos, --camera-target, --fov */
     int quiet;
+    int surface;                /* --surface: the liquid's surface mesh as water */
+    int nsurface_sets;          /* --surface-set KEY=VALUE: surface parameters for meshes */
+    const char *surface_sets[32]; /* reconstructed on the fly (pbf mesh --set) */
 } pbfapp_render_options;
 
 void pbfapp_render_options_default(pbfapp_render_options *o);
 
 /* Parses --color F, --size WxH, --video FILE, --range R, --camera-pos X,Y,Z,
- * --camera-target X,Y,Z or --fov DEG at argv[*i] (also --render when `with_render`, i.e. for
+ * --camera-target X,Y,Z, --fov DEG, --surface or --surface-set KEY=VALUE at argv[*i] (also --render when `with_render`, i.e. for
  * `pbf run`, where --range auto is refused: it needs the whole series).
  * Returns 1 and advances *i when it was one of them (with *rc = 2 after printing a usage error
  * when its value is bad), 0 when it is not one of them. `cmd` names the command in messages. */
@@ -65,6 +68,12 @@ typedef struct pbfapp_renderer pbfapp_renderer;
  * succeeds; its directory is created). */
 pbf_status pbfapp_renderer_open(const pbfapp_render_options *o, const pbfapp_scene *scene,
                                 const char *png_dir, pbfapp_renderer **out, pbf_error *err);
+
+/* Surface mode: the mesh to draw for the next pbfapp_renderer_frame (e.g. read from the run's
+ * mesh_NNNNN.ply); it must stay valid until then. Without one the renderer reconstructs the
+ * surface from the frame's particles (in id order, with the scene's surface parameters and
+ * --surface-set). */
+void pbfapp_renderer_set_mesh(pbfapp_renderer *r, const pbf_mesh *mesh);
 
 /* Renders one frame (particles drawn in id order, so the same frame gives the same image from
  * `pbf run --render` and from `pbf render`). `boxes` are the obstacles and walls at `time`. */

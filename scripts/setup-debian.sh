@@ -4,12 +4,26 @@
 # is present it prints nothing and changes nothing.
 #
 #   bash scripts/setup-debian.sh
+#   bash scripts/setup-debian.sh --with-blender    # also Blender (large: about 300 MB with its
+#                                                  # libraries), for scripts/blender_import.py
+#                                                  # and its test; PBF_WITH_BLENDER=1 does the same
 #
 # Runs apt-get as root directly, through sudo when not root, or else prints the command to run.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 list="${here}/debian-packages.txt"
+
+with_blender="${PBF_WITH_BLENDER:-0}"
+for arg in "$@"; do
+    case "${arg}" in
+        --with-blender) with_blender=1 ;;
+        *)
+            echo "setup-debian.sh: unknown argument \"${arg}\" (the only one is --with-blender)" >&2
+            exit 2
+            ;;
+    esac
+done
 
 if [[ ! -r "${list}" ]]; then
     echo "setup-debian.sh: cannot read ${list}" >&2
@@ -18,6 +32,9 @@ fi
 
 # Package names: strip comments and blanks.
 mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "${list}")
+if [[ "${with_blender}" == 1 ]]; then
+    wanted+=(blender)
+fi
 
 if ! command -v dpkg-query > /dev/null 2>&1; then
     echo "setup-debian.sh: dpkg-query not found; this script is for Debian 12." >&2

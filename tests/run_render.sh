@@ -8,7 +8,11 @@
 #     320x180, frames + 1 frames;
 #   - without ffmpeg on PATH, --video fails before simulating (exit 1, message names ffmpeg);
 #   - --camera-pos/--camera-target/--fov give the image of the same camera in the scene file;
-#     --range MIN:MAX and --range auto recolour; bad values are usage errors (exit 2).
+#     --range MIN:MAX and --range auto recolour; bad values are usage errors (exit 2);
+#   - --surface: `pbf render DIR --surface` draws the run's mesh_NNNNN.ply files (other images
+#     than the particles'), the same bytes as meshes reconstructed on the fly (a copy without
+#     the meshes, and `pbf run --render --surface`), OBJ meshes too; a broken mesh file is an
+#     error naming it (exit 1), a bad --surface-set a usage error (exit 2).
 #
 #   bash tests/run_render.sh PATH/TO/pbf
 set -uo pipefail
@@ -113,6 +117,45 @@ out="$("${pbf}" run "${scene}" --out "${tmp}/auto" --frames 1 --render --range a
 [[ ${rc} -eq 2 && "${out}" == *"pbf render DIR --range auto"* && ! -e "${tmp}/auto" ]]
 check "pbf run --render --range auto: exit 2 (got ${rc}), points to pbf render, nothing written" $?
 
+# --surface: the liquid's meshes as water.
+rc=0
+"${pbf}" run "${scene}" --out "${tmp}/m" --frames 2 --mesh -q > "${tmp}/m.log" 2>&1 || rc=$?
+"${pbf}" render "${tmp}/m" --surface --out "${tmp}/ms" --size 320x180 > "${tmp}/ms.log" 2>&1 ||
+    rc=$?
+"${pbf}" render "${tmp}/m" --out "${tmp}/mp" --size 320x180 -q > /dev/null 2>&1 || rc=$?
+n=$(find "${tmp}/ms" -name 'frame_*.png' | wc -l)
+[[ ${rc} -eq 0 && ${n} -eq 3 ]] && grep -q "3 meshes read" "${tmp}/ms.log" &&
+    ! cmp -s "${tmp}/ms/frame_00002.png" "${tmp}/mp/frame_00002.png"
+check "pbf render --surface: 3 PNGs from the run's 3 meshes, not the particles' images (exit ${rc}: $(tail -n 1 "${tmp}/ms.log"))" $?
+mkdir -p "${tmp}/mn"
+cp "${tmp}"/m/frame_*.vtp "${tmp}/m/scene.json" "${tmp}/mn/"
+rc=0
+"${pbf}" render "${tmp}/mn" --surface --size 320x180 > "${tmp}/mn.log" 2>&1 || rc=$?
+"${pbf}" run "${scene}" --out "${tmp}/mr" --frames 2 --render --surface --size 320x180 -q \
+    > /dev/null 2>&1 || rc=$?
+same=0
+for f in "${tmp}"/ms/frame_*.png; do
+    cmp -s "${f}" "${tmp}/mn/$(basename "${f}")" || same=1
+    cmp -s "${f}" "${tmp}/mr/$(basename "${f}")" || same=1
+done
+[[ ${rc} -eq 0 && ${same} -eq 0 ]] && grep -q "3 surfaces reconstructed" "${tmp}/mn.log"
+check "--surface without mesh files reconstructs them: the same bytes, also from pbf run --render --surface (exit ${rc})" $?
+rc=0
+"${pbf}" mesh "${tmp}/mn" --format obj --out "${tmp}/mo" -q > /dev/null 2>&1 || rc=$?
+cp "${tmp}"/m/frame_*.vtp "${tmp}/m/scene.json" "${tmp}/mo/"
+"${pbf}" render "${tmp}/mo" --surface --size 320x180 -q > /dev/null 2>&1 || rc=$?
+[[ ${rc} -eq 0 ]] && cmp -s "${tmp}/mo/frame_00002.png" "${tmp}/ms/frame_00002.png"
+check "--surface with OBJ meshes: the same picture as with PLY (exit ${rc})" $?
+head -c 300 "${tmp}/m/mesh_00001.ply" > "${tmp}/cut.ply" && mv "${tmp}/cut.ply" "${tmp}/m/mesh_00001.ply"
+rc=0
+out="$("${pbf}" render "${tmp}/m" --surface --out "${tmp}/mb" --size 320x180 -q 2>&1)" || rc=$?
+[[ ${rc} -eq 1 && "${out}" == *"mesh_00001.ply"* ]]
+check "--surface with a truncated mesh file: exit 1 (got ${rc}), names it: ${out}" $?
+rc=0
+out="$("${pbf}" render "${tmp}/mn" --surface-set iso_level=9 --out "${tmp}/mb2" 2>&1)" || rc=$?
+[[ ${rc} -eq 2 && "${out}" == *"--surface-set"*"iso_level"* && ! -e "${tmp}/mb2" ]]
+check "--surface-set iso_level=9: exit 2 (got ${rc}), names the option and key: ${out}" $?
+
 if ! command -v ffprobe > /dev/null 2>&1; then
     check "ffprobe on PATH (install ffmpeg: scripts/setup-debian.sh)" 1
 else
@@ -155,7 +198,8 @@ for key in --render --video --color --size camera --range --camera-pos --camera-
 done
 check "pbf run --help lists --render --video --color --size camera --range --camera-pos --fov" $?
 "${pbf}" render --help > "${tmp}/render_help.txt" 2>&1
-for key in "--range auto" "--range MIN:MAX" --camera-pos --camera-target --fov; do
+for key in "--range auto" "--range MIN:MAX" --camera-pos --camera-target --fov --surface \
+    --surface-set; do
     grep -q -- "${key}" "${tmp}/render_help.txt" || { echo "     render --help lacks ${key}"; false; }
 done
 check "pbf render --help lists --range auto|MIN:MAX, --camera-pos, --camera-target, --fov" $?

@@ -19,6 +19,7 @@
 #include "colormap.h"
 #include "font.h" /* app/viewer: the overlay's font texture */
 #include "frame_read.h"
+#include "mesh.h"
 #include "output.h"
 #include "render.h"
 #include "scene.h"
@@ -660,6 +661,418 @@ static void test_font_descenders(void) {
     pbfapp_image_free(&img);
 }
 
+/* ---- surface mode ------------------------------------------------------------------------- */
+
+typedef struct test_mesh {
+    int nv, nt;
+    float pos[3 * 4096], nrm[3 * 4096];
+    uint32_t tri[3 * 8192];
+} test_mesh;
+
+static pbf_mesh mesh_view(const test_mesh *m) {
+    pbf_mesh v = {m->nv, m->nt, m->pos, m->nrm, m->tri};
+    return v;
+}
+
+/* Appends a triangle, wound counter-clockwise seen from outside (from `centre`). */
+static void add_tri(test_mesh *m, uint32_t a, uint32_t b, uint32_t c, const float centre[3]) {
+    const float *pa = m->pos + 3 * a, *pb = m->pos + 3 * b, *pc = m->pos + 3 * c;
+    float e1[3], e2[3], o[3];
+    for (int k = 0; k < 3; ++k) {
+        e1[k] = pb[k] - pa[k];
+        e2[k] = pc[k] - pa[k];
+        o[k] = (pa[k] + pb[k] + pc[k]) / 3.0f - centre[k];
+    }
+    float n[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                  e1[0] * e2[1] - e1[1] * e2[0]};
+    int flip = n[0] * o[0] + n[1] * o[1] + n[2] * o[2] < 0;
+    uint32_t *t = m->tri + 3 * m->nt++;
+    t[0] = a;
+    t[1] = flip ? c : b;
+    t[2] = flip ? b : c;
+}
+
+/* A closed UV sphere (shared vertices, normals radial). */
+static void make_sphere(test_mesh *m, const float c[3], float r, int rings, int segs) {
+    m->nv = m->nt = 0;
+    const float pi = 3.14159265f;
+    for (int i = 0; i <= rings; ++i) {
+        float th = pi * (float)i / (float)rings;
+        int nseg = (i == 0 || i == rings) ? 1 : segs;
+        for (int j = 0; j < nseg; ++j) {
+            float ph = 2 * pi * (float)j / (float)segs;
+            float n[3] = {sinf(th) * cosf(ph), cosf(th), sinf(th) * sinf(ph)};
+            for (int k = 0; k < 3; ++k) {
+                m->pos[3 * m->nv + k] = c[k] + r * n[k];
+                m->nrm[3 * m->nv + k] = n[k];
+            }
+            ++m->nv;
+        }
+    }
+    /* vertex index of ring i, segment j (rings 1 .. rings-1 hold segs vertices) */
+#define RV(i, j) ((i) == 0 ? 0u : (i) == rings ? (uint32_t)(1 + (rings - 1) * segs) : (uint32_t)(1 + ((i) - 1) * segs + ((j) % segs)))
+    for (int i = 0; i < rings; ++i)
+        for (int j = 0; j < segs; ++j) {
+            if (i > 0) add_tri(m, RV(i, j), RV(i, j + 1), RV(i + 1, j), c);
+            if (i + 1 < rings) add_tri(m, RV(i + 1, j), RV(i, j + 1), RV(i + 1, j + 1), c);
+            if (i + 1 == rings && i > 0) continue;
+        }
+#undef RV
+}
+
+/* Appends a box [lo, hi] with flat faces (4 vertices per face, normals along the axes). */
+static void add_box(test_mesh *m, const float lo[3], const float hi[3]) {
+    float c[3];
+    for (int k = 0; k < 3; ++k) c[k] = 0.5f * (lo[k] + hi[k]);
+    for (int axis = 0; axis < 3; ++axis)
+        for (int side = 0; side < 2; ++side) {
+            int a1 = (axis + 1) % 3, a2 = (axis + 2) % 3;
+            uint32_t base = (uint32_t)m->nv;
+            for (int q = 0; q < 4; ++q) {
+                float *p = m->pos + 3 * m->nv, *n = m->nrm + 3 * m->nv;
+                p[axis] = side ? hi[axis] : lo[axis];
+                p[a1] = (q & 1) ? hi[a1] : lo[a1];
+                p[a2] = (q & 2) ? hi[a2] : lo[a2];
+                n[0] = n[1] = n[2] = 0;
+                n[axis] = side ? 1.0f : -1.0f;
+                ++m->nv;
+            }
+            add_tri(m, base, base + 1, base + 3, c);
+            add_tri(m, base, base + 3, base + 2, c);
+        }
+}
+
+static float lum(const unsigned char *p) {
+    return (float)p[0] + (float)p[1] + (float)p[2];
+}
+
+/* A sphere: water where it is, background elsewhere, lit from above (the upper half brighter),
+ * tinted by its thickness (the centre, where the light crosses most water, has less red than
+ * the rim), its depth in the depth buffer. */
+static void test_surface_sphere(void) {
+    static test_mesh m;
+    const float c[3] = {0, 0, 0}, r = 0.6f;
+    make_sphere(&m, c, r, 32, 64);
+    ENSURE(m.nv < 4096 && m.nt < 8192);
+    pbf_mesh mesh = mesh_view(&m);
+    pbfapp_image img, bg;
+    ENSURE(pbfapp_image_init(&img, W, H, NULL) == PBF_OK);
+    ENSURE(pbfapp_image_init(&bg, W, H, NULL) == PBF_OK);
+    pbfapp_render_input in = plain_input(0, NULL, NULL, NULL, 0.01f);
+    ENSURE(pbfapp_render(&in, &bg, NULL) == PBF_OK);
+    in.mesh = &mesh;
+    ENSURE(pbfapp_render(&in, &img, NULL) == PBF_OK);
+    float sx, sy, d, f;
+    ENSURE(pbfapp_render_project(&in.camera, W, H, c, &sx, &sy, &d, &f));
+    const float rs = r * f / d;
+    ENSURE(rs > 20 && rs < 40);
+    double upper = 0, lower = 0;
+    int nu = 0, nl = 0, brightest_y = -1;
+    float brightest = -1;
+    for (int j = 0; j < H; ++j)
+        for (int i = 0; i < W; ++i) {
+            float dx = (float)i + 0.5f - sx, dy = (float)j + 0.5f - sy;
+            float dist = sqrtf(dx * dx + dy * dy);
+            const unsigned char *a = px(&img, i, j), *b = px(&bg, i, j);
+            float depth = img.depth[(size_t)j * W + (size_t)i];
+            if (dist > rs * 1.02f + 1.5f) {
+                if (memcmp(a, b, 3) != 0 || !isinf(depth))
+                    test_fail_(__FILE__, __LINE__, "pixel (%d, %d) outside the sphere changed", i,
+                               j);
+            } else if (dist < rs - 2.0f) {
+                if (!(memcmp(a, b, 3) != 0 && a[2] >= a[0] && isfinite(depth) && depth > d - r - 0.01f &&
+                      depth < d + 0.01f))
+                    test_fail_(__FILE__, __LINE__, "pixel (%d, %d) inside: %d,%d,%d depth %g", i, j,
+                               a[0], a[1], a[2], (double)depth);
+                if (dist < 0.8f * rs) {
+                    if (dy < 0) upper += lum(a), ++nu;
+                    else lower += lum(a), ++nl;
+                }
+                if (lum(a) > brightest) brightest = lum(a), brightest_y = j;
+            }
+        }
+    ENSURE(nu > 300 && nl > 300);
+    upper /= nu;
+    lower /= nl;
+    if (!(upper > lower + 15))
+        test_fail_(__FILE__, __LINE__, "no shading gradient: upper half %.1f, lower half %.1f",
+                   upper, lower);
+    ENSURE((float)brightest_y < sy);
+    /* the centre's depth is the sphere's front */
+    ENSURE_NEAR(img.depth[(size_t)(int)sy * W + (size_t)(int)sx], d - r, 0.01);
+    /* thickness tint: less red at the centre than at 0.93 rs left and right of it */
+    const unsigned char *mid = px(&img, (int)sx, (int)sy);
+    const unsigned char *left = px(&img, (int)(sx - 0.93f * rs), (int)sy);
+    const unsigned char *right = px(&img, (int)(sx + 0.93f * rs), (int)sy);
+    if (!(mid[0] + 10 < left[0] && mid[0] + 10 < right[0]))
+        test_fail_(__FILE__, __LINE__, "red at the centre %d, near the rim %d and %d", mid[0],
+                   left[0], right[0]);
+    pbfapp_image_free(&img);
+    pbfapp_image_free(&bg);
+}
+
+/* Fresnel: Schlick's reflectance of water, and the shading of a surface seen at normal and
+ * at grazing incidence: more of the sky, less of the water body, at grazing angles. */
+static void test_surface_fresnel(void) {
+    ENSURE_NEAR(pbfapp_schlick(1.0f), 0.0201, 0.0005);
+    ENSURE_NEAR(pbfapp_schlick(0.0f), 1.0, 1e-6);
+    float prev = 2;
+    for (int k = 0; k <= 20; ++k) {
+        float fr = pbfapp_schlick((float)k / 20.0f);
+        ENSURE(fr < prev);
+        prev = fr;
+    }
+    /* A horizontal surface over thick water (nothing behind shows), the sun below it (no
+     * diffuse light, no highlight, no sun in the reflected sky), the eye looking down at angle
+     * a from the vertical: brightness grows with a; nearly the sky when grazing. */
+    const float n[3] = {0, 1, 0}, sun[3] = {0, -1, 0}, absorb[3] = {9, 3, 1.6f};
+    const float black[3] = {0, 0, 0};
+    float prev_lum = -1, first = 0, last = 0;
+    for (int k = 0; k <= 9; ++k) {
+        float a = (float)k * 0.17f; /* 0 .. 1.53 rad */
+        float dir[3] = {0, -cosf(a), sinf(a)}, out[3], sky[3];
+        pbfapp_water_shade(n, dir, 100.0f, absorb, black, sun, out);
+        float l = out[0] + out[1] + out[2];
+        if (!(k < 3 ? l >= prev_lum : l > prev_lum))
+            test_fail_(__FILE__, __LINE__, "angle %.2f: brightness %.4f not above %.4f",
+                       (double)a, (double)l, (double)prev_lum);
+        prev_lum = l;
+        if (k == 0) first = l;
+        if (k == 9) {
+            last = l;
+            float r[3] = {0, cosf(a), sinf(a)};
+            pbfapp_water_sky(r, sun, sky);
+            float sl = sky[0] + sky[1] + sky[2];
+            ENSURE(l > 0.6f * sl);
+        }
+    }
+    ENSURE(last > 4 * first);
+}
+
+/* A quasi-orthographic view of a box face: edges at fractional pixel positions are anti-aliased,
+ * the edge pixel a blend of the water and the background by the fraction of its 3x3 samples
+ * the face covers; the face itself uniform (no seam along the diagonal shared by its two
+ * triangles). */
+static void test_surface_antialias(void) {
+    static test_mesh m;
+    pbfapp_render_input in = plain_input(0, NULL, NULL, NULL, 0.01f);
+    in.camera.position[2] = 500;
+    in.camera.fov_deg = 0.3f;
+    const float zf = 0.8f;
+    float sx, sy, d, focal, o[3] = {0, 0, zf};
+    ENSURE(pbfapp_render_project(&in.camera, W, H, o, &sx, &sy, &d, &focal));
+    /* the face from image x 57.4 to 102.75 and y 40.6 to 80.3 */
+    const float xl = 57.4f, xr = 102.75f, yt = 40.6f, yb = 80.3f;
+    float lo[3] = {(xl - sx) * d / focal, -(yb - sy) * d / focal, -zf};
+    float hi[3] = {(xr - sx) * d / focal, -(yt - sy) * d / focal, zf};
+    m.nv = m.nt = 0;
+    add_box(&m, lo, hi);
+    pbf_mesh mesh = mesh_view(&m);
+    pbfapp_image img, bg;
+    ENSURE(pbfapp_image_init(&img, W, H, NULL) == PBF_OK);
+    ENSURE(pbfapp_image_init(&bg, W, H, NULL) == PBF_OK);
+    ENSURE(pbfapp_render(&in, &bg, NULL) == PBF_OK);
+    in.mesh = &mesh;
+    ENSURE(pbfapp_render(&in, &img, NULL) == PBF_OK);
+    /* uniform along each row inside (the background seen through varies from row to row) */
+    ENSURE(lum(px(&bg, 80, 60)) - lum(px(&img, 80, 60)) > 150);
+    for (int j = 42; j <= 78; ++j)
+        for (int i = 59; i <= 101; ++i) {
+            const unsigned char *a = px(&img, i, j), *ref = px(&img, 80, j);
+            for (int k = 0; k < 3; ++k)
+                if (abs((int)a[k] - (int)ref[k]) > 2)
+                    test_fail_(__FILE__, __LINE__, "pixel (%d, %d) %d,%d,%d, centre %d,%d,%d", i,
+                               j, a[0], a[1], a[2], ref[0], ref[1], ref[2]);
+        }
+    /* edges: sample centres at 1/6, 1/2, 5/6 of a pixel; left edge at .4 (2 of 3 columns of
+     * samples inside), right at .75 (2 of 3), top at .6 (1 of 3), bottom at .3 (1 of 3) */
+    struct {
+        int i, j, di, dj;
+        float cover;
+    } edges[] = {{57, 60, 1, 0, 2.0f / 3}, {102, 60, -1, 0, 2.0f / 3},
+                 {80, 40, 0, 1, 1.0f / 3}, {80, 80, 0, -1, 1.0f / 3}};
+    for (int e = 0; e < 4; ++e)
+        for (int t = -8; t <= 8; t += 4) {
+            int i = edges[e].i + (edges[e].dj ? 0 : 0) + (edges[e].di ? 0 : t);
+            int j = edges[e].j + (edges[e].di ? t : 0);
+            const unsigned char *a = px(&img, i, j), *b = px(&bg, i, j);
+            const unsigned char *inside = px(&img, i + 2 * edges[e].di, j + 2 * edges[e].dj);
+            const unsigned char *out = px(&img, i - edges[e].di, j - edges[e].dj);
+            ENSURE(memcmp(out, px(&bg, i - edges[e].di, j - edges[e].dj), 3) == 0);
+            float frac = (lum(b) - lum(a)) / (lum(b) - lum(inside));
+            if (!(fabsf(frac - edges[e].cover) < 0.06f))
+                test_fail_(__FILE__, __LINE__, "edge %d at (%d, %d): coverage %.3f, expected %.3f",
+                           e, i, j, (double)frac, (double)edges[e].cover);
+        }
+    pbfapp_image_free(&img);
+    pbfapp_image_free(&bg);
+}
+
+/* The same view of a box face whose corners lie exactly on sample centres, so the diagonal its
+ * two triangles share runs through a sample in every row: each of those samples is covered by
+ * exactly one of them (no lighter or darker seam: uniform rows). */
+static void test_surface_shared_edges(void) {
+    static test_mesh m;
+    pbfapp_render_input in = plain_input(0, NULL, NULL, NULL, 0.01f);
+    in.camera.position[2] = 500;
+    in.camera.fov_deg = 0.3f;
+    const float zf = 0.8f, ss = PBFAPP_SURFACE_SUPERSAMPLE;
+    float sx, sy, d, focal, o[3] = {0, 0, zf};
+    ENSURE(pbfapp_render_project(&in.camera, W, H, o, &sx, &sy, &d, &focal));
+    const float xl = 171.5f / ss, xr = (171.5f + 135) / ss, yt = 121.5f / ss,
+                yb = (121.5f + 135) / ss;
+    float lo[3] = {(xl - sx) * d / focal, -(yb - sy) * d / focal, -zf};
+    float hi[3] = {(xr - sx) * d / focal, -(yt - sy) * d / focal, zf};
+    m.nv = m.nt = 0;
+    add_box(&m, lo, hi);
+    pbf_mesh mesh = mesh_view(&m);
+    pbfapp_image img;
+    ENSURE(pbfapp_image_init(&img, W, H, NULL) == PBF_OK);
+    in.mesh = &mesh;
+    ENSURE(pbfapp_render(&in, &img, NULL) == PBF_OK);
+    for (int j = (int)yt + 2; j <= (int)yb - 2; ++j)
+        for (int i = (int)xl + 2; i <= (int)xr - 2; ++i) {
+            const unsigned char *a = px(&img, i, j), *ref = px(&img, (int)xl + 2, j);
+            for (int k = 0; k < 3; ++k)
+                if (abs((int)a[k] - (int)ref[k]) > 2)
+                    test_fail_(__FILE__, __LINE__, "pixel (%d, %d) %d,%d,%d, row start %d,%d,%d",
+                               i, j, a[0], a[1], a[2], ref[0], ref[1], ref[2]);
+        }
+    pbfapp_image_free(&img);
+}
+
+/* Two boxes, one behind the other: the near one's depth in the depth buffer where they overlap,
+ * and there the light crosses both (less red than through either alone); in either triangle
+ * order the same picture. */
+static void test_surface_two_boxes(void) {
+    static test_mesh m, m2;
+    const float lo1[3] = {-0.6f, -0.3f, 0.2f}, hi1[3] = {0.2f, 0.3f, 0.6f};
+    const float lo2[3] = {-0.2f, -0.3f, -0.6f}, hi2[3] = {0.6f, 0.3f, -0.2f};
+    m.nv = m.nt = 0;
+    add_box(&m, lo1, hi1);
+    add_box(&m, lo2, hi2);
+    m2 = m;
+    for (int t = 0; t < m.nt; ++t) /* reversed triangle order */
+        memcpy(m2.tri + 3 * t, m.tri + 3 * (m.nt - 1 - t), 3 * sizeof(uint32_t));
+    pbf_mesh a = mesh_view(&m), b = mesh_view(&m2);
+    pbfapp_image ia, ib;
+    ENSURE(pbfapp_image_init(&ia, W, H, NULL) == PBF_OK);
+    ENSURE(pbfapp_image_init(&ib, W, H, NULL) == PBF_OK);
+    pbfapp_render_input in = plain_input(0, NULL, NULL, NULL, 0.01f);
+    in.mesh = &a;
+    ENSURE(pbfapp_render(&in, &ia, NULL) == PBF_OK);
+    in.mesh = &b;
+    ENSURE(pbfapp_render(&in, &ib, NULL) == PBF_OK);
+    ENSURE(memcmp(ia.rgb, ib.rgb, (size_t)W * H * 3) == 0);
+    float p_both[3] = {0, 0, 0.6f}, p_near[3] = {-0.45f, 0, 0.6f}, p_far[3] = {0.45f, 0, -0.2f};
+    float sxb, syb, sxn, syn, sxf, syf, d, f, dn, df;
+    ENSURE(pbfapp_render_project(&in.camera, W, H, p_both, &sxb, &syb, &d, &f));
+    ENSURE(pbfapp_render_project(&in.camera, W, H, p_near, &sxn, &syn, &dn, &f));
+    ENSURE(pbfapp_render_project(&in.camera, W, H, p_far, &sxf, &syf, &df, &f));
+    ENSURE_NEAR(ia.depth[(size_t)(int)syb * W + (size_t)(int)sxb], d, 0.01);
+    ENSURE_NEAR(ia.depth[(size_t)(int)syf * W + (size_t)(int)sxf], df, 0.01);
+    const unsigned char *both = px(&ia, (int)sxb, (int)syb), *near_only = px(&ia, (int)sxn, (int)syn),
+                        *far_only = px(&ia, (int)sxf, (int)syf);
+    if (!(both[0] + 10 < near_only[0] && both[0] + 10 < far_only[0]))
+        test_fail_(__FILE__, __LINE__, "red through both boxes %d, near %d, far %d", both[0],
+                   near_only[0], far_only[0]);
+    pbfapp_image_free(&ia);
+    pbfapp_image_free(&ib);
+}
+
+/* Floor, lines, text and a mesh of a few thousand triangles: the same bytes for 1 and 3
+ * threads. */
+static void test_surface_threads(void) {
+    static test_mesh m;
+    const float c[3] = {0.5f, 0.25f, 0.3f};
+    make_sphere(&m, c, 0.22f, 24, 48);
+    const float lo[3] = {0.9f, 0.0f, 0.1f}, hi[3] = {1.5f, 0.15f, 0.5f};
+    add_box(&m, lo, hi);
+    pbf_mesh mesh = mesh_view(&m);
+    pbfapp_render_input in = plain_input(0, NULL, NULL, NULL, 0.01f);
+    in.flags = 0;
+    in.domain_min[0] = in.domain_min[1] = in.domain_min[2] = 0;
+    in.domain_max[0] = 1.6f;
+    in.domain_max[1] = 0.8f;
+    in.domain_max[2] = 0.6f;
+    in.camera = pbf_camera_default(in.domain_min, in.domain_max, 320.0f / 180.0f);
+    in.title = "surface";
+    in.mesh = &mesh;
+    pbfapp_image a, b;
+    ENSURE(pbfapp_image_init(&a, 320, 180, NULL) == PBF_OK);
+    ENSURE(pbfapp_image_init(&b, 320, 180, NULL) == PBF_OK);
+#ifdef _OPENMP
+    omp_set_num_threads(1);
+#endif
+    ENSURE(pbfapp_render(&in, &a, NULL) == PBF_OK);
+#ifdef _OPENMP
+    omp_set_num_threads(3);
+#endif
+    ENSURE(pbfapp_render(&in, &b, NULL) == PBF_OK);
+    ENSURE(memcmp(a.rgb, b.rgb, 320 * 180 * 3) == 0);
+    in.mesh = NULL;
+    ENSURE(pbfapp_render(&in, &b, NULL) == PBF_OK);
+    int differ = 0;
+    for (int i = 0; i < 320 * 180; ++i) differ += memcmp(a.rgb + 3 * i, b.rgb + 3 * i, 3) != 0;
+    ENSURE(differ > 320 * 180 / 20);
+    pbfapp_image_free(&a);
+    pbfapp_image_free(&b);
+}
+
+/* Meshes written by pbf mesh read back: PLY exactly, OBJ to the printed digits; broken files
+ * are errors that name the file. */
+static void test_mesh_read(void) {
+    static test_mesh m;
+    const float c[3] = {0.1f, 0.2f, 0.3f};
+    make_sphere(&m, c, 0.5f, 8, 12);
+    pbf_mesh mesh = mesh_view(&m);
+    char dir[] = "test_render_mesh_XXXXXX", ply[64], obj[64];
+    ENSURE(mkdtemp(dir) != NULL);
+    snprintf(ply, sizeof ply, "%s/m.ply", dir);
+    snprintf(obj, sizeof obj, "%s/m.obj", dir);
+    pbf_error err;
+    ENSURE(pbfapp_write_mesh_ply(ply, &mesh, &err) == PBF_OK);
+    ENSURE(pbfapp_write_mesh_obj(obj, &mesh, &err) == PBF_OK);
+    pbfapp_mesh_data d;
+    memset(&d, 0, sizeof d);
+    for (int k = 0; k < 2; ++k) {
+        ENSURE(pbfapp_read_mesh(k ? obj : ply, &d, &err) == PBF_OK);
+        ENSURE_EQ_INT(d.vertex_count, m.nv);
+        ENSURE_EQ_INT(d.triangle_count, m.nt);
+        ENSURE(memcmp(d.positions, m.pos, (size_t)m.nv * 3 * sizeof(float)) == 0);
+        ENSURE(memcmp(d.triangles, m.tri, (size_t)m.nt * 3 * sizeof(uint32_t)) == 0);
+        for (int i = 0; i < 3 * m.nv; ++i) ENSURE_NEAR(d.normals[i], m.nrm[i], 1e-5);
+    }
+    /* truncated PLY */
+    FILE *f = fopen(ply, "r+b");
+    ENSURE(f != NULL);
+    ENSURE(fseek(f, 0, SEEK_END) == 0);
+    long size = ftell(f);
+    fclose(f);
+    ENSURE(truncate(ply, size - 20) == 0);
+    ENSURE(pbfapp_read_mesh(ply, &d, &err) != PBF_OK);
+    ENSURE(strstr(err.message, ply) != NULL && strstr(err.message, "face") != NULL);
+    /* OBJ face with a vertex that does not exist */
+    f = fopen(obj, "w");
+    ENSURE(f != NULL);
+    fputs("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\nf 1 2 4\n", f);
+    fclose(f);
+    ENSURE(pbfapp_read_mesh(obj, &d, &err) != PBF_OK);
+    ENSURE(strstr(err.message, obj) != NULL && strstr(err.message, ":5:") != NULL);
+    /* OBJ without normals: computed from the faces (the triangle faces +z) */
+    f = fopen(obj, "w");
+    ENSURE(f != NULL);
+    fputs("v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n", f);
+    fclose(f);
+    ENSURE(pbfapp_read_mesh(obj, &d, &err) == PBF_OK);
+    ENSURE(d.triangle_count == 1 && d.vertex_count == 3);
+    ENSURE_NEAR(d.normals[2], 1.0, 1e-6);
+    pbfapp_mesh_data_free(&d);
+    unlink(ply);
+    unlink(obj);
+    rmdir(dir);
+}
+
 int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_colormap);
@@ -674,5 +1087,12 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_png_roundtrip);
     RUN_SUBTEST(test_frame_readers);
     RUN_SUBTEST(test_scene_write_roundtrip);
+    RUN_SUBTEST(test_surface_sphere);
+    RUN_SUBTEST(test_surface_fresnel);
+    RUN_SUBTEST(test_surface_antialias);
+    RUN_SUBTEST(test_surface_shared_edges);
+    RUN_SUBTEST(test_surface_two_boxes);
+    RUN_SUBTEST(test_surface_threads);
+    RUN_SUBTEST(test_mesh_read);
     return test_end();
 }

@@ -11,8 +11,10 @@
  *    blurred depth by finite differences, Schlick Fresnel between a refracted, Beer-Lambert
  *    tinted view of the background and a sky reflection, plus a specular highlight, into a
  *    premultiplied RGBA texture; (5) that texture over the background into the window.
- *    Passes 1-4 run at half the window's resolution (SSF_SCALE): the surface is smooth anyway,
- *    and a software rasteriser (Mesa llvmpipe) is 4x faster so.
+ *    The thickness is blurred too (a Gaussian over two particle radii), so that a regular
+ *    lattice of particles does not show as lines of lesser thickness. Passes 1-4 run at the
+ *    window's resolution up to 1280x720 pixels, at half of it above (SSF_SCALE): the surface is
+ *    smooth anyway, and a software rasteriser (Mesa llvmpipe) is 4x faster so.
  *
  * The colour value t of a particle is computed in the vertex shader with the normalisation of
  * app/colormap.h (pbf_color_value): t = (q - lo) / (hi - lo) for the quantity q (density, or the
@@ -36,14 +38,17 @@ enum { VBO_X, VBO_Y, VBO_Z, VBO_DENSITY, VBO_VX, VBO_VY, VBO_VZ, VBO_COUNT };
 enum { RAMP_TEXELS = 256 };
 
 /* Screen-space fluid parameters (in particle radii where they are lengths). */
-#define SSF_SCALE 2            /* passes 1-4 at 1 / SSF_SCALE of the window's resolution */
+#define SSF_SCALE 2 /* passes 1-4 at 1 / SSF_SCALE of the window's resolution above ... */
+#define SSF_FULL_RES_PIXELS (1280 * 720) /* ... this many pixels, at full resolution up to it */
 #define SSF_FILTER_RADII 3.0f  /* spatial radius of the bilateral blur */
 #define SSF_FALLOFF_RADII 8.0f /* depth difference scale of the blur weights */
 #define SSF_MAX_TAPS 12        /* taps per side: the blur radius in pixels is capped to this */
 #define SSF_ITERATIONS 2
+#define SSF_THICK_BLUR_RADII 2.0f /* spatial radius of the thickness blur */
 
 struct pbfview_renderer {
-    GLuint prog_sprite, prog_depth, prog_thick, prog_bg, prog_lines, prog_blur, prog_composite,
+    GLuint prog_sprite, prog_depth, prog_thick, prog_bg, prog_lines, prog_blur, prog_thick_blur,
+        prog_composite,
         prog_present, prog_text;
     GLuint vao_particles, vbo[VBO_COUNT];
     int capacity;
@@ -225,6 +230,36 @@ static const char *const blur_fs =
     "    o_depth = sum / wsum;\n"
     "}\n";
 
+/* Gaussian blur of the thickness along u_dir (radius u_filter_m at the liquid's depth there,
+ * sigma half of it): the sum of sprite chords is bumpy where rays pass between the particles
+ * of a regular lattice (lighter lines across the liquid) until it is spread over a couple of
+ * particle radii. */
+static const char *const thick_blur_fs =
+    GLSL_VERSION
+    "uniform sampler2D u_thick;\n"
+    "uniform sampler2D u_depth;\n"
+    "uniform ivec2 u_dir;\n"
+    "uniform float u_px_per_m;\n"
+    "uniform float u_filter_m;\n"
+    "uniform int u_max_taps;\n"
+    "out float o_thickness;\n"
+    "void main() {\n"
+    "    ivec2 c = ivec2(gl_FragCoord.xy);\n"
+    "    ivec2 size = textureSize(u_thick, 0);\n"
+    "    float d = texelFetch(u_depth, c, 0).r;\n"
+    "    float u_radius_px = d > 0.0 ? min(u_filter_m * u_px_per_m / d, float(u_max_taps)) : 0.0;\n"
+    "    int taps = int(u_radius_px);\n"
+    "    float sigma = max(0.5 * u_radius_px, 0.5);\n"
+    "    float sum = texelFetch(u_thick, c, 0).r, wsum = 1.0;\n"
+    "    for (int i = 1; i <= taps; ++i) {\n"
+    "        float x = float(i) / sigma, w = exp(-0.5 * x * x);\n"
+    "        sum += w * (texelFetch(u_thick, clamp(c + i * u_dir, ivec2(0), size - 1), 0).r +\n"
+    "                    texelFetch(u_thick, clamp(c - i * u_dir, ivec2(0), size - 1), 0).r);\n"
+    "        wsum += 2.0 * w;\n"
+    "    }\n"
+    "    o_thickness = sum / wsum;\n"
+    "}\n";
+
 static const char *const composite_fs =
     GLSL_VERSION
     "uniform sampler2D u_depth;\n"
@@ -401,6 +436,7 @@ int pbfview_renderer_create(pbfview_renderer **out, char *msg, size_t n) {
         {&r->prog_bg, fullscreen_vs, bg_fs, "background"},
         {&r->prog_lines, lines_vs, lines_fs, "line"},
         {&r->prog_blur, fullscreen_vs, blur_fs, "bilateral blur"},
+        {&r->prog_thick_blur, fullscreen_vs, thick_blur_fs, "thickness blur"},
         {&r->prog_composite, fullscreen_vs, composite_fs, "fluid composite"},
         {&r->prog_present, fullscreen_vs, present_fs, "fluid present"},
         {&r->prog_text, text_vs, text_fs, "text"},
@@ -490,7 +526,7 @@ static void delete_targets(pbfview_renderer *r) {
 void pbfview_renderer_destroy(pbfview_renderer *r) {
     if (!r) return;
     GLuint progs[] = {r->prog_sprite,    r->prog_depth,   r->prog_thick,
-                      r->prog_bg,        r->prog_lines,   r->prog_blur,
+                      r->prog_bg,        r->prog_lines,   r->prog_blur,      r->prog_thick_blur,
                       r->prog_composite, r->prog_present, r->prog_text};
     for (size_t i = 0; i < sizeof progs / sizeof progs[0]; ++i)
         if (progs[i]) glDeleteProgram(progs[i]);
@@ -544,7 +580,10 @@ static int ensure_targets(pbfview_renderer *r, int w, int h) {
     r->tex_bg_depth =
         make_texture(GL_DEPTH_COMPONENT24, w, h, GL_DEPTH_COMPONENT, GL_UNSIGNED_INT, GL_NEAREST);
     r->fbo_bg = make_fbo(r->tex_bg, r->tex_bg_depth, 0, &ok);
-    const int sw = (w + SSF_SCALE - 1) / SSF_SCALE, sh = (h + SSF_SCALE - 1) / SSF_SCALE;
+    /* Small windows at full resolution: at half of it, particles project to a pixel or less
+     * and drops and edges turn into 2x2 blocks. */
+    const int scale = (long)w * (long)h > SSF_FULL_RES_PIXELS ? SSF_SCALE : 1;
+    const int sw = (w + scale - 1) / scale, sh = (h + scale - 1) / scale;
     r->ssf_w = sw;
     r->ssf_h = sh;
     r->tex_a = make_texture(GL_R32F, sw, sh, GL_RED, GL_FLOAT, GL_NEAREST);
@@ -715,6 +754,26 @@ static void draw_fluid(pbfview_renderer *r, const pbfview_frame *f, const float 
     sprite_uniforms(r->prog_thick, f, sh);
     draw_points(r, f);
     glDisable(GL_BLEND);
+    /* (3b) thickness spread over about two particle radii: thick -> b (x), b -> thick (y) */
+    glUseProgram(r->prog_thick_blur);
+    set_i(r->prog_thick_blur, "u_thick", 0);
+    set_i(r->prog_thick_blur, "u_depth", 1);
+    set_f(r->prog_thick_blur, "u_px_per_m", 0.5f * f->proj[5] * (float)sh);
+    set_f(r->prog_thick_blur, "u_filter_m", SSF_THICK_BLUR_RADII * f->radius);
+    set_i(r->prog_thick_blur, "u_max_taps", SSF_MAX_TAPS);
+    GLint tdir = glGetUniformLocation(r->prog_thick_blur, "u_dir");
+    glBindVertexArray(r->vao_empty);
+    glActiveTexture(GL_TEXTURE1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_a);
+    glActiveTexture(GL_TEXTURE0);
+    glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_b);
+    glBindTexture(GL_TEXTURE_2D, r->tex_thick);
+    glUniform2i(tdir, 1, 0);
+    glDrawArrays(GL_TRIANGLES, 0, 3);
+    glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_thick);
+    glBindTexture(GL_TEXTURE_2D, r->tex_b);
+    glUniform2i(tdir, 0, 1);
+    glDrawArrays(GL_TRIANGLES, 0, 3);
 
     /* (4) shading of the surface into a premultiplied RGBA texture */
     glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_fluid);
