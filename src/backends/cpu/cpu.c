@@ -215,41 +215,53 @@ static inline float density_at(const pbf_world *w, int i, float wall) {
     return w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
 }
 
+/* The neighbour sums of particle i at x* that PBF's lambda (eq. 11) and DFSPH's factor share:
+ * sum_j W_ij, sum_j V grad W_ij (= -grad_{p_j} C_i, eq. 8) and sum_j |V grad W_ij|^2. */
+static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float *rho_sum,
+                                                     float g[3], float *s2_sum) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf vol = vf_set1(k->volume);
+    const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    pbf_vf rho = vf_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
+    FOR_NEIGHBOURS(w, i,
+        pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+        pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+        pbf_vi in = valid & (r2 < h2v);
+        rho += v_poly6(k, r2, in);
+        pbf_vf f = vol * v_spiky(k, r2, in);
+        /* masked products: a padding lane's dx may be NaN, and 0 * NaN is NaN */
+        pbf_vf ax = vf_and(f * dx, in), ay = vf_and(f * dy, in), az = vf_and(f * dz, in);
+        gx += ax;
+        gy += ay;
+        gz += az;
+        s2 += ax * ax + ay * ay + az * az;
+    );
+    *rho_sum = vf_hsum(rho);
+    g[0] = vf_hsum(gx);
+    g[1] = vf_hsum(gy);
+    g[2] = vf_hsum(gz);
+    *s2_sum = vf_hsum(s2);
+}
+
 static int stage_lambda(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     const int unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
-    const pbf_sph_consts *k = &w->k;
-    const pbf_vf h2v = vf_set1(k->h2);
-    const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
-        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
         float wall = pbf_world_wall_density(w, p, gw);
-        pbf_vf rho = vf_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
-        FOR_NEIGHBOURS(w, i, 
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
-            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < h2v);
-            rho += v_poly6(k, r2, in);
-            /* grad_{p_j} C_i = -V grad W(p_i - p_j) (eq. 8, k = j); zero vector for j = i */
-            pbf_vf f = vol * v_spiky(k, r2, in);
-            /* masked products: a padding lane's dx may be NaN, and 0 * NaN is NaN */
-            pbf_vf ax = vf_and(f * dx, in), ay = vf_and(f * dy, in), az = vf_and(f * dz, in);
-            gx += ax;
-            gy += ay;
-            gz += az;
-            s2 += ax * ax + ay * ay + az * az;
-        );
-        float gix = gw[0] + vf_hsum(gx), giy = gw[1] + vf_hsum(gy), giz = gw[2] + vf_hsum(gz);
-        float r = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
+        density_grad_sums(w, i, &rho, g, &s2);
+        float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
+        float r = w->k.mass * rho + w->k.rest_density * wall;
         w->density[i] = r;
         float c = r * inv_rho0 - 1.0f; /* eq. 1 */
         if (unilateral && c < 0.0f) c = 0.0f;
-        float sum2 = vf_hsum(s2) + gix * gix + giy * giy + giz * giz;
+        float sum2 = s2 + gix * gix + giy * giy + giz * giz;
         w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
         if (!isfinite(w->lambda[i]) && i < bad) bad = i;
     }
@@ -524,32 +536,16 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
 static int stage_dfsph_factor(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
-    const pbf_sph_consts *k = &w->k;
-    const pbf_vf h2v = vf_set1(k->h2);
-    const pbf_vf vol = vf_set1(w->k.volume);
     const float eps = 1e-6f * w->lattice_grad2;
     int bad = INT_MAX;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
-        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
         float wall = pbf_world_wall_density(w, p, gw);
-        pbf_vf rho = vf_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
-        FOR_NEIGHBOURS(w, i,
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
-            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < h2v);
-            rho += v_poly6(k, r2, in);
-            pbf_vf f = vol * v_spiky(k, r2, in);
-            pbf_vf ax = vf_and(f * dx, in), ay = vf_and(f * dy, in), az = vf_and(f * dz, in);
-            gx += ax;
-            gy += ay;
-            gz += az;
-            s2 += ax * ax + ay * ay + az * az;
-        );
-        float gix = gw[0] + vf_hsum(gx), giy = gw[1] + vf_hsum(gy), giz = gw[2] + vf_hsum(gz);
-        w->density[i] = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
-        w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, vf_hsum(s2), eps);
+        density_grad_sums(w, i, &rho, g, &s2);
+        float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
+        w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
+        w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, eps);
         if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
     }
     return bad;
