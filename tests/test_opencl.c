@@ -75,8 +75,8 @@ static int add_block(pbf_world *w, pbf_vec3 mn, pbf_vec3 mx) {
 }
 
 /* A dam break (3,000 particles) with or without a static obstacle and a moving wall. */
-static pbf_world *dam_break(const char *device, int boxes) {
-    pbf_world *w = make(scene_def(), device);
+static pbf_world *dam_break_of(pbf_world_def def, const char *device, int boxes) {
+    pbf_world *w = make(def, device);
     if (!w) return NULL;
     if (boxes) {
         pbf_box obstacle = {{0.45f, 0.0f, 0.05f}, {0.55f, 0.12f, 0.15f}, {0}};
@@ -99,6 +99,10 @@ static pbf_world *dam_break(const char *device, int boxes) {
         return NULL;
     }
     return w;
+}
+
+static pbf_world *dam_break(const char *device, int boxes) {
+    return dam_break_of(scene_def(), device, boxes);
 }
 
 static int steps(pbf_world *w, int n) {
@@ -410,6 +414,198 @@ static void test_nan_guard(void) {
     pbf_world_destroy(gpu);
 }
 
+/* ---- the SPH solvers on the device: WCSPH, DFSPH, and PBF stopped at a tolerance ------------
+ * The same contract as PBF's: the CPU's bits step after step (the same substeps, the same
+ * iterations of every solve, the same particles), the solves' errors up to the order of their
+ * double sums (TOL_STATS_SUM): the device reduces them in a tree, the CPU in index order. An
+ * error landing within that of a tolerance could stop a solve one iteration apart; the states
+ * then differ, and the exact checks below say so. */
+
+/* One CPU thread: the same bits as any count (tests/test_sph.c), and no spinning OpenMP barriers
+ * between the many short stages of the substeps on a loaded machine. */
+static pbf_world_def solver_def(pbf_solver_kind solver) {
+    pbf_world_def def = scene_def();
+    def.solver = solver;
+    def.threads = 1;
+    return def;
+}
+
+static const char *solver_name(pbf_solver_kind solver) {
+    return solver == PBF_SOLVER_WCSPH ? "wcsph" : solver == PBF_SOLVER_DFSPH ? "dfsph" : "pbf";
+}
+
+/* n steps of both worlds, compared after each. */
+static void run_and_compare_solve(pbf_world *cpu, pbf_world *gpu, int n, const char *what) {
+    long long subs = 0, its = 0, divs = 0;
+    double e_avg = 0.0, d_err = 0.0;
+    for (int s = 0; s < n; ++s) {
+        ENSURE(steps(cpu, 1) && steps(gpu, 1));
+        const pbf_stats a = pbf_world_stats(cpu), b = pbf_world_stats(gpu);
+        ENSURE_EQ_INT(b.particles, a.particles);
+        ENSURE_EQ_INT(b.nonfinite, 0);
+        ENSURE_EQ_INT(b.escaped, 0);
+        ENSURE(a.bad_stage == NULL && b.bad_stage == NULL);
+        ENSURE_EQ_INT(b.substeps, a.substeps);
+        ENSURE_EQ_INT(b.iterations, a.iterations);
+        ENSURE_EQ_INT(b.divergence_iterations, a.divergence_iterations);
+        ENSURE_NEAR(b.solver_error, a.solver_error, TOL_STATS_SUM * a.solver_error);
+        ENSURE_NEAR(b.divergence_error, a.divergence_error, TOL_STATS_SUM * a.divergence_error);
+        ENSURE_NEAR(b.density_error_avg, a.density_error_avg, TOL_STATS_SUM * a.density_error_avg);
+        ENSURE(b.density_error_max == a.density_error_max && b.max_speed == a.max_speed);
+        ENSURE(state_hash(cpu) == state_hash(gpu));
+        subs += b.substeps;
+        its += b.iterations;
+        divs += b.divergence_iterations;
+        e_avg += b.density_error_avg / n;
+        if (fabs(b.solver_error - a.solver_error) > d_err) d_err = fabs(b.solver_error - a.solver_error);
+    }
+    const pbf_stats b = pbf_world_stats(gpu);
+    printf("  %s, %d steps: identical states; %lld substeps, %lld iterations, %lld divergence "
+           "iterations; density error avg %.4f %% (mean), solve error %.4g %% (last, largest "
+           "difference %.2g), max speed %.3f m/s\n",
+           what, n, subs, its, divs, e_avg, b.solver_error, d_err, b.max_speed);
+}
+
+/* A dam break with an obstacle and a moving wall, 40 steps of 1/240 s, from the start. */
+static void check_sph_dam_break(pbf_solver_kind solver) {
+    pbf_world *cpu = dam_break_of(solver_def(solver), "cpu", 1);
+    pbf_world *gpu = dam_break_of(solver_def(solver), "opencl", 1);
+    ENSURE(cpu && gpu);
+    ENSURE(state_hash(cpu) == state_hash(gpu));
+    run_and_compare_solve(cpu, gpu, 40, solver_name(solver));
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+}
+
+static void test_wcsph_dam_break_matches_cpu(void) {
+    check_sph_dam_break(PBF_SOLVER_WCSPH);
+}
+static void test_dfsph_dam_break_matches_cpu(void) {
+    check_sph_dam_break(PBF_SOLVER_DFSPH);
+}
+
+/* DFSPH with fixed iteration counts (tolerances 0: no read-back, the errors arrive with the
+ * statistics) and from a moving state restored into both backends; PBF stopped at a tolerance
+ * (one read of the error per iteration). */
+static void test_fixed_counts_and_pbf_tolerance_match_cpu(void) {
+    pbf_world_def def = solver_def(PBF_SOLVER_DFSPH);
+    def.dfsph.tolerance = 0.0f;
+    def.dfsph.max_iterations = 3;
+    def.dfsph.divergence_tolerance = 0.0f;
+    def.dfsph.divergence_max_iterations = 2;
+    pbf_world *ref = dam_break_of(solver_def(PBF_SOLVER_DFSPH), "cpu", 0);
+    ENSURE(ref);
+    ENSURE(steps(ref, 30));
+    state st;
+    ENSURE(save(ref, &st));
+    pbf_world *cpu = dam_break_of(def, "cpu", 0), *gpu = dam_break_of(def, "opencl", 0);
+    ENSURE(cpu && gpu);
+    ENSURE(restore(cpu, &st) && restore(gpu, &st));
+    run_and_compare_solve(cpu, gpu, 20, "dfsph, 3 + 2 iterations");
+    ENSURE(pbf_world_stats(gpu).iterations == 3 * pbf_world_stats(gpu).substeps);
+    ENSURE(pbf_world_stats(gpu).solver_error > 0.0);
+    drop(&st);
+    pbf_world_destroy(ref);
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+
+    def = solver_def(PBF_SOLVER_PBF);
+    def.pbf.tolerance = 0.3f;
+    def.pbf.min_iterations = 1;
+    def.pbf.max_iterations = 10;
+    cpu = dam_break_of(def, "cpu", 1);
+    gpu = dam_break_of(def, "opencl", 1);
+    ENSURE(cpu && gpu);
+    run_and_compare_solve(cpu, gpu, 40, "pbf, tolerance 0.3 %");
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+}
+
+/* A settled column (768 particles, 1 s of steps of 1/120 s) on the device: the CPU's state and
+ * statistics, and the density error of the CPU's figures (tests/test_sph.c's bounds). */
+static void test_sph_column_matches_cpu(void) {
+    const pbf_solver_kind solvers[2] = {PBF_SOLVER_WCSPH, PBF_SOLVER_DFSPH};
+    for (int k = 0; k < 2; ++k) {
+        pbf_world_def def = pbf_default_world_def();
+        def.particle_radius = 0.0125f;
+        def.domain_max = (pbf_vec3){0.2f, 0.6f, 0.2f};
+        def.solver = solvers[k];
+        def.threads = 1;
+        pbf_world *w[2] = {make(def, "cpu"), make(def, "opencl")};
+        ENSURE(w[0] && w[1]);
+        for (int b = 0; b < 2; ++b)
+            ENSURE(add_block(w[b], (pbf_vec3){0, 0, 0}, (pbf_vec3){0.2f, 0.3f, 0.2f}));
+        for (int s = 0; s < 120; ++s)
+            for (int b = 0; b < 2; ++b) ENSURE(pbf_world_step(w[b], 1.0f / 120.0f, NULL) == PBF_OK);
+        const pbf_stats a = pbf_world_stats(w[0]), g = pbf_world_stats(w[1]);
+        printf("  %s column after 1 s: density error avg %.4f / %.4f %%, max %.3f / %.3f %% "
+               "(cpu / opencl)\n",
+               solver_name(solvers[k]), a.density_error_avg, g.density_error_avg,
+               a.density_error_max, g.density_error_max);
+        ENSURE(state_hash(w[0]) == state_hash(w[1]));
+        ENSURE_NEAR(g.density_error_avg, a.density_error_avg, TOL_STATS_SUM * a.density_error_avg);
+        ENSURE(g.density_error_max == a.density_error_max);
+        ENSURE(g.density_error_avg < (solvers[k] == PBF_SOLVER_WCSPH ? 1.5 : 0.5));
+        ENSURE(g.density_error_max < 5.0);
+        ENSURE_EQ_INT(g.escaped, 0);
+        ENSURE_EQ_INT(g.nonfinite, 0);
+        pbf_world_destroy(w[0]);
+        pbf_world_destroy(w[1]);
+    }
+}
+
+/* Two runs of each SPH solver on the device: bit-identical states and statistics. */
+static void test_sph_determinism(void) {
+    const pbf_solver_kind solvers[2] = {PBF_SOLVER_WCSPH, PBF_SOLVER_DFSPH};
+    for (int k = 0; k < 2; ++k) {
+        uint64_t hash[2];
+        pbf_stats st[2];
+        for (int r = 0; r < 2; ++r) {
+            pbf_world *w = dam_break_of(solver_def(solvers[k]), "opencl", 1);
+            ENSURE(w);
+            ENSURE(steps(w, 30));
+            hash[r] = state_hash(w);
+            st[r] = pbf_world_stats(w);
+            pbf_world_destroy(w);
+        }
+        ENSURE(hash[0] == hash[1]);
+        ENSURE(memcmp(&st[0].solver_error, &st[1].solver_error, sizeof(double)) == 0);
+        ENSURE(memcmp(&st[0].divergence_error, &st[1].divergence_error, sizeof(double)) == 0);
+        ENSURE(st[0].iterations == st[1].iterations && st[0].substeps == st[1].substeps);
+        ENSURE(memcmp(&st[0].density_error_avg, &st[1].density_error_avg, sizeof(double)) == 0);
+    }
+}
+
+/* A NaN velocity under DFSPH: the guard names the gravity stage (the first of a substep) and the
+ * particle, with its position at the start of the step, as on the CPU. */
+static void test_sph_nan_guard(void) {
+    pbf_world *cpu = dam_break_of(solver_def(PBF_SOLVER_DFSPH), "cpu", 1);
+    pbf_world *gpu = dam_break_of(solver_def(PBF_SOLVER_DFSPH), "opencl", 1);
+    ENSURE(cpu && gpu);
+    ENSURE(steps(cpu, 10));
+    state st;
+    ENSURE(save(cpu, &st));
+    const int victim = st.s.count / 3;
+    const uint32_t id = st.id[victim];
+    const float pos[3] = {st.f[0][victim], st.f[1][victim], st.f[2][victim]};
+    st.f[3][victim] = NAN; /* vx */
+    ENSURE(restore(cpu, &st) && restore(gpu, &st));
+    ENSURE(steps(cpu, 1) && steps(gpu, 1));
+    pbf_diagnosis dc = pbf_world_diagnose(cpu, 0.0), dg = pbf_world_diagnose(gpu, 0.0);
+    printf("  opencl: %s in %s, particle %d (id %u, victim %u); cpu: %s in %s, particle %d\n",
+           dg.check, dg.stage, dg.index, dg.id, id, dc.check, dc.stage, dc.index);
+    ENSURE(pbf_world_stats(cpu).bad_stage && pbf_world_stats(gpu).bad_stage);
+    ENSURE(strcmp(pbf_world_stats(cpu).bad_stage, "gravity") == 0);
+    ENSURE(strcmp(pbf_world_stats(gpu).bad_stage, "gravity") == 0);
+    ENSURE(!dg.ok && strcmp(dg.stage, "gravity") == 0 && dg.id == id && dc.id == id);
+    ENSURE(dg.index == dc.index && pbf_world_particles(gpu).id[dg.index] == id);
+    ENSURE(dg.position.x == pos[0] && dg.position.y == pos[1] && dg.position.z == pos[2]);
+    ENSURE(state_hash(cpu) == state_hash(gpu));
+    drop(&st);
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+}
+
 /* Device strings that name no device fail with a message naming it. */
 static void test_device_errors(void) {
     pbf_world_def def = scene_def();
@@ -480,6 +676,12 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_snapshot_opencl_to_cpu);
     RUN_SUBTEST(test_snapshot_cpu_to_opencl);
     RUN_SUBTEST(test_nan_guard);
+    RUN_SUBTEST(test_wcsph_dam_break_matches_cpu);
+    RUN_SUBTEST(test_dfsph_dam_break_matches_cpu);
+    RUN_SUBTEST(test_fixed_counts_and_pbf_tolerance_match_cpu);
+    RUN_SUBTEST(test_sph_column_matches_cpu);
+    RUN_SUBTEST(test_sph_determinism);
+    RUN_SUBTEST(test_sph_nan_guard);
     RUN_SUBTEST(test_device_errors);
     RUN_SUBTEST(test_memory_limit);
     return test_end();

@@ -69,7 +69,7 @@ static void test_delta_p_conserves_momentum(void) {
     memcpy(w->qx, w->px, (size_t)w->count * 4);
     memcpy(w->qy, w->py, (size_t)w->count * 4);
     memcpy(w->qz, w->pz, (size_t)w->count * 4);
-    const pbf_step_ctx ctx = {1.0f / 240.0f, 1e3f};
+    const pbf_step_ctx ctx = {1.0f / 240.0f, 1e3f, 0};
     pbf_cpu_stage(w, PBF_STAGE_GRID, &ctx);
     pbf_cpu_stage(w, PBF_STAGE_LAMBDA, &ctx);
     pbf_cpu_stage(w, PBF_STAGE_DELTA_P, &ctx);

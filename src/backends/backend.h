@@ -39,6 +39,10 @@ typedef enum pbf_stage_id {
 typedef struct pbf_step_ctx {
     float dt;
     float vmax; /* CFL speed limit cfl * h / dt */
+    /* 1 for a stage that measures a solve stopped at a tolerance: w->solve_error must hold its
+     * error when run_stage returns. 0: a backend that keeps the state on a device may deliver the
+     * error of the step's last measurement later, in finish_step (w->solve), and skip the read. */
+    int need_error;
 } pbf_step_ctx;
 
 /* The particle (memory order after the step) at which a stage first produced a non-finite value. */
@@ -73,7 +77,9 @@ typedef struct pbf_backend_ops {
     /* Waits for the device (timings). */
     void (*sync)(pbf_world *w);
     /* End of a step: per stage, the particle at which it first produced a non-finite value, for
-     * backends whose run_stage returns INT_MAX; NULL for the CPU backend. */
+     * backends whose run_stage returns INT_MAX; also the errors of the step's last measurements
+     * of its solves into w->solve (those not read at once, see pbf_step_ctx.need_error). NULL for
+     * the CPU backend. */
     void (*finish_step)(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]);
     /* Releases the device side. */
     void (*release)(pbf_world *w);

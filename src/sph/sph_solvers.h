@@ -29,12 +29,28 @@
 #define PBF_POWF(x, y) powf((x), (y))
 #endif
 
+/* x^e for the Tait equation: an integer exponent (the default gamma = 7 and any whole gamma) by
+ * binary powering, whose products round the same way in C, OpenCL C and CUDA, so every device
+ * gets the CPU's bits (the libraries' pow differ in the last bit); other exponents by pow. */
+PBF_FN float pbf_tait_pow(float x, float e) {
+    const int n = (int)e;
+    if ((float)n != e || n < 1 || n > 64) return PBF_POWF(x, e);
+    float r = 1.0f, b = x;
+    for (int k = n;;) {
+        if (k & 1) r *= b;
+        k >>= 1;
+        if (k == 0) break;
+        b *= b;
+    }
+    return r;
+}
+
 /* WCSPH (Becker & Teschner 2007): Tait equation p = B ((rho / rho_0)^gamma - 1), clamped at 0
  * (no tension at the free surface), as k = dt^2 rho_0 p / rho^2 = dt^2 p / (rho_0 rel^2) with
  * rel = rho / rho_0. */
 PBF_FN float pbf_wcsph_k(float rel, float stiffness, float exponent, float rho0, float dt) {
     if (!(rel > 1.0f)) return 0.0f;
-    float p = stiffness * (PBF_POWF(rel, exponent) - 1.0f);
+    float p = stiffness * (pbf_tait_pow(rel, exponent) - 1.0f);
     return dt * dt * p / (rho0 * rel * rel);
 }
 

@@ -27,6 +27,7 @@
 extern "C" {
 #include "internal.h"
 }
+#include "backends/gpu/gpu_host.h"
 
 extern "C" {
 pbf_status pbf_cuda_open(pbf_world *w, const char *spec, pbf_error *err);
@@ -54,12 +55,13 @@ typedef struct cuda_state {
     float *F, *G;
     pbf_wall_box *boxes;
 
-    int *bad; /* nslots + 1 */
+    int *bad; /* step.nslots + 1 */
     pbf_gpu_bad *bad_info;
-    int nslots, map_slot, seq;
-    pbf_stage_id *slot_stage;
-    int *host_none;       /* nslots + 1 INT_MAX, the source of the guard's reset */
+    int map_slot;
+    pbf_gpu_step step;    /* the slots' stages and the measured solves (gpu_host.h) */
+    int *host_none;       /* step.nslots + 1 INT_MAX, the source of the guard's reset */
     pbf_gpu_bad nobody;   /* likewise */
+    double *solve_out;    /* the solves' errors (percent): density, divergence */
 
     double *partial; /* statistics partials, PBF_STATS_VALUES per chunk */
     size_t chunks_cap;
@@ -131,40 +133,7 @@ int pbf_cuda_list(pbf_device_info *out, int max, char *note, size_t note_size) {
 /* ---- launching ------------------------------------------------------------------------------ */
 
 static pbf_gpu_params params(const pbf_world *w, const pbf_step_ctx *c) {
-    pbf_gpu_params P;
-    memset(&P, 0, sizeof P);
-    P.k = w->k;
-    P.wc = w->wc;
-    P.n = w->count;
-    /* as opencl.c params(): the margin of the cell skipping */
-    const double cell = 1.0 / w->grid.inv_cell;
-    double extent = 0.0;
-    for (int a = 0; a < 3; ++a) {
-        P.dim[a] = w->grid.dim[a];
-        P.origin[a] = (float)w->grid.origin[a];
-        const double far = w->grid.origin[a] + w->grid.dim[a] * cell;
-        extent = fmax(extent, fmax(fabs(w->grid.origin[a]), fabs(far)));
-    }
-    P.cell_size = (float)cell;
-    const double reach = (double)w->k.h * (1.0 + 1e-5) + extent * 0x1p-20;
-    P.reach2 = (float)(reach * reach * (1.0 + 0x1p-20));
-    const float dt = c ? c->dt : 0.0f;
-    P.gdt[0] = w->def.gravity.x * dt;
-    P.gdt[1] = w->def.gravity.y * dt;
-    P.gdt[2] = w->def.gravity.z * dt;
-    P.dt = dt;
-    P.inv_dt = dt > 0.0f ? 1.0f / dt : 0.0f;
-    P.vmax = c ? c->vmax : 0.0f;
-    P.inv_rho0 = 1.0f / w->k.rest_density;
-    P.eps_abs = w->eps_abs;
-    P.ks = -w->def.pbf.scorr_k / w->lattice_grad2;
-    P.inv_wdq = w->scorr_inv_wdq;
-    P.omega = w->def.pbf.over_relaxation;
-    P.vorticity = w->def.vorticity;
-    P.xsph = w->def.xsph_viscosity;
-    P.scorr_n = w->def.pbf.scorr_n;
-    P.unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
-    return P;
+    return pbf_gpu_make_params(w, c);
 }
 
 /* In-place exclusive scan of count uints (level: which block-sum buffer to use). */
@@ -247,19 +216,18 @@ static void grid(pbf_world *w, int map, int in_step) {
 }
 
 static int next_slot(cuda_state *d, pbf_stage_id stage) {
-    int s = d->seq < d->nslots ? d->seq++ : d->nslots - 1;
-    d->slot_stage[s] = stage;
-    return s;
+    return pbf_gpu_next_slot(&d->step, stage);
 }
 
-static void begin_step(cuda_state *d) {
-    d->seq = 0;
-    for (int s = 0; s < d->nslots; ++s) d->slot_stage[s] = PBF_STAGE_COUNT;
+/* The first stage of a substep (predict, gravity), as opencl.c begin_substep. */
+static void begin_substep(cuda_state *d) {
+    const int first = pbf_gpu_begin_substep(&d->step);
     if (d->error != cudaSuccess) return;
-    keep(d, cudaMemcpyAsync(d->bad, d->host_none, (size_t)(d->nslots + 1) * sizeof(int),
+    keep(d, cudaMemcpyAsync(d->bad, d->host_none, (size_t)(d->step.nslots + 1) * sizeof(int),
                             cudaMemcpyHostToDevice, d->stream));
-    keep(d, cudaMemcpyAsync(d->bad_info, &d->nobody, sizeof d->nobody, cudaMemcpyHostToDevice,
-                            d->stream));
+    if (first)
+        keep(d, cudaMemcpyAsync(d->bad_info, &d->nobody, sizeof d->nobody,
+                                cudaMemcpyHostToDevice, d->stream));
 }
 
 static size_t stats_chunks(int count) {
@@ -304,6 +272,27 @@ static void cu_sync(pbf_world *w) {
     if (d->error == cudaSuccess) keep(d, cudaStreamSynchronize(d->stream));
 }
 
+/* After a stage that measures a solve, as opencl.c measure(). */
+static void measure(pbf_world *w, pbf_stage_id stage, const float *a, float scale, float offset,
+                    int now) {
+    cuda_state *d = DEV(w);
+    const int slot = pbf_gpu_measure_slot(stage);
+    if (slot < 0 || d->error != cudaSuccess) return;
+    const int n = w->count, chunks = (int)stats_chunks(n);
+    pbf_k_excess<<<(unsigned int)chunks, STATS_WG, 0, d->stream>>>(n, a, scale, offset,
+                                                                    d->partial);
+    CHECK_LAUNCH(d);
+    pbf_k_excess_total<<<1, 1, 0, d->stream>>>(n, chunks, d->partial, d->solve_out, slot);
+    CHECK_LAUNCH(d);
+    d->step.measured[slot] = 1;
+    if (!now || d->error != cudaSuccess) return;
+    double v = 0.0;
+    keep(d, cudaMemcpyAsync(&v, d->solve_out + slot, sizeof v, cudaMemcpyDeviceToHost,
+                            d->stream));
+    cu_sync(w);
+    w->solve_error = d->error != cudaSuccess ? INFINITY : v;
+}
+
 static int cu_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     cuda_state *d = DEV(w);
     cudaSetDevice(d->device);
@@ -322,8 +311,11 @@ static int cu_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c)
     cudaStream_t st = d->stream;
     d->stats_ready = 0;
     w->host_stale = 1;
-    if (stage == PBF_STAGE_PREDICT) begin_step(d);
+    if (stage == PBF_STAGE_PREDICT || stage == PBF_STAGE_GRAVITY) begin_substep(d);
     if (d->error != cudaSuccess) return INT_MAX;
+    /* the neighbour sets' positions (opencl.c): x*_0 in the velocity buffers after PBF's grid,
+     * x* itself in the SPH solvers' pressure stages */
+    const int sph = w->def.solver != PBF_SOLVER_PBF;
     switch (stage) {
     case PBF_STAGE_PREDICT: {
         int slot = next_slot(d, stage);
@@ -331,12 +323,14 @@ static int cu_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c)
                                          FF(QY), FF(QZ), d->bad, slot);
         break;
     }
-    case PBF_STAGE_GRID: grid(w, d->map_slot, 1); break;
+    case PBF_STAGE_GRID: grid(w, d->map_slot, !sph); break; /* SPH: the velocity is sorted */
     case PBF_STAGE_LAMBDA: {
         int slot = next_slot(d, stage);
         pbf_k_lambda<<<pb, wg, 0, st>>>(P, FF(QX), FF(QY), FF(QZ), FU(CELL), d->cell_start, FF(VX),
                                         FF(VY), FF(VZ), d->F, d->G, d->boxes, FF(DENSITY),
                                         FF(LAMBDA), d->bad, slot);
+        CHECK_LAUNCH(d);
+        measure(w, stage, FF(DENSITY), P.inv_rho0, -1.0f, c->need_error);
         break;
     }
     case PBF_STAGE_DELTA_P: {
@@ -358,8 +352,8 @@ static int cu_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c)
         pbf_k_velocity<<<pb, wg, 0, st>>>(P, FF(QX), FF(QY), FF(QZ), FF(PX), FF(PY), FF(PZ),
                                           FF(SX), FF(SY), FF(SZ), d->bad, slot);
         CHECK_LAUNCH(d);
-        pbf_k_capture_bad<<<1, 1, 0, st>>>(d->bad, 0, slot + 1, d->map_slot, FF(PX), FF(PY),
-                                           FF(PZ), FU(ID), d->bad_info);
+        pbf_k_capture_bad<<<1, 1, 0, st>>>(d->bad, 0, slot + 1, d->map_slot, d->step.base, FF(PX),
+                                           FF(PY), FF(PZ), FU(ID), d->bad_info);
         CHECK_LAUNCH(d);
         int curl = next_slot(d, stage);
         pbf_k_curl<<<pb, wg, 0, st>>>(P, FF(QX), FF(QY), FF(QZ), FU(CELL), d->cell_start, FF(VX),
@@ -383,12 +377,59 @@ static int cu_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c)
             d->field[PBF_F_QX + a] = q0; /* free */
             d->field[PBF_F_SX + a] = v;  /* free */
         }
-        pbf_k_capture_bad<<<1, 1, 0, st>>>(d->bad, slot - 1, slot + 1, d->map_slot, FF(PX),
-                                           FF(PY), FF(PZ), FU(ID), d->bad_info);
+        pbf_k_capture_bad<<<1, 1, 0, st>>>(d->bad, slot - 1, slot + 1, d->map_slot, d->step.base,
+                                           FF(PX), FF(PY), FF(PZ), FU(ID), d->bad_info);
         break;
     }
+    /* the SPH solvers' pressure stages (pbf_kernels.cl; buffers as opencl.c) */
+    case PBF_STAGE_GRAVITY: {
+        int slot = next_slot(d, stage);
+        pbf_k_gravity<<<pb, wg, 0, st>>>(P, FF(PX), FF(PY), FF(PZ), FF(VX), FF(VY), FF(VZ), FF(QX),
+                                         FF(QY), FF(QZ), d->bad, slot);
+        break;
+    }
+    case PBF_STAGE_WCSPH_PRESSURE: {
+        int slot = next_slot(d, stage);
+        pbf_k_wcsph_pressure<<<pb, wg, 0, st>>>(
+            P, FF(QX), FF(QY), FF(QZ), FU(CELL), d->cell_start, FF(QX), FF(QY), FF(QZ), d->F, d->G,
+            d->boxes, FF(VX), FF(VY), FF(VZ), FF(DENSITY), FF(LAMBDA), FF(SX), FF(SY), FF(SZ),
+            d->bad, slot);
+        CHECK_LAUNCH(d);
+        measure(w, stage, FF(DENSITY), P.inv_rho0, -1.0f, c->need_error);
+        break;
+    }
+    case PBF_STAGE_DFSPH_FACTOR: {
+        int slot = next_slot(d, stage);
+        pbf_k_dfsph_factor<<<pb, wg, 0, st>>>(P, FF(QX), FF(QY), FF(QZ), FU(CELL), d->cell_start,
+                                              FF(QX), FF(QY), FF(QZ), d->F, d->G, d->boxes,
+                                              FF(DENSITY), FF(SX), d->bad, slot);
+        break;
+    }
+    case PBF_STAGE_DIVERGENCE:
+    case PBF_STAGE_DENSITY_ADV: {
+        int slot = next_slot(d, stage), divergence = stage == PBF_STAGE_DIVERGENCE;
+        pbf_k_dfsph_source<<<pb, wg, 0, st>>>(
+            P, FF(QX), FF(QY), FF(QZ), FU(CELL), d->cell_start, FF(QX), FF(QY), FF(QZ), d->F, d->G,
+            d->boxes, FF(VX), FF(VY), FF(VZ), FF(DENSITY), FF(SX), FF(SY), FF(LAMBDA), divergence,
+            d->bad, slot);
+        CHECK_LAUNCH(d);
+        measure(w, stage, FF(SY), 1.0f, 0.0f, c->need_error);
+        break;
+    }
+    case PBF_STAGE_PRESSURE_ACCEL: {
+        int slot = next_slot(d, stage), viscous = w->def.solver == PBF_SOLVER_WCSPH;
+        pbf_k_pressure_accel<<<pb, wg, 0, st>>>(
+            P, FF(QX), FF(QY), FF(QZ), FU(CELL), d->cell_start, FF(QX), FF(QY), FF(QZ), d->F, d->G,
+            d->boxes, FF(LAMBDA), FF(SX), FF(SY), FF(SZ), viscous, FF(VX), FF(VY), FF(VZ), d->bad,
+            slot);
+        break;
+    }
+    case PBF_STAGE_ADVECT:
+        pbf_k_advect<<<pb, wg, 0, st>>>(P, FF(PX), FF(PY), FF(PZ), FF(VX), FF(VY), FF(VZ), FF(SX),
+                                        FF(SY), FF(SZ));
+        break;
     case PBF_STAGE_STATS:
-    default: break; /* the SPH solvers' stages: CPU only (pbf_backend_open refuses them) */
+    case PBF_STAGE_COUNT: break;
     }
     CHECK_LAUNCH(d);
     return INT_MAX;
@@ -402,10 +443,17 @@ static void cu_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) 
         bad[s].id = 0;
         bad[s].position.x = bad[s].position.y = bad[s].position.z = 0.0f;
     }
+    pbf_gpu_end_step(&d->step);
+    /* one round trip: the statistics partials, the first non-finite particle and the solves'
+     * last errors */
     pbf_gpu_bad info = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
+    double err[2] = {0.0, 0.0};
     enqueue_stats(w);
     if (d->error == cudaSuccess)
         keep(d, cudaMemcpyAsync(&info, d->bad_info, sizeof info, cudaMemcpyDeviceToHost,
+                                d->stream));
+    if (d->error == cudaSuccess && (d->step.measured[0] || d->step.measured[1]))
+        keep(d, cudaMemcpyAsync(err, d->solve_out, sizeof err, cudaMemcpyDeviceToHost,
                                 d->stream));
     cu_sync(w);
     w->host_stale = 1;
@@ -415,8 +463,11 @@ static void cu_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) 
         return;
     }
     d->stats_ready = 1;
-    if (info.slot >= 0 && info.slot < d->nslots && d->slot_stage[info.slot] < PBF_STAGE_COUNT) {
-        pbf_bad_particle *b = &bad[d->slot_stage[info.slot]];
+    if (d->step.measured[0]) w->solve.error = err[0];
+    if (d->step.measured[1]) w->solve.divergence_error = err[1];
+    const pbf_stage_id stage = pbf_gpu_logged_stage(&d->step, info.slot);
+    if (info.slot >= 0 && stage < PBF_STAGE_COUNT) {
+        pbf_bad_particle *b = &bad[stage];
         b->index = info.index;
         b->id = info.id;
         b->position.x = info.x;
@@ -518,7 +569,7 @@ static size_t fixed_bytes(const pbf_world *w, int nslots) {
     }
     const size_t n3 = (size_t)w->walls.n * (size_t)w->walls.n * (size_t)w->walls.n;
     bytes += 2 * n3 * sizeof(float) + PBF_MAX_BOXES * sizeof(pbf_wall_box);
-    bytes += (size_t)(nslots + 1) * sizeof(int) + sizeof(pbf_gpu_bad);
+    bytes += (size_t)(nslots + 1) * sizeof(int) + sizeof(pbf_gpu_bad) + 2 * sizeof(double);
     return bytes;
 }
 
@@ -531,7 +582,7 @@ static pbf_status cu_reserve(pbf_world *w, int capacity, pbf_error *err) {
     const size_t arrays = (size_t)pbf_fields_bytes(PBF_FIELD_CPU, 0) / 4;
     const size_t chunks = stats_chunks(capacity);
     const size_t partial_bytes = (chunks ? chunks : 1) * PBF_STATS_VALUES * sizeof(double);
-    const double total = (double)per_array * (double)arrays + (double)fixed_bytes(w, d->nslots) +
+    const double total = (double)per_array * (double)arrays + (double)fixed_bytes(w, d->step.nslots) +
                          (double)partial_bytes;
     /* what this world holds now counts as available (it is replaced, one array at a time) */
     const size_t held_per_array =
@@ -552,7 +603,7 @@ static pbf_status cu_reserve(pbf_world *w, int capacity, pbf_error *err) {
                       "per particle, plus %.1f MiB of grid and tables); the device has %.1f MiB "
                       "free of %.1f MiB (cudaMemGetInfo)",
                       d->label, capacity, total / 1048576.0, arrays, (size_t)4,
-                      (double)fixed_bytes(w, d->nslots) / 1048576.0, (double)free_b / 1048576.0,
+                      (double)fixed_bytes(w, d->step.nslots) / 1048576.0, (double)free_b / 1048576.0,
                       (double)total_b / 1048576.0);
         return PBF_ERR_LIMIT;
     }
@@ -608,14 +659,15 @@ static void cu_release(pbf_world *w) {
     if (d->stream) cudaStreamSynchronize(d->stream);
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if (d->field[f]) cudaFree(d->field[f]);
-    void *others[] = {d->cell_start, d->F, d->G, d->boxes, d->bad, d->bad_info, d->partial};
+    void *others[] = {d->cell_start, d->F,        d->G,       d->boxes,
+                      d->bad,        d->bad_info, d->partial, d->solve_out};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) cudaFree(others[i]);
     for (int l = 0; l < MAX_SCAN_LEVELS; ++l)
         if (d->scan_sums[l]) cudaFree(d->scan_sums[l]);
     if (d->stream) cudaStreamDestroy(d->stream);
     (void)cudaGetLastError();
-    free(d->slot_stage);
+    free(d->step.log);
     free(d->host_none);
     free(d->host_partial);
     free(d);
@@ -659,15 +711,15 @@ static pbf_status check_layout(cuda_state *d, pbf_error *err) {
 
 static pbf_status fixed_buffers(pbf_world *w, pbf_error *err) {
     cuda_state *d = DEV(w);
-    d->nslots = 4 + 3 * w->def.pbf.solver_iterations;
-    d->map_slot = d->nslots;
+    d->step.nslots = pbf_gpu_slots_per_substep(&w->def);
+    d->map_slot = d->step.nslots;
     size_t free_b = 0, total_b = 0;
     if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess &&
-        (double)fixed_bytes(w, d->nslots) > (double)free_b) {
+        (double)fixed_bytes(w, d->step.nslots) > (double)free_b) {
         pbf_set_error(err, PBF_ERR_LIMIT,
                       "%s: the grid (%u cells) and tables need %.1f MiB, the device has %.1f MiB "
                       "free of %.1f MiB (cudaMemGetInfo)",
-                      d->label, w->grid.ncells, (double)fixed_bytes(w, d->nslots) / 1048576.0,
+                      d->label, w->grid.ncells, (double)fixed_bytes(w, d->step.nslots) / 1048576.0,
                       (double)free_b / 1048576.0, (double)total_b / 1048576.0);
         return PBF_ERR_LIMIT;
     }
@@ -686,15 +738,15 @@ static pbf_status fixed_buffers(pbf_world *w, pbf_error *err) {
     d->F = (float *)new_buffer(d, n3 * sizeof(float), w->walls.F);
     d->G = (float *)new_buffer(d, n3 * sizeof(float), w->walls.G);
     d->boxes = (pbf_wall_box *)new_buffer(d, PBF_MAX_BOXES * sizeof(pbf_wall_box), NULL);
-    d->slot_stage = (pbf_stage_id *)malloc((size_t)d->nslots * sizeof *d->slot_stage);
-    d->host_none = (int *)malloc((size_t)(d->nslots + 1) * sizeof(int));
+    d->host_none = (int *)malloc((size_t)(d->step.nslots + 1) * sizeof(int));
     if (d->host_none)
-        for (int s = 0; s <= d->nslots; ++s) d->host_none[s] = INT_MAX;
+        for (int s = 0; s <= d->step.nslots; ++s) d->host_none[s] = INT_MAX;
     d->nobody.slot = -1;
     d->nobody.index = INT_MAX;
-    d->bad = (int *)new_buffer(d, (size_t)(d->nslots + 1) * sizeof(int), NULL);
+    d->bad = (int *)new_buffer(d, (size_t)(d->step.nslots + 1) * sizeof(int), NULL);
+    d->solve_out = (double *)new_buffer(d, 2 * sizeof(double), NULL);
     d->bad_info = (pbf_gpu_bad *)new_buffer(d, sizeof(pbf_gpu_bad), NULL);
-    if (d->scan_levels > MAX_SCAN_LEVELS || !d->slot_stage || !d->host_none ||
+    if (d->scan_levels > MAX_SCAN_LEVELS || !d->host_none ||
         d->error != cudaSuccess) {
         pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY,
                       "%s: cannot allocate the grid (%u cells) and tables: %s", d->label,

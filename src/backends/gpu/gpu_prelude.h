@@ -5,6 +5,8 @@
  * pbf_gpu_params, the one argument block every kernel takes by value.
  *
  *   PBF_KERNEL                 a kernel entry point: __kernel void / extern "C" __global__ void
+ *   PBF_DEVICE_FN              a helper of the kernels only (device code: it may use the macros
+ *                              below, which PBF_FN functions, also compiled for the host, may not)
  *   PBF_GLOBAL                 device memory (from sph/kernel.h): __global / nothing
  *   PBF_GID, PBF_LID           global and local index along dimension 0
  *   PBF_GROUP, PBF_LOCAL_SIZE  work-group (block) index and size
@@ -30,13 +32,15 @@
 #pragma OPENCL FP_CONTRACT OFF
 #endif
 
-#include "../../sph/walls.h" /* kernel.h (PBF_FN, PBF_GLOBAL, pbf_sph_consts) and the walls */
+/* kernel.h (PBF_FN, PBF_GLOBAL, pbf_sph_consts), walls.h and the SPH solvers' formulas */
+#include "../../sph/sph_solvers.h"
 
 #if defined(__OPENCL_VERSION__)
 #if defined(PBF_CELL_FP64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif
 #define PBF_KERNEL __kernel void
+#define PBF_DEVICE_FN static inline
 #define PBF_GID ((int)get_global_id(0))
 #define PBF_LID ((int)get_local_id(0))
 #define PBF_GROUP ((int)get_group_id(0))
@@ -49,6 +53,7 @@
 #define PBF_LOWEST_BIT(m) (31u - clz((m) & (0u - (m)))) /* index of the lowest set bit, m != 0 */
 #elif defined(__CUDACC__)
 #define PBF_KERNEL extern "C" __global__ void
+#define PBF_DEVICE_FN static __device__ inline
 #define PBF_GID ((int)(blockIdx.x * blockDim.x + threadIdx.x))
 #define PBF_LID ((int)threadIdx.x)
 #define PBF_GROUP ((int)blockIdx.x)
@@ -110,6 +115,9 @@ typedef struct pbf_gpu_params {
     float vorticity, xsph;
     int scorr_n;
     int unilateral;
+    float wcsph_b, wcsph_gamma; /* Tait equation: stiffness B, exponent gamma */
+    float wcsph_nu;  /* dt V alpha h c_s: the artificial viscosity's factor over a substep */
+    float dfsph_eps; /* DFSPH factor: denominators below this give 0 */
 } pbf_gpu_params;
 
 #endif

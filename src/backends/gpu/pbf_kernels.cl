@@ -373,6 +373,45 @@ PBF_KERNEL pbf_k_density(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     density[i] = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
 }
 
+/* The neighbour sums of particle i at x* that PBF's lambda (eq. 11) and DFSPH's factor share
+ * (cpu.c density_grad_sums): sum_j W_ij, sum_j V grad W_ij (= -grad_{p_j} C_i, eq. 8; zero for
+ * j = i) and sum_j |V grad W_ij|^2. */
+PBF_DEVICE_FN void pbf_gpu_density_grad_sums(const pbf_gpu_params *P, const PBF_GLOBAL float *qx,
+                                             const PBF_GLOBAL float *qy,
+                                             const PBF_GLOBAL float *qz,
+                                             const PBF_GLOBAL unsigned int *cell,
+                                             const PBF_GLOBAL unsigned int *start,
+                                             const PBF_GLOBAL float *q0x,
+                                             const PBF_GLOBAL float *q0y,
+                                             const PBF_GLOBAL float *q0z, int i, float *rho_sum,
+                                             float g[3], float *s2_sum) {
+    const pbf_sph_consts k = P->k;
+    const float xi = qx[i], yi = qy[i], zi = qz[i];
+    float rho[PBF_LANES], gx[PBF_LANES], gy[PBF_LANES], gz[PBF_LANES], s2[PBF_LANES];
+    PBF_LANE_ZERO(rho);
+    PBF_LANE_ZERO(gx);
+    PBF_LANE_ZERO(gy);
+    PBF_LANE_ZERO(gz);
+    PBF_LANE_ZERO(s2);
+    PBF_FOR_NEIGHBOURS((*P), start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
+        const float r2 = dx * dx + dy * dy + dz * dz;
+        const int in = valid && r2 < k.h2;
+        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
+        const float f = k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);
+        const float ax = in ? f * dx : 0.0f, ay = in ? f * dy : 0.0f, az = in ? f * dz : 0.0f;
+        gx[l] += ax;
+        gy[l] += ay;
+        gz[l] += az;
+        s2[l] += ax * ax + ay * ay + az * az;
+    )
+    *rho_sum = pbf_gpu_hsum(rho);
+    g[0] = pbf_gpu_hsum(gx);
+    g[1] = pbf_gpu_hsum(gy);
+    g[2] = pbf_gpu_hsum(gz);
+    *s2_sum = pbf_gpu_hsum(s2);
+}
+
 /* rho_i (eq. 2) with the wall, C_i (eq. 1, clamped at 0 when unilateral), lambda_i (eq. 11). */
 PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                         const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
@@ -384,37 +423,16 @@ PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                         int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
-    const pbf_sph_consts k = P.k;
     const pbf_walls_consts wc = P.wc;
-    const float xi = qx[i], yi = qy[i], zi = qz[i];
-    float p[3] = {xi, yi, zi}, gw[3];
+    float p[3] = {qx[i], qy[i], qz[i]}, gw[3], rho, g[3], s2;
     const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
-    float rho[PBF_LANES], gx[PBF_LANES], gy[PBF_LANES], gz[PBF_LANES], s2[PBF_LANES];
-    PBF_LANE_ZERO(rho);
-    PBF_LANE_ZERO(gx);
-    PBF_LANE_ZERO(gy);
-    PBF_LANE_ZERO(gz);
-    PBF_LANE_ZERO(s2);
-    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const int in = valid && r2 < k.h2;
-        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
-        /* grad_{p_j} C_i = -V grad W(p_i - p_j) (eq. 8, k = j); zero vector for j = i */
-        const float f = k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);
-        const float ax = in ? f * dx : 0.0f, ay = in ? f * dy : 0.0f, az = in ? f * dz : 0.0f;
-        gx[l] += ax;
-        gy[l] += ay;
-        gz[l] += az;
-        s2[l] += ax * ax + ay * ay + az * az;
-    )
-    const float gix = gw[0] + pbf_gpu_hsum(gx), giy = gw[1] + pbf_gpu_hsum(gy),
-                giz = gw[2] + pbf_gpu_hsum(gz);
-    const float r = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
+    pbf_gpu_density_grad_sums(&P, qx, qy, qz, cell, start, q0x, q0y, q0z, i, &rho, g, &s2);
+    const float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
+    const float r = P.k.mass * rho + P.k.rest_density * wall;
     density[i] = r;
     float cc = r * P.inv_rho0 - 1.0f; /* eq. 1 */
     if (P.unilateral && cc < 0.0f) cc = 0.0f;
-    const float sum2 = pbf_gpu_hsum(s2) + gix * gix + giy * giy + giz * giz;
+    const float sum2 = s2 + gix * gix + giy * giy + giz * giz;
     const float lam = -cc / (sum2 + P.eps_abs); /* eq. 11 */
     lambda[i] = lam;
     if (!isfinite(lam)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
@@ -616,10 +634,252 @@ PBF_KERNEL pbf_k_vorticity_xsph(const pbf_gpu_params P, const PBF_GLOBAL float *
     if (!isfinite(ux + uy + uz)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
 
+/* ---- the SPH solvers' stages (formulas: src/sph/sph_solvers.h; cpu.c's stages of the same
+ * names are the reference, term for term). Buffers during their pressure stages: density rho_i,
+ * s the DFSPH factor (x) and the per-particle error of the last measuring stage (y) or WCSPH's
+ * viscous velocity change (x, y, z), lambda the k_i of the pressure acceleration; x* = x, so the
+ * neighbour sets' positions q0 are x* itself until advect. */
+
+/* v += dt g, |v| <= vmax; x* = x: the SPH solvers find neighbours and densities at x. */
+PBF_KERNEL pbf_k_gravity(const pbf_gpu_params P, const PBF_GLOBAL float *px,
+                         const PBF_GLOBAL float *py, const PBF_GLOBAL float *pz,
+                         PBF_GLOBAL float *vx, PBF_GLOBAL float *vy, PBF_GLOBAL float *vz,
+                         PBF_GLOBAL float *qx, PBF_GLOBAL float *qy, PBF_GLOBAL float *qz,
+                         PBF_GLOBAL int *bad, int slot) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    float ux = vx[i] + P.gdt[0], uy = vy[i] + P.gdt[1], uz = vz[i] + P.gdt[2];
+    pbf_limit_speed(&ux, &uy, &uz, P.vmax);
+    vx[i] = ux;
+    vy[i] = uy;
+    vz[i] = uz;
+    qx[i] = px[i];
+    qy[i] = py[i];
+    qz[i] = pz[i];
+    if (!isfinite(ux + uy + uz)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
+}
+
+/* WCSPH: density (walls included), the Tait pressure as k_i, and the velocity change of the
+ * artificial viscosity over dt into a (added by the pressure acceleration). */
+PBF_KERNEL pbf_k_wcsph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
+                                const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                                const PBF_GLOBAL unsigned int *cell,
+                                const PBF_GLOBAL unsigned int *start, const PBF_GLOBAL float *q0x,
+                                const PBF_GLOBAL float *q0y, const PBF_GLOBAL float *q0z,
+                                const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
+                                const PBF_GLOBAL pbf_wall_box *boxes, const PBF_GLOBAL float *vx,
+                                const PBF_GLOBAL float *vy, const PBF_GLOBAL float *vz,
+                                PBF_GLOBAL float *density, PBF_GLOBAL float *kk,
+                                PBF_GLOBAL float *avx, PBF_GLOBAL float *avy,
+                                PBF_GLOBAL float *avz, PBF_GLOBAL int *bad, int slot) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    const pbf_sph_consts k = P.k;
+    const pbf_walls_consts wc = P.wc;
+    const float xi = qx[i], yi = qy[i], zi = qz[i];
+    const float vxi = vx[i], vyi = vy[i], vzi = vz[i];
+    const float nu = P.wcsph_nu, eps_h2 = 0.01f * k.h2;
+    float p[3] = {xi, yi, zi}, gw[3];
+    const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
+    float rho[PBF_LANES], ax[PBF_LANES], ay[PBF_LANES], az[PBF_LANES];
+    PBF_LANE_ZERO(rho);
+    PBF_LANE_ZERO(ax);
+    PBF_LANE_ZERO(ay);
+    PBF_LANE_ZERO(az);
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
+        const float r2 = dx * dx + dy * dy + dz * dz;
+        const int in = valid && r2 < k.h2;
+        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
+        /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */
+        const float vr =
+            in ? (vxi - vx[j]) * dx + (vyi - vy[j]) * dy + (vzi - vz[j]) * dz : 0.0f;
+        const float nvr = 0.0f - vr, mx = nvr > 0.0f ? nvr : 0.0f;
+        const float f = in ? nu * (0.0f - mx) / (r2 + eps_h2) * pbf_spiky(&k, r2) : 0.0f;
+        ax[l] += in ? f * dx : 0.0f;
+        ay[l] += in ? f * dy : 0.0f;
+        az[l] += in ? f * dz : 0.0f;
+    )
+    const float r = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
+    density[i] = r;
+    const float ki = pbf_wcsph_k(r * P.inv_rho0, P.wcsph_b, P.wcsph_gamma, k.rest_density, P.dt);
+    kk[i] = ki;
+    const float a0 = pbf_gpu_hsum(ax), a1 = pbf_gpu_hsum(ay), a2 = pbf_gpu_hsum(az);
+    avx[i] = a0;
+    avy[i] = a1;
+    avz[i] = a2;
+    if (!isfinite(ki + a0 + a1 + a2)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
+}
+
+/* DFSPH: density (walls included) and the factor of eq. 11 (Bender & Koschier 2017). */
+PBF_KERNEL pbf_k_dfsph_factor(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
+                              const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                              const PBF_GLOBAL unsigned int *cell,
+                              const PBF_GLOBAL unsigned int *start, const PBF_GLOBAL float *q0x,
+                              const PBF_GLOBAL float *q0y, const PBF_GLOBAL float *q0z,
+                              const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
+                              const PBF_GLOBAL pbf_wall_box *boxes, PBF_GLOBAL float *density,
+                              PBF_GLOBAL float *factor, PBF_GLOBAL int *bad, int slot) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    const pbf_walls_consts wc = P.wc;
+    float p[3] = {qx[i], qy[i], qz[i]}, gw[3], rho, g[3], s2;
+    const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
+    pbf_gpu_density_grad_sums(&P, qx, qy, qz, cell, start, q0x, q0y, q0z, i, &rho, g, &s2);
+    const float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
+    const float r = P.k.mass * rho + P.k.rest_density * wall;
+    const float a = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, P.dfsph_eps);
+    density[i] = r;
+    factor[i] = a;
+    if (!isfinite(r + a)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
+}
+
+/* DFSPH: the source term of the divergence (divergence != 0) or density solve from the current
+ * velocities into err, and k_i = factor_i * source_i. */
+PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
+                              const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                              const PBF_GLOBAL unsigned int *cell,
+                              const PBF_GLOBAL unsigned int *start, const PBF_GLOBAL float *q0x,
+                              const PBF_GLOBAL float *q0y, const PBF_GLOBAL float *q0z,
+                              const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
+                              const PBF_GLOBAL pbf_wall_box *boxes, const PBF_GLOBAL float *vx,
+                              const PBF_GLOBAL float *vy, const PBF_GLOBAL float *vz,
+                              const PBF_GLOBAL float *density, const PBF_GLOBAL float *factor,
+                              PBF_GLOBAL float *err, PBF_GLOBAL float *kk, int divergence,
+                              PBF_GLOBAL int *bad, int slot) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    const pbf_sph_consts k = P.k;
+    const pbf_walls_consts wc = P.wc;
+    const float xi = qx[i], yi = qy[i], zi = qz[i];
+    const float vxi = vx[i], vyi = vy[i], vzi = vz[i];
+    float p[3] = {xi, yi, zi}, gw[3];
+    pbf_wall_density(&wc, F, G, boxes, p, gw);
+    float ds[PBF_LANES];
+    PBF_LANE_ZERO(ds);
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
+        const float r2 = dx * dx + dy * dy + dz * dz;
+        const int in = valid && r2 < k.h2;
+        const float f = k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);
+        const float ux = in ? vxi - vx[j] : 0.0f, uy = in ? vyi - vy[j] : 0.0f,
+                    uz = in ? vzi - vz[j] : 0.0f;
+        ds[l] += (in ? f * dx : 0.0f) * ux + (in ? f * dy : 0.0f) * uy + (in ? f * dz : 0.0f) * uz;
+    )
+    /* the wall is at rest: its term is v_i . grad wall_i */
+    const float d = pbf_gpu_hsum(ds) + vxi * gw[0] + vyi * gw[1] + vzi * gw[2];
+    const float c = pbf_dfsph_source(density[i] * P.inv_rho0, d, P.dt, divergence);
+    const float ki = c * factor[i];
+    err[i] = c;
+    kk[i] = ki;
+    if (!isfinite(ki)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
+}
+
+/* The symmetric pressure acceleration of every SPH solver over dt, from k = dt^2 rho_0 p / rho^2:
+ * v_i -= (sum_j V (k_i + k_j) grad W_ij + k_i grad wall_i) / dt, plus WCSPH's viscous change
+ * (viscous != 0), then the collisions and friction on the motion dt v. In place: a work-item
+ * reads only its own velocity. */
+PBF_KERNEL pbf_k_pressure_accel(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
+                                const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                                const PBF_GLOBAL unsigned int *cell,
+                                const PBF_GLOBAL unsigned int *start, const PBF_GLOBAL float *q0x,
+                                const PBF_GLOBAL float *q0y, const PBF_GLOBAL float *q0z,
+                                const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
+                                const PBF_GLOBAL pbf_wall_box *boxes, const PBF_GLOBAL float *kk,
+                                const PBF_GLOBAL float *avx, const PBF_GLOBAL float *avy,
+                                const PBF_GLOBAL float *avz, int viscous, PBF_GLOBAL float *vx,
+                                PBF_GLOBAL float *vy, PBF_GLOBAL float *vz, PBF_GLOBAL int *bad,
+                                int slot) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    const pbf_sph_consts k = P.k;
+    const pbf_walls_consts wc = P.wc;
+    const float xi = qx[i], yi = qy[i], zi = qz[i], ki = kk[i];
+    float p[3] = {xi, yi, zi}, gw[3];
+    pbf_wall_density(&wc, F, G, boxes, p, gw);
+    float ax[PBF_LANES], ay[PBF_LANES], az[PBF_LANES];
+    PBF_LANE_ZERO(ax);
+    PBF_LANE_ZERO(ay);
+    PBF_LANE_ZERO(az);
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
+        const float r2 = dx * dx + dy * dy + dz * dz;
+        const int in = valid && r2 < k.h2;
+        const float f = in ? (ki + kk[j]) * k.volume * pbf_spiky(&k, r2) : 0.0f;
+        ax[l] += in ? f * dx : 0.0f;
+        ay[l] += in ? f * dy : 0.0f;
+        az[l] += in ? f * dz : 0.0f;
+    )
+    float ux = vx[i] - (pbf_gpu_hsum(ax) + ki * gw[0]) * P.inv_dt;
+    float uy = vy[i] - (pbf_gpu_hsum(ay) + ki * gw[1]) * P.inv_dt;
+    float uz = vz[i] - (pbf_gpu_hsum(az) + ki * gw[2]) * P.inv_dt;
+    if (viscous) {
+        ux += avx[i];
+        uy += avy[i];
+        uz += avz[i];
+    }
+    pbf_sph_collide_velocity(&wc, boxes, p, P.dt, &ux, &uy, &uz);
+    vx[i] = ux;
+    vy[i] = uy;
+    vz[i] = uz;
+    if (!isfinite(ux + uy + uz)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
+}
+
+/* delta x = dt v into s (applied with the collisions by pbf_k_collide); the velocity buffers,
+ * whose value the velocity stage computes anew, take q0 = x (the positions of the neighbour
+ * sets, which collide moves x* away from), as PBF's grid leaves them for the stages after it. */
+PBF_KERNEL pbf_k_advect(const pbf_gpu_params P, const PBF_GLOBAL float *px,
+                        const PBF_GLOBAL float *py, const PBF_GLOBAL float *pz,
+                        PBF_GLOBAL float *vx, PBF_GLOBAL float *vy, PBF_GLOBAL float *vz,
+                        PBF_GLOBAL float *sx, PBF_GLOBAL float *sy, PBF_GLOBAL float *sz) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    sx[i] = P.dt * vx[i];
+    sy[i] = P.dt * vy[i];
+    sz[i] = P.dt * vz[i];
+    vx[i] = px[i];
+    vy[i] = py[i];
+    vz[i] = pz[i];
+}
+
+/* A solve's error (cpu.c mean_excess): the sum of max(a_i scale + offset, 0) over one chunk of
+ * PBF_STATS_WG * PBF_STATS_PER_ITEM particles, reduced in a fixed tree order, into partial[group]. */
+PBF_KERNEL pbf_k_excess(int n, const PBF_GLOBAL float *a, float scale, float offset,
+                        PBF_GLOBAL pbf_gpu_real *partial) {
+    PBF_LOCAL_ARRAY(pbf_gpu_real, t_sum, PBF_STATS_WG);
+    const int lid = PBF_LID;
+    const int base = PBF_GROUP * (PBF_STATS_WG * PBF_STATS_PER_ITEM);
+    pbf_gpu_real sum = 0;
+    for (int m = 0; m < PBF_STATS_PER_ITEM; ++m) {
+        const int i = base + m * PBF_STATS_WG + lid;
+        if (i >= n) break;
+        const float e = a[i] * scale + offset;
+        if (e > 0.0f) sum += (pbf_gpu_real)e;
+    }
+    t_sum[lid] = sum;
+    for (int s = PBF_STATS_WG / 2; s > 0; s >>= 1) {
+        PBF_BARRIER;
+        if (lid < s) t_sum[lid] += t_sum[lid + s];
+    }
+    if (lid == 0) partial[PBF_GROUP] = t_sum[0];
+}
+
+/* One work-item: the chunks' sums in chunk order as the mean in percent, 100 sum / n, into
+ * out[slot] (the host reads it back: one value per iteration of a solve stopped at a tolerance,
+ * else at the end of the step). */
+PBF_KERNEL pbf_k_excess_total(int n, int chunks, const PBF_GLOBAL pbf_gpu_real *partial,
+                              PBF_GLOBAL pbf_gpu_real *out, int slot) {
+    if (PBF_GID != 0) return;
+    pbf_gpu_real sum = 0;
+    for (int c = 0; c < chunks; ++c) sum += partial[c];
+    out[slot] = n > 0 ? (pbf_gpu_real)100 * sum / (pbf_gpu_real)n : (pbf_gpu_real)0;
+}
+
 /* One work-item: the first slot in [from, to) holding a particle, with that particle's id and
  * position now, into *out unless an earlier launch already filled it (out->slot >= 0). Slot 0
- * (predict) holds an old index; slot `map` holds it in the sorted order. */
-PBF_KERNEL pbf_k_capture_bad(const PBF_GLOBAL int *bad, int from, int to, int map,
+ * (predict, gravity) holds an old index; slot `map` holds it in the sorted order. The slots are
+ * those of one substep; out->slot = base + slot numbers the launches of the whole step. */
+PBF_KERNEL pbf_k_capture_bad(const PBF_GLOBAL int *bad, int from, int to, int map, int base,
                            const PBF_GLOBAL float *px, const PBF_GLOBAL float *py,
                            const PBF_GLOBAL float *pz, const PBF_GLOBAL unsigned int *id,
                            PBF_GLOBAL pbf_gpu_bad *out) {
@@ -627,7 +887,7 @@ PBF_KERNEL pbf_k_capture_bad(const PBF_GLOBAL int *bad, int from, int to, int ma
     for (int s = from; s < to; ++s) {
         const int i = s == 0 ? bad[map] : bad[s];
         if (i == PBF_INT_MAX) continue;
-        out->slot = s;
+        out->slot = base + s;
         out->index = i;
         out->id = id[i];
         out->x = px[i];

@@ -32,6 +32,7 @@
 
 #include "backends/gpu/gpu_prelude.h"
 #include "internal.h"
+#include "backends/gpu/gpu_host.h"
 #include "simd.h" /* PBF_LANES: the kernels sum over neighbours in the CPU backend's lanes */
 
 extern const char *const pbf_opencl_kernel_lines[];
@@ -61,6 +62,14 @@ enum {
     K_LAYOUT,
     K_LIST_COUNT,
     K_LIST_FILL,
+    K_GRAVITY,
+    K_WCSPH_PRESSURE,
+    K_DFSPH_FACTOR,
+    K_DFSPH_SOURCE,
+    K_PRESSURE_ACCEL,
+    K_ADVECT,
+    K_EXCESS,
+    K_EXCESS_TOTAL,
     K_COUNT
 };
 static const char *const kernel_names[K_COUNT] = {
@@ -68,7 +77,9 @@ static const char *const kernel_names[K_COUNT] = {
     "pbf_k_sort_cells", "pbf_k_gather",         "pbf_k_predict",     "pbf_k_density",
     "pbf_k_lambda",     "pbf_k_delta_p",        "pbf_k_collide",     "pbf_k_velocity",
     "pbf_k_curl",       "pbf_k_vorticity_xsph", "pbf_k_capture_bad", "pbf_k_stats",
-    "pbf_k_layout",     "pbf_k_list_count",     "pbf_k_list_fill",
+    "pbf_k_layout",     "pbf_k_list_count",     "pbf_k_list_fill",   "pbf_k_gravity",
+    "pbf_k_wcsph_pressure", "pbf_k_dfsph_factor", "pbf_k_dfsph_source", "pbf_k_pressure_accel",
+    "pbf_k_advect",     "pbf_k_excess",         "pbf_k_excess_total",
 };
 
 #define MAX_SCAN_LEVELS 8
@@ -100,11 +111,15 @@ typedef struct ocl_state {
     size_t nbr_idx_cap; /* entries */
     cl_mem F, G, boxes;
 
-    /* non-finite guard: one int slot per launch of the step (atomic_min of a particle index),
-     * plus the predict slot followed through the sort, plus the captured particle */
+    /* non-finite guard: one int slot per launch of a substep (atomic_min of a particle index),
+     * plus the predict slot followed through the sort, plus the captured particle; the slots'
+     * stages and the measured solves on the host (gpu_host.h) */
     cl_mem bad, bad_info;
-    int nslots, map_slot, seq;
-    pbf_stage_id *slot_stage;
+    int map_slot;
+    pbf_gpu_step step;
+
+    /* the solves' errors (percent): density, divergence, in pbf_gpu_real (gpu_host.h) */
+    cl_mem solve_out;
 
     cl_mem partial; /* statistics partials, PBF_STATS_VALUES per chunk */
     size_t chunks_cap;
@@ -337,44 +352,7 @@ static void launch(ocl_state *d, int k, size_t items, size_t local, int nargs, c
 }
 
 static pbf_gpu_params params(const pbf_world *w, const pbf_step_ctx *c) {
-    pbf_gpu_params P;
-    memset(&P, 0, sizeof P);
-    P.k = w->k;
-    P.wc = w->wc;
-    P.n = w->count;
-    /* cell skipping in the neighbour loops (pbf_kernels.cl, PBF_NEIGHBOURS_BEGIN): the faces of
-     * a cell in float are within a few ulps of the largest grid coordinate of the double ones the
-     * cells were assigned with; 8 such ulps plus 1e-5 h (the rounding of the distance tests)
-     * keep every cell that may hold a particle within h */
-    const double cell = 1.0 / w->grid.inv_cell;
-    double extent = 0.0;
-    for (int a = 0; a < 3; ++a) {
-        P.dim[a] = w->grid.dim[a];
-        P.origin[a] = (float)w->grid.origin[a];
-        const double far = w->grid.origin[a] + w->grid.dim[a] * cell;
-        extent = fmax(extent, fmax(fabs(w->grid.origin[a]), fabs(far)));
-    }
-    P.cell_size = (float)cell;
-    const double reach = (double)w->k.h * (1.0 + 1e-5) + extent * 0x1p-20;
-    P.reach2 = (float)(reach * reach * (1.0 + 0x1p-20));
-    const float dt = c ? c->dt : 0.0f;
-    /* the same float expressions as the CPU backend */
-    P.gdt[0] = w->def.gravity.x * dt;
-    P.gdt[1] = w->def.gravity.y * dt;
-    P.gdt[2] = w->def.gravity.z * dt;
-    P.dt = dt;
-    P.inv_dt = dt > 0.0f ? 1.0f / dt : 0.0f;
-    P.vmax = c ? c->vmax : 0.0f;
-    P.inv_rho0 = 1.0f / w->k.rest_density;
-    P.eps_abs = w->eps_abs;
-    P.ks = -w->def.pbf.scorr_k / w->lattice_grad2;
-    P.inv_wdq = w->scorr_inv_wdq;
-    P.omega = w->def.pbf.over_relaxation;
-    P.vorticity = w->def.vorticity;
-    P.xsph = w->def.xsph_viscosity;
-    P.scorr_n = w->def.pbf.scorr_n;
-    P.unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
-    return P;
+    return pbf_gpu_make_params(w, c);
 }
 
 #define FB(f) (d->field[PBF_F_##f])
@@ -500,28 +478,27 @@ static void grid(pbf_world *w, int map, int in_step) {
     if (d->lists) build_lists(w);
 }
 
-/* The launch slot of a stage this step (its non-finite particle goes there). */
+/* The launch slot of a stage in this substep (its non-finite particle goes there). */
 static cl_int next_slot(ocl_state *d, pbf_stage_id stage) {
-    int s = d->seq < d->nslots ? d->seq++ : d->nslots - 1;
-    d->slot_stage[s] = stage;
-    return (cl_int)s;
+    return (cl_int)pbf_gpu_next_slot(&d->step, stage);
 }
 
-static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c);
-
-static void begin_step(ocl_state *d) {
+/* The first stage of a substep (predict, gravity): its slots are cleared; at the start of a step
+ * also the captured particle. The earlier substeps' slots were captured at their end (velocity
+ * and vorticity_xsph stages). */
+static void begin_substep(ocl_state *d) {
     const cl_int none = INT_MAX;
     const pbf_gpu_bad nobody = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
-    d->seq = 0;
-    for (int s = 0; s < d->nslots; ++s) d->slot_stage[s] = PBF_STAGE_COUNT;
+    const int first = pbf_gpu_begin_substep(&d->step);
     if (d->error != CL_SUCCESS) return;
     cl_int e = clEnqueueFillBuffer(d->queue, d->bad, &none, sizeof none, 0,
-                                   (size_t)(d->nslots + 1) * sizeof(cl_int), 0, NULL, NULL);
-    if (e == CL_SUCCESS)
+                                   (size_t)(d->step.nslots + 1) * sizeof(cl_int), 0, NULL, NULL);
+    if (e == CL_SUCCESS && first) {
         e = clEnqueueWriteBuffer(d->queue, d->bad_info, CL_FALSE, 0, sizeof nobody, &nobody, 0,
                                  NULL, NULL);
-    /* the write reads `nobody` before it completes: wait (the queue is empty here anyway) */
-    if (e == CL_SUCCESS) e = clFinish(d->queue);
+        /* the write reads `nobody` before it completes: wait (the queue is empty here anyway) */
+        if (e == CL_SUCCESS) e = clFinish(d->queue);
+    }
     if (e != CL_SUCCESS) d->error = e;
 }
 
@@ -565,6 +542,38 @@ static void reduce_stats(pbf_world *w) {
     pbf_stats_finish(w, acc, 0);
 }
 
+/* After a stage that measures a solve: the mean of max(a_i scale + offset, 0) in percent
+ * (cpu.c mean_excess) into the solve's device slot, and into w->solve_error at once when the
+ * stage runner needs it (one read of one value). */
+static void measure(pbf_world *w, pbf_stage_id stage, cl_mem a, float scale, float offset,
+                    int now) {
+    ocl_state *d = DEV(w);
+    const cl_int slot = pbf_gpu_measure_slot(stage);
+    if (slot < 0) return;
+    const cl_int n = w->count;
+    const size_t chunk = d->stats_wg * PBF_STATS_PER_ITEM;
+    const cl_int chunks = (cl_int)(((size_t)n + chunk - 1) / chunk);
+    LAUNCH(d, K_EXCESS, (size_t)chunks * d->stats_wg, d->stats_wg, A(n), A(a), A(scale), A(offset),
+           A(d->partial));
+    LAUNCH(d, K_EXCESS_TOTAL, 1, 1, A(n), A(chunks), A(d->partial), A(d->solve_out), A(slot));
+    d->step.measured[slot] = 1;
+    if (!now || d->error != CL_SUCCESS) return;
+    union {
+        double d;
+        float f;
+    } v = {0.0};
+    const size_t size = d->fp64 ? sizeof(double) : sizeof(float);
+    cl_int e = clEnqueueReadBuffer(d->queue, d->solve_out, CL_TRUE, (size_t)slot * size, size, &v,
+                                   0, NULL, NULL);
+    if (e != CL_SUCCESS) d->error = e;
+    w->solve_error = d->error != CL_SUCCESS ? INFINITY : d->fp64 ? v.d : (double)v.f;
+}
+
+/* The neighbour kernels' leading arguments: P, x*, the neighbour sets (cell keys and starts, or
+ * list offsets and indices) and their positions q0, the wall tables and boxes. */
+#define NB(q0) A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(nb_cell), A(nb_start), A(q0[0]), \
+               A(q0[1]), A(q0[2]), A(d->F), A(d->G), A(d->boxes)
+
 static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     ocl_state *d = DEV(w);
     if (stage == PBF_STAGE_STATS) {
@@ -583,29 +592,32 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
     const pbf_gpu_params P = params(w, c);
     const size_t n = (size_t)w->count, wg = d->wg;
     NB_ARGS(d);
+    /* the neighbour sets' positions: PBF's grid leaves x*_0 in the velocity buffers; in the SPH
+     * solvers' pressure stages x* = x is still where the grid was built */
+    const cl_mem q0v[3] = {FB(VX), FB(VY), FB(VZ)}, q0q[3] = {FB(QX), FB(QY), FB(QZ)};
+    const int sph = w->def.solver != PBF_SOLVER_PBF;
+    const float one = 1.0f, zero = 0.0f, inv_rho0 = P.inv_rho0, minus_one = -1.0f;
     d->stats_ready = 0;
     w->host_stale = 1;
     switch (stage) {
     case PBF_STAGE_PREDICT: {
-        begin_step(d);
+        begin_substep(d);
         cl_int slot = next_slot(d, stage);
         LAUNCH(d, K_PREDICT, n, wg, A(P), A(FB(PX)), A(FB(PY)), A(FB(PZ)), A(FB(VX)), A(FB(VY)),
                A(FB(VZ)), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(d->bad), A(slot));
         break;
     }
-    case PBF_STAGE_GRID: grid(w, d->map_slot, 1); break;
+    case PBF_STAGE_GRID: grid(w, d->map_slot, !sph); break; /* SPH: the velocity is sorted */
     case PBF_STAGE_LAMBDA: {
         cl_int slot = next_slot(d, stage);
-        LAUNCH(d, K_LAMBDA, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(nb_cell),
-               A(nb_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
-               A(FB(DENSITY)), A(FB(LAMBDA)), A(d->bad), A(slot));
+        LAUNCH(d, K_LAMBDA, n, wg, NB(q0v), A(FB(DENSITY)), A(FB(LAMBDA)), A(d->bad), A(slot));
+        measure(w, stage, FB(DENSITY), inv_rho0, minus_one, c->need_error);
         break;
     }
     case PBF_STAGE_DELTA_P: {
         cl_int slot = next_slot(d, stage);
-        LAUNCH(d, K_DELTA_P, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(nb_cell),
-               A(nb_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
-               A(FB(LAMBDA)), A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(d->bad), A(slot));
+        LAUNCH(d, K_DELTA_P, n, wg, NB(q0v), A(FB(LAMBDA)), A(FB(SX)), A(FB(SY)), A(FB(SZ)),
+               A(d->bad), A(slot));
         break;
     }
     case PBF_STAGE_COLLIDE: {
@@ -615,7 +627,7 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
         break;
     }
     case PBF_STAGE_VELOCITY: {
-        /* Buffers from here to the end of the step (v holds q0, see grid()):
+        /* Buffers from here to the end of the step (v holds q0, see grid() and advect):
          *   velocity  v = (x* - x) / dt          -> s   (the CPU: -> v)
          *   curl      omega                      -> x   (the CPU: -> s), |omega| -> lambda
          *   post      new velocity, in place     -> x   (it reads only its own omega)
@@ -625,17 +637,15 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
                A(FB(PZ)), A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(d->bad), A(slot));
         /* the first non-finite particle so far, at its start-of-step position, before the
          * position buffer takes omega */
-        cl_int from = 0, to = slot + 1;
-        LAUNCH(d, K_CAPTURE_BAD, 1, 1, A(d->bad), A(from), A(to), A(d->map_slot), A(FB(PX)),
-               A(FB(PY)), A(FB(PZ)), A(FB(ID)), A(d->bad_info));
+        cl_int from = 0, to = slot + 1, base = d->step.base;
+        LAUNCH(d, K_CAPTURE_BAD, 1, 1, A(d->bad), A(from), A(to), A(d->map_slot), A(base),
+               A(FB(PX)), A(FB(PY)), A(FB(PZ)), A(FB(ID)), A(d->bad_info));
         /* the curl's own slot (also stage "velocity"): non-finite omega from finite velocities
          * cannot happen, so this slot is never the step's first in practice; if it were, the
          * position reported would be x* (captured after the post pass) */
         cl_int curl = next_slot(d, stage);
-        LAUNCH(d, K_CURL, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(nb_cell),
-               A(nb_start), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->F), A(d->G), A(d->boxes),
-               A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(FB(DENSITY)), A(FB(PX)), A(FB(PY)), A(FB(PZ)),
-               A(FB(LAMBDA)), A(d->bad), A(curl));
+        LAUNCH(d, K_CURL, n, wg, NB(q0v), A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(FB(DENSITY)),
+               A(FB(PX)), A(FB(PY)), A(FB(PZ)), A(FB(LAMBDA)), A(d->bad), A(curl));
         break;
     }
     case PBF_STAGE_VORTICITY_XSPH: {
@@ -653,16 +663,56 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
             d->field[PBF_F_SX + a] = v;  /* free */
         }
         /* the curl's and the post pass's particle, at x* (the CPU reports x* for this stage) */
-        cl_int from = slot - 1, to = slot + 1;
-        LAUNCH(d, K_CAPTURE_BAD, 1, 1, A(d->bad), A(from), A(to), A(d->map_slot), A(FB(PX)),
-               A(FB(PY)), A(FB(PZ)), A(FB(ID)), A(d->bad_info));
+        cl_int from = slot - 1, to = slot + 1, base = d->step.base;
+        LAUNCH(d, K_CAPTURE_BAD, 1, 1, A(d->bad), A(from), A(to), A(d->map_slot), A(base),
+               A(FB(PX)), A(FB(PY)), A(FB(PZ)), A(FB(ID)), A(d->bad_info));
         break;
     }
+    /* the SPH solvers' pressure stages (pbf_kernels.cl; buffers: density, s, lambda as cpu.c) */
+    case PBF_STAGE_GRAVITY: {
+        begin_substep(d);
+        cl_int slot = next_slot(d, stage);
+        LAUNCH(d, K_GRAVITY, n, wg, A(P), A(FB(PX)), A(FB(PY)), A(FB(PZ)), A(FB(VX)), A(FB(VY)),
+               A(FB(VZ)), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(d->bad), A(slot));
+        break;
+    }
+    case PBF_STAGE_WCSPH_PRESSURE: {
+        cl_int slot = next_slot(d, stage);
+        LAUNCH(d, K_WCSPH_PRESSURE, n, wg, NB(q0q), A(FB(VX)), A(FB(VY)), A(FB(VZ)),
+               A(FB(DENSITY)), A(FB(LAMBDA)), A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(d->bad), A(slot));
+        measure(w, stage, FB(DENSITY), inv_rho0, minus_one, c->need_error);
+        break;
+    }
+    case PBF_STAGE_DFSPH_FACTOR: {
+        cl_int slot = next_slot(d, stage);
+        LAUNCH(d, K_DFSPH_FACTOR, n, wg, NB(q0q), A(FB(DENSITY)), A(FB(SX)), A(d->bad), A(slot));
+        break;
+    }
+    case PBF_STAGE_DIVERGENCE:
+    case PBF_STAGE_DENSITY_ADV: {
+        cl_int slot = next_slot(d, stage), divergence = stage == PBF_STAGE_DIVERGENCE;
+        LAUNCH(d, K_DFSPH_SOURCE, n, wg, NB(q0q), A(FB(VX)), A(FB(VY)), A(FB(VZ)),
+               A(FB(DENSITY)), A(FB(SX)), A(FB(SY)), A(FB(LAMBDA)), A(divergence), A(d->bad),
+               A(slot));
+        measure(w, stage, FB(SY), one, zero, c->need_error);
+        break;
+    }
+    case PBF_STAGE_PRESSURE_ACCEL: {
+        cl_int slot = next_slot(d, stage), viscous = w->def.solver == PBF_SOLVER_WCSPH;
+        LAUNCH(d, K_PRESSURE_ACCEL, n, wg, NB(q0q), A(FB(LAMBDA)), A(FB(SX)), A(FB(SY)),
+               A(FB(SZ)), A(viscous), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->bad), A(slot));
+        break;
+    }
+    case PBF_STAGE_ADVECT:
+        LAUNCH(d, K_ADVECT, n, wg, A(P), A(FB(PX)), A(FB(PY)), A(FB(PZ)), A(FB(VX)), A(FB(VY)),
+               A(FB(VZ)), A(FB(SX)), A(FB(SY)), A(FB(SZ)));
+        break;
     case PBF_STAGE_STATS:
-    default: break; /* the SPH solvers' stages: CPU only (pbf_backend_open refuses them) */
+    case PBF_STAGE_COUNT: break;
     }
     return INT_MAX;
 }
+#undef NB
 
 static void ocl_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) {
     ocl_state *d = DEV(w);
@@ -671,12 +721,22 @@ static void ocl_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT])
         bad[s].id = 0;
         bad[s].position = (pbf_vec3){0.0f, 0.0f, 0.0f};
     }
-    /* one round trip: the statistics partials and the first non-finite particle */
+    pbf_gpu_end_step(&d->step);
+    /* one round trip: the statistics partials, the first non-finite particle and the solves'
+     * last errors */
     pbf_gpu_bad info = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
+    union {
+        double d[2];
+        float f[2];
+    } err = {{0.0, 0.0}};
     enqueue_stats(w);
     if (d->error == CL_SUCCESS) {
         cl_int e = clEnqueueReadBuffer(d->queue, d->bad_info, CL_FALSE, 0, sizeof info, &info, 0,
                                        NULL, NULL);
+        if (e == CL_SUCCESS && (d->step.measured[0] || d->step.measured[1]))
+            e = clEnqueueReadBuffer(d->queue, d->solve_out, CL_FALSE, 0,
+                                    2 * (d->fp64 ? sizeof(double) : sizeof(float)), &err, 0, NULL,
+                                    NULL);
         if (e == CL_SUCCESS) e = clFinish(d->queue);
         if (e != CL_SUCCESS) d->error = e;
     }
@@ -686,8 +746,11 @@ static void ocl_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT])
         return;
     }
     d->stats_ready = 1;
-    if (info.slot >= 0 && info.slot < d->nslots && d->slot_stage[info.slot] < PBF_STAGE_COUNT) {
-        pbf_bad_particle *b = &bad[d->slot_stage[info.slot]];
+    if (d->step.measured[0]) w->solve.error = d->fp64 ? err.d[0] : (double)err.f[0];
+    if (d->step.measured[1]) w->solve.divergence_error = d->fp64 ? err.d[1] : (double)err.f[1];
+    const pbf_stage_id st = pbf_gpu_logged_stage(&d->step, info.slot);
+    if (info.slot >= 0 && st < PBF_STAGE_COUNT) {
+        pbf_bad_particle *b = &bad[st];
         b->index = info.index;
         b->id = info.id;
         b->position = (pbf_vec3){info.x, info.y, info.z};
@@ -823,7 +886,8 @@ static size_t fixed_bytes(const pbf_world *w) {
     }
     const size_t n3 = (size_t)w->walls.n * (size_t)w->walls.n * (size_t)w->walls.n;
     bytes += 2 * n3 * sizeof(float) + PBF_MAX_BOXES * sizeof(pbf_wall_box);
-    bytes += (size_t)(d->nslots + 1) * sizeof(cl_int) + sizeof(pbf_gpu_bad);
+    bytes += (size_t)(pbf_gpu_slots_per_substep(&w->def) + 1) * sizeof(cl_int) +
+             sizeof(pbf_gpu_bad) + 2 * sizeof(double);
     return bytes;
 }
 
@@ -916,7 +980,7 @@ static void ocl_release(pbf_world *w) {
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if (d->field[f]) clReleaseMemObject(d->field[f]);
     cl_mem others[] = {d->cell_start, d->F,       d->G,       d->boxes,  d->bad,
-                       d->bad_info,   d->partial, d->nbr_off, d->nbr_idx};
+                       d->bad_info,   d->partial, d->nbr_off, d->nbr_idx, d->solve_out};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) clReleaseMemObject(others[i]);
     for (int l = 0; l < MAX_SCAN_LEVELS; ++l)
@@ -926,7 +990,7 @@ static void ocl_release(pbf_world *w) {
     if (d->program) clReleaseProgram(d->program);
     if (d->queue) clReleaseCommandQueue(d->queue);
     if (d->ctx) clReleaseContext(d->ctx);
-    free(d->slot_stage);
+    free(d->step.log);
     free(d->host_partial);
     free(d);
     w->dev = NULL;
@@ -1070,14 +1134,15 @@ static pbf_status fixed_buffers(pbf_world *w, pbf_error *err) {
     d->F = new_buffer(d, n3 * sizeof(float), w->walls.F);
     d->G = new_buffer(d, n3 * sizeof(float), w->walls.G);
     d->boxes = new_buffer(d, PBF_MAX_BOXES * sizeof(pbf_wall_box), NULL);
-    /* predict, the iterations, velocity and curl, post */
-    d->nslots = 4 + 3 * w->def.pbf.solver_iterations;
-    d->map_slot = d->nslots;
-    d->slot_stage = malloc((size_t)d->nslots * sizeof *d->slot_stage);
-    d->bad = new_buffer(d, (size_t)(d->nslots + 1) * sizeof(cl_int), NULL);
+    /* the launches of a substep: predict or gravity, the solve's iterations, velocity and curl,
+     * post */
+    d->step.nslots = pbf_gpu_slots_per_substep(&w->def);
+    d->map_slot = d->step.nslots;
+    d->bad = new_buffer(d, (size_t)(d->step.nslots + 1) * sizeof(cl_int), NULL);
+    d->solve_out = new_buffer(d, 2 * sizeof(double), NULL);
     d->bad_info = new_buffer(d, sizeof(pbf_gpu_bad), NULL);
     if (d->error == CL_SUCCESS) ocl_sync(w);
-    if (!scan_ok || !d->slot_stage || d->error != CL_SUCCESS) {
+    if (!scan_ok || d->error != CL_SUCCESS) {
         pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY,
                       "%s: cannot allocate the grid (%u cells) and tables: %s", d->label,
                       w->grid.ncells, cl_error_name(d->error));
