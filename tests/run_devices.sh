@@ -5,7 +5,8 @@
 # library's message naming it, before anything is written; a checkpoint resumes with --device;
 # `pbf bench --device cpu` reports the device memory. On every GPU device `pbf devices` lists
 # (OpenCL, CUDA), scenes/quick.json runs to the end with as many frames as on the CPU and density
-# errors within 20 % of the CPU run's (skipped, with a message, when none is listed).
+# errors within 20 % of the CPU run's, and so do 10 frames of it with solver wcsph and dfsph
+# (skipped, with a message, when none is listed).
 #
 #   bash tests/run_devices.sh PATH/TO/pbf PYTHON3
 set -uo pipefail # no -e: every check runs and is counted, a failed one does not stop the script
@@ -163,6 +164,33 @@ print("     %s: %d frames, mean density error avg %.4f%% (cpu %.4f%%), mean max 
          mean(cpu, "density_error_max")))
 EOF
     check "--device ${kind}: the frames of the CPU run, density errors within 20 % of its" "${rc}"
+    for solver in wcsph dfsph; do
+        [[ -d "${tmp}/ref_${solver}" ]] ||
+            "${pbf}" run "${scene}" --out "${tmp}/ref_${solver}" --frames 10 --set "solver=${solver}" -q
+        rc=0
+        "${pbf}" run "${scene}" --out "${tmp}/${kind}_${solver}" --frames 10 --device "${kind}" \
+            --set "solver=${solver}" -q 2> "${tmp}/${kind}_${solver}.err" || rc=$?
+        check "quick.json --set solver=${solver} --device ${kind} exits 0 (got ${rc}: $(head -c 300 "${tmp}/${kind}_${solver}.err"))" "${rc}"
+        rc=0
+        "${py}" - "${tmp}/ref_${solver}/stats.jsonl" "${tmp}/${kind}_${solver}/stats.jsonl" <<'EOF' || rc=$?
+import json, sys
+cpu = [json.loads(l) for l in open(sys.argv[1])]
+gpu = [json.loads(l) for l in open(sys.argv[2])]
+assert len(cpu) == len(gpu) == 11, ("frames", len(cpu), len(gpu))
+close = lambda a, b: abs(a - b) <= 0.2 * abs(a) + 0.01
+for c, g in zip(cpu, gpu):
+    assert g["nonfinite"] == 0 and g["escaped"] == 0, g
+    assert c["particles"] == g["particles"], (c, g)
+    assert close(c["density_error_avg"], g["density_error_avg"]), ("avg", c, g)
+    assert close(c["solver_error"], g["solver_error"]), ("solver_error", c, g)
+    assert g["frame"] == 0 or g["substeps"] >= 1, g
+print("     %s: last frame density error avg %.4f%% (cpu %.4f%%), %d substeps (cpu %d), "
+      "%d iterations (cpu %d)" % (sys.argv[2].split("/")[-2], gpu[-1]["density_error_avg"],
+      cpu[-1]["density_error_avg"], gpu[-1]["substeps"], cpu[-1]["substeps"],
+      gpu[-1]["iterations"], cpu[-1]["iterations"]))
+EOF
+        check "--device ${kind} --set solver=${solver}: 10 frames close to the CPU run's" "${rc}"
+    done
     sed "s/^{/{\n  \"device\": \"${kind}\",/" "${scene}" > "${tmp}/scene_${kind}.json"
     rc=0
     "${pbf}" run "${tmp}/scene_${kind}.json" --out "${tmp}/${kind}_key" --frames 1 \

@@ -457,7 +457,8 @@ static void run_and_compare_solve(pbf_world *cpu, pbf_world *gpu, int n, const c
         its += b.iterations;
         divs += b.divergence_iterations;
         e_avg += b.density_error_avg / n;
-        if (fabs(b.solver_error - a.solver_error) > d_err) d_err = fabs(b.solver_error - a.solver_error);
+        const double de = fabs(b.solver_error - a.solver_error);
+        if (de > d_err) d_err = de;
     }
     const pbf_stats b = pbf_world_stats(gpu);
     printf("  %s, %d steps: identical states; %lld substeps, %lld iterations, %lld divergence "

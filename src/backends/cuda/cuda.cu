@@ -6,9 +6,12 @@
  * It mirrors the OpenCL backend (backends/opencl/opencl.c) launch for launch: the same buffers
  * (one per row of the field registry except the CPU's neighbour-list offsets, indexed by role;
  * the sort's gather and the end of the step swap pointers, never data), the same grid, block and
- * argument lists, the same deterministic sort, non-finite guard and statistics partials. One
- * stream; host traffic only in upload/download, boxes_changed and the end-of-step read of the
- * statistics and the first non-finite particle.
+ * argument lists, the same deterministic sort, non-finite guard and statistics partials, every
+ * solver's stages (PBF, WCSPH, DFSPH), and the host bookkeeping they share (gpu/gpu_host.h: the
+ * kernels' parameters, guard slots per substep, the solves' errors). One stream; host traffic only
+ * in upload/download, boxes_changed, the read of a solve's error per iteration where a tolerance
+ * stops it, and the end-of-step read of the statistics, the first non-finite particle and the
+ * solves' last errors.
  *
  * Build: cmake/cuda.cmake (--fmad=false, IEEE division and square root, PBF_LANES of the CPU
  * backend). The grid cells and the statistics partials are in double (pbf_gpu_real).
@@ -582,8 +585,8 @@ static pbf_status cu_reserve(pbf_world *w, int capacity, pbf_error *err) {
     const size_t arrays = (size_t)pbf_fields_bytes(PBF_FIELD_CPU, 0) / 4;
     const size_t chunks = stats_chunks(capacity);
     const size_t partial_bytes = (chunks ? chunks : 1) * PBF_STATS_VALUES * sizeof(double);
-    const double total = (double)per_array * (double)arrays + (double)fixed_bytes(w, d->step.nslots) +
-                         (double)partial_bytes;
+    const double total = (double)per_array * (double)arrays +
+                         (double)fixed_bytes(w, d->step.nslots) + (double)partial_bytes;
     /* what this world holds now counts as available (it is replaced, one array at a time) */
     const size_t held_per_array =
         d->capacity > 0 ? ((size_t)d->capacity + PBF_ARRAY_PADDING) * 4 : 0;
@@ -603,7 +606,8 @@ static pbf_status cu_reserve(pbf_world *w, int capacity, pbf_error *err) {
                       "per particle, plus %.1f MiB of grid and tables); the device has %.1f MiB "
                       "free of %.1f MiB (cudaMemGetInfo)",
                       d->label, capacity, total / 1048576.0, arrays, (size_t)4,
-                      (double)fixed_bytes(w, d->step.nslots) / 1048576.0, (double)free_b / 1048576.0,
+                      (double)fixed_bytes(w, d->step.nslots) / 1048576.0,
+                      (double)free_b / 1048576.0,
                       (double)total_b / 1048576.0);
         return PBF_ERR_LIMIT;
     }

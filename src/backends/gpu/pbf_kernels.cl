@@ -20,9 +20,16 @@
  * hand out ranks in any order): the result is the CPU's stable counting sort, exactly. A gather
  * then moves every sorted field to its new order, and the host swaps the buffer handles.
  *
+ * The solvers: PBF's stages (predict, lambda, delta_p, collide, velocity and curl,
+ * vorticity_xsph) and the SPH solvers' pressure stages (gravity, wcsph_pressure, dfsph_factor,
+ * dfsph_source for DFSPH's divergence and density solves, pressure_accel, advect) on the
+ * per-particle formulas of src/sph/sph_solvers.h, term for term as cpu.c's stages. A solve's
+ * error (mean of max(e_i, 0), percent) is reduced on the device (pbf_k_excess: fixed tree per
+ * chunk, chunks in order in pbf_gpu_real) into one value the host reads.
+ *
  * Non-finite values: a stage atomic_min's the index of a particle for which it produced one into
  * its launch's slot of `bad` (deterministic); pbf_capture_bad keeps the first one, with its id and
- * position, for the host's single read at the end of the step.
+ * position, at the end of each substep, for the host's single read at the end of the step.
  */
 #include "gpu_prelude.h"
 
@@ -843,7 +850,8 @@ PBF_KERNEL pbf_k_advect(const pbf_gpu_params P, const PBF_GLOBAL float *px,
 }
 
 /* A solve's error (cpu.c mean_excess): the sum of max(a_i scale + offset, 0) over one chunk of
- * PBF_STATS_WG * PBF_STATS_PER_ITEM particles, reduced in a fixed tree order, into partial[group]. */
+ * PBF_STATS_WG * PBF_STATS_PER_ITEM particles, reduced in a fixed tree order, into
+ * partial[group]. */
 PBF_KERNEL pbf_k_excess(int n, const PBF_GLOBAL float *a, float scale, float offset,
                         PBF_GLOBAL pbf_gpu_real *partial) {
     PBF_LOCAL_ARRAY(pbf_gpu_real, t_sum, PBF_STATS_WG);

@@ -16,11 +16,19 @@
  * neighbour sets are defined on (grid()): the device holds 16 arrays per particle, as
  * pbf_world_memory counts, plus the grid's cell starts and small fixed buffers.
  *
- * Host traffic per step: the boxes (boxes_changed, once, only when there are boxes) and at the
- * end one read of the statistics partials and of the first non-finite particle (finish_step).
- * Within a step the host only enqueues (core.c's timing laps wait with clFinish after each stage).
- * The host arrays (the world's) are a copy of the device's STATE fields, refreshed on demand
- * (download via pbf_sync_host: views, snapshots, diagnoses).
+ * Every solver of the family runs here: PBF's stages, and the pressure stages of WCSPH and DFSPH
+ * (gravity, wcsph_pressure, dfsph_factor, divergence, density_adv, pressure_accel, advect) with
+ * the shared collide, velocity and vorticity_xsph stages; the stage runner (core.c) sequences them,
+ * with the CFL substeps from the statistics' maximum speed.
+ *
+ * Host traffic per step: the boxes (boxes_changed, once per substep, only when there are boxes),
+ * on CPU devices the size of the neighbour lists (one value per grid build), and at the end one
+ * read of the statistics partials, of the first non-finite particle and of the solves' last
+ * errors (finish_step). A solve that stops at a tolerance (DFSPH's, PBF's pbf_tolerance) reads
+ * its error, one value reduced on the device, once per iteration (gpu_host.h). Otherwise the host
+ * only enqueues (core.c's timing laps wait with clFinish after each stage). The host arrays (the
+ * world's) are a copy of the device's STATE fields, refreshed on demand (download via
+ * pbf_sync_host: views, snapshots, diagnoses).
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -1069,9 +1077,12 @@ static pbf_status build(ocl_state *d, cl_device_id dev, pbf_error *err) {
     size_t kmax = 0;
     clGetKernelWorkGroupInfo(d->kernel[K_SCAN_BLOCKS], dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof kmax,
                              &kmax, NULL);
-    size_t smax = 0;
+    size_t smax = 0, emax = 0; /* the statistics and the solves' errors: PBF_STATS_WG */
     clGetKernelWorkGroupInfo(d->kernel[K_STATS], dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof smax, &smax,
                              NULL);
+    clGetKernelWorkGroupInfo(d->kernel[K_EXCESS], dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof emax,
+                             &emax, NULL);
+    if (emax < smax) smax = emax;
     if (kmax < d->scan_wg || smax < d->stats_wg) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                       "%s: the scan and statistics kernels need work-groups of %zu and %zu, the "
