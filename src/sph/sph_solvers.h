@@ -33,10 +33,9 @@
  * binary powering, whose products round the same way in C, OpenCL C and CUDA, so every device
  * gets the CPU's bits (the libraries' pow differ in the last bit); other exponents by pow. */
 PBF_FN float pbf_tait_pow(float x, float e) {
-    const int n = (int)e;
-    if ((float)n != e || n < 1 || n > 64) return PBF_POWF(x, e);
+    if (!(e >= 1.0f && e <= 64.0f) || (float)(int)e != e) return PBF_POWF(x, e);
     float r = 1.0f, b = x;
-    for (int k = n;;) {
+    for (int k = (int)e;;) {
         if (k & 1) r *= b;
         k >>= 1;
         if (k == 0) break;
