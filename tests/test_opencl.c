@@ -1,7 +1,10 @@
 /*
  * The OpenCL backend against the CPU backend (the reference): one step from the same state,
  * a dam break's statistics, run-to-run determinism, snapshots across backends, boxes and moving
- * walls, the non-finite guard, device selection errors and the device memory limit.
+ * walls, the non-finite guard, device selection errors and the device memory limit; and the
+ * other solvers: WCSPH and DFSPH dam breaks and settled columns (substeps, iterations, solve
+ * errors, states), DFSPH with fixed counts, PBF stopped at a tolerance, their determinism and
+ * guard.
  *
  * Exits 77 (ctest: skipped) with the reason when no OpenCL device can be opened.
  *
