@@ -29,6 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/gpu/gpu_prelude.h"
+#include "internal.h"
+#include "backends/gpu/gpu_host.h"
 #include "pbf/pbf.h"
 #include "test.h"
 
@@ -610,6 +613,54 @@ static void test_sph_nan_guard(void) {
     pbf_world_destroy(gpu);
 }
 
+/* The guard's bookkeeping over substeps (gpu_host.h, shared with the CUDA backend): slots restart
+ * at 0 in every substep (slot 0: gravity, followed through the sort), a launch of the step is
+ * base + slot, and the log names the stage of any launch of the step, whatever the iteration
+ * counts of the substeps before it; a substep never needs more slots than counted. */
+static void test_guard_slots_over_substeps(void) {
+    pbf_world_def def = solver_def(PBF_SOLVER_DFSPH);
+    def.dfsph.max_iterations = 5;
+    def.dfsph.divergence_max_iterations = 4;
+    pbf_gpu_step s;
+    memset(&s, 0, sizeof s);
+    s.nslots = pbf_gpu_slots_per_substep(&def);
+    ENSURE_EQ_INT(s.nslots, 2 + (2 * 4 + 1) + (2 * 5 + 1) + 4);
+    const int iters[3] = {5, 1, 3}; /* density iterations per substep (divergence: 4, 0, 2) */
+    int launch_of_accel[3] = {0, 0, 0}, launches = 0;
+    for (int sub = 0; sub < 3; ++sub) {
+        ENSURE_EQ_INT(pbf_gpu_begin_substep(&s), sub == 0);
+        ENSURE_EQ_INT(s.base, launches);
+        ENSURE_EQ_INT(pbf_gpu_next_slot(&s, PBF_STAGE_GRAVITY), 0);
+        pbf_gpu_next_slot(&s, PBF_STAGE_DFSPH_FACTOR);
+        for (int k = 0; k < iters[sub] - 1; ++k) {
+            pbf_gpu_next_slot(&s, PBF_STAGE_DIVERGENCE);
+            pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
+        }
+        pbf_gpu_next_slot(&s, PBF_STAGE_DIVERGENCE);
+        for (int k = 0; k < iters[sub]; ++k) {
+            pbf_gpu_next_slot(&s, PBF_STAGE_DENSITY_ADV);
+            launch_of_accel[sub] = s.base + pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
+        }
+        pbf_gpu_next_slot(&s, PBF_STAGE_DENSITY_ADV);
+        pbf_gpu_next_slot(&s, PBF_STAGE_COLLIDE);
+        pbf_gpu_next_slot(&s, PBF_STAGE_VELOCITY);
+        pbf_gpu_next_slot(&s, PBF_STAGE_VELOCITY);
+        const int last = pbf_gpu_next_slot(&s, PBF_STAGE_VORTICITY_XSPH);
+        ENSURE(last < s.nslots && s.seq <= s.nslots);
+        ENSURE_EQ_INT(pbf_gpu_logged_stage(&s, s.base), PBF_STAGE_GRAVITY);
+        ENSURE_EQ_INT(pbf_gpu_logged_stage(&s, s.base + last), PBF_STAGE_VORTICITY_XSPH);
+        launches += s.seq;
+    }
+    for (int sub = 0; sub < 3; ++sub)
+        ENSURE_EQ_INT(pbf_gpu_logged_stage(&s, launch_of_accel[sub]), PBF_STAGE_PRESSURE_ACCEL);
+    ENSURE_EQ_INT(pbf_gpu_logged_stage(&s, launches), PBF_STAGE_COUNT); /* none yet */
+    ENSURE_EQ_INT(pbf_gpu_logged_stage(&s, -1), PBF_STAGE_COUNT);
+    pbf_gpu_end_step(&s);
+    ENSURE_EQ_INT(pbf_gpu_begin_substep(&s), 1); /* the next step */
+    ENSURE_EQ_INT(s.base, 0);
+    free(s.log);
+}
+
 /* Device strings that name no device fail with a message naming it. */
 static void test_device_errors(void) {
     pbf_world_def def = scene_def();
@@ -686,6 +737,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_sph_column_matches_cpu);
     RUN_SUBTEST(test_sph_determinism);
     RUN_SUBTEST(test_sph_nan_guard);
+    RUN_SUBTEST(test_guard_slots_over_substeps);
     RUN_SUBTEST(test_device_errors);
     RUN_SUBTEST(test_memory_limit);
     return test_end();
