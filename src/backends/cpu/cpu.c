@@ -53,9 +53,30 @@ typedef struct cpu_lists {
     uint16_t *nbr;  /* particle i's neighbours are nbr[nbr_start[i] .. nbr_start[i + 1]) */
     size_t cap;     /* entries allocated in nbr, padding excluded */
     int ok;         /* 0: this step scans the grid ranges instead */
+    float *pack;    /* x*, y*, z*, lambda of every particle, 16 bytes each (see pack_xyzl) */
+    size_t pack_cap;
 } cpu_lists;
 #define LISTS(w) ((cpu_lists *)(w)->dev)
 #define CODE_MAX_RANGE ((1u << CODE_OFFSET_BITS) - 1u)
+
+/* The 9 cell ranges around a particle's cell, kept while consecutive particles share the cell
+ * (particles are sorted by cell, about 8 to a cell): a pass computes them once per cell instead
+ * of once per particle. One per thread, declared inside the parallel region (NB_RANGES_INIT). */
+typedef struct nb_ranges {
+    uint32_t cell;
+    int count;
+    uint32_t begin[9], end[9]; /* all 9 begins are read by decode_chunk: initialised */
+} nb_ranges;
+#define NB_RANGES_INIT {UINT32_MAX, 0, {0}, {0}}
+
+static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int i, nb_ranges *c) {
+    const uint32_t cell = w->cell[i];
+    if (cell != c->cell) {
+        c->count = pbf_grid_neighbour_ranges(&w->grid, cell, c->begin, c->end);
+        c->cell = cell;
+    }
+    return c;
+}
 
 static size_t count_or_fill(pbf_world *w, int fill) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
@@ -63,11 +84,16 @@ static size_t count_or_fill(pbf_world *w, int fill) {
     const pbf_vf h2v = vf_set1(k->h2);
     const int n = w->count;
     int overflow = 0;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(| : overflow)
+#pragma omp parallel num_threads(w->nthreads) reduction(| : overflow)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-        uint32_t begin[9], end[9], count = 0, at = fill ? w->nbr_start[i] : 0;
-        int nr = pbf_grid_neighbour_ranges(&w->grid, w->cell[i], begin, end);
+        uint32_t count = 0, at = fill ? w->nbr_start[i] : 0;
+        const nb_ranges *R = ranges_of(w, i, &cache);
+        const uint32_t *begin = R->begin, *end = R->end;
+        const int nr = R->count;
         for (int r = 0; r < nr; ++r) {
             if (end[r] - begin[r] > CODE_MAX_RANGE) overflow = 1;
             for (uint32_t j = begin[r]; j < end[r]; j += PBF_LANES) {
@@ -85,6 +111,7 @@ static size_t count_or_fill(pbf_world *w, int fill) {
             }
         }
         if (!fill) w->nbr_start[i + 1] = count;
+    }
     }
     return overflow ? SIZE_MAX : 0;
 }
@@ -117,37 +144,122 @@ static void build_lists(pbf_world *w) {
  * which is inside the padded arrays and masked out by `valid`. */
 static inline PBF_SIMD_INLINE void decode_chunk(const uint16_t *codes, const uint32_t *begin,
                                                 uint32_t n_valid, uint32_t *j) {
+#if defined(__AVX2__) && PBF_LANES == 8
+    /* 8 codes at once (the list array is padded, so the load stays inside it): the range index
+     * picks its begin from the first 8 by a lane permute, the 9th by a blend */
+    __m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)codes));
+    c = _mm256_and_si256(c, (__m256i)vi_first((int32_t)(n_valid < 8u ? n_valid : 8u)));
+    __m256i r = _mm256_srli_epi32(c, CODE_OFFSET_BITS);
+    __m256i b = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)begin), r);
+    b = _mm256_blendv_epi8(b, _mm256_set1_epi32((int)begin[8]),
+                           _mm256_cmpeq_epi32(r, _mm256_set1_epi32(8)));
+    __m256i jj = _mm256_add_epi32(b, _mm256_and_si256(c, _mm256_set1_epi32(CODE_MAX_RANGE)));
+    _mm256_storeu_si256((__m256i *)j, jj);
+#else
     for (uint32_t l = 0; l < PBF_LANES; ++l) {
         uint32_t c = l < n_valid ? codes[l] : 0u;
         j[l] = begin[c >> CODE_OFFSET_BITS] + (c & CODE_MAX_RANGE);
     }
+#endif
 }
 
 /* Runs BODY for every chunk of neighbours of particle i, with `valid` the lanes in use;
  * LOAD(array) gathers array[jv[lane]]. From the lists when built, else by scanning the ranges
- * (then `valid` also admits non-neighbours: BODY tests r2 < h2 anyway). */
+ * (then `valid` also admits non-neighbours: BODY tests r2 < h2 anyway). FOR_NEIGHBOURS_R takes
+ * the thread's nb_ranges cache; FOR_NEIGHBOURS computes the ranges for this particle alone. */
 #define LOAD(arr) vf_gather_idx((arr), jv)
-#define FOR_NEIGHBOURS(w, i, ...)                                                                  \
+#define FOR_NEIGHBOURS_R(w, i, cache, ...)                                                         \
     do {                                                                                           \
-        uint32_t nb_begin_[9], nb_end_[9], jv[PBF_LANES];                                          \
-        int nb_count_ = pbf_grid_neighbour_ranges(&(w)->grid, (w)->cell[i], nb_begin_, nb_end_);   \
-        if (LISTS(w)->ok) {                                                                       \
-            const uint32_t nb_s_ = (w)->nbr_start[i], nb_e_ = (w)->nbr_start[(i) + 1];            \
+        const nb_ranges *nb_ = ranges_of((w), (i), (cache));                                       \
+        uint32_t jv[PBF_LANES];                                                                    \
+        if (LISTS(w)->ok) {                                                                        \
+            const uint32_t nb_s_ = (w)->nbr_start[i], nb_e_ = (w)->nbr_start[(i) + 1];             \
             for (uint32_t nb_k_ = nb_s_; nb_k_ < nb_e_; nb_k_ += PBF_LANES) {                      \
                 const pbf_vi valid = vi_first((int32_t)(nb_e_ - nb_k_));                           \
-                decode_chunk(LISTS(w)->nbr + nb_k_, nb_begin_, nb_e_ - nb_k_, jv);                      \
+                decode_chunk(LISTS(w)->nbr + nb_k_, nb_->begin, nb_e_ - nb_k_, jv);                \
                 __VA_ARGS__                                                                        \
             }                                                                                      \
         } else {                                                                                   \
-            for (int nb_r_ = 0; nb_r_ < nb_count_; ++nb_r_)                                        \
-                for (uint32_t nb_j_ = nb_begin_[nb_r_]; nb_j_ < nb_end_[nb_r_];                    \
+            for (int nb_r_ = 0; nb_r_ < nb_->count; ++nb_r_)                                       \
+                for (uint32_t nb_j_ = nb_->begin[nb_r_]; nb_j_ < nb_->end[nb_r_];                  \
                      nb_j_ += PBF_LANES) {                                                         \
-                    const pbf_vi valid = vi_first((int32_t)(nb_end_[nb_r_] - nb_j_));              \
+                    const pbf_vi valid = vi_first((int32_t)(nb_->end[nb_r_] - nb_j_));             \
                     for (uint32_t l_ = 0; l_ < PBF_LANES; ++l_) jv[l_] = nb_j_ + l_;               \
                     __VA_ARGS__                                                                    \
                 }                                                                                  \
         }                                                                                          \
     } while (0)
+#define FOR_NEIGHBOURS(w, i, ...)                                                                  \
+    do {                                                                                           \
+        nb_ranges nb_one_ = NB_RANGES_INIT;                                                        \
+        FOR_NEIGHBOURS_R(w, i, &nb_one_, __VA_ARGS__);                                             \
+    } while (0)
+
+/* ---- packed neighbour loads ----------------------------------------------------------------
+ * The solve's two neighbour passes read x*_j (and lambda_j) of scattered neighbours: from four
+ * separate arrays that is four cache lines and 32 scalar loads per 8 neighbours. A packed copy,
+ * (x*, y*, z*, lambda) in 16 bytes per particle, makes a neighbour one aligned 16-byte load and
+ * one cache line; a 4 x 8 transpose turns 8 of them into lanes. The values are the arrays'
+ * own, so the arithmetic and its results are unchanged. */
+static int pack_reserve(pbf_world *w) {
+    cpu_lists *L = LISTS(w);
+    size_t need = (size_t)w->count + PBF_ARRAY_PADDING;
+    if (need <= L->pack_cap) return 1;
+    free(L->pack);
+    L->pack = NULL;
+    L->pack_cap = 0;
+    size_t bytes = (need * 4 * sizeof(float) + 63) / 64 * 64;
+    void *p = aligned_alloc(64, bytes);
+    if (!p) return 0;
+    memset(p, 0, bytes);
+    L->pack = p;
+    L->pack_cap = need;
+    return 1;
+}
+
+/* pack[i] = (x*_i, y*_i, z*_i, lambda_i) (with_lambda) or (x*_i, y*_i, z*_i, unchanged). */
+static void pack_xyzl(pbf_world *w, int with_lambda) {
+    float *restrict P = LISTS(w)->pack;
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz,
+                          *restrict LA = w->lambda;
+    const int n = w->count;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        P[4 * i + 0] = QX[i];
+        P[4 * i + 1] = QY[i];
+        P[4 * i + 2] = QZ[i];
+        if (with_lambda) P[4 * i + 3] = LA[i];
+    }
+}
+
+/* Lanes l of x, y, z, (w) from pack[jv[l]]. */
+static inline PBF_SIMD_INLINE void load_packed(const float *P, const uint32_t *jv, pbf_vf *x,
+                                               pbf_vf *y, pbf_vf *z, pbf_vf *l) {
+#if PBF_LANES == 8
+    __m256 t0 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(P + 4 * (size_t)jv[0])),
+                                     _mm_load_ps(P + 4 * (size_t)jv[4]), 1);
+    __m256 t1 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(P + 4 * (size_t)jv[1])),
+                                     _mm_load_ps(P + 4 * (size_t)jv[5]), 1);
+    __m256 t2 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(P + 4 * (size_t)jv[2])),
+                                     _mm_load_ps(P + 4 * (size_t)jv[6]), 1);
+    __m256 t3 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(P + 4 * (size_t)jv[3])),
+                                     _mm_load_ps(P + 4 * (size_t)jv[7]), 1);
+    __m256 u0 = _mm256_unpacklo_ps(t0, t1), u1 = _mm256_unpacklo_ps(t2, t3);
+    __m256 u2 = _mm256_unpackhi_ps(t0, t1), u3 = _mm256_unpackhi_ps(t2, t3);
+    *x = (pbf_vf)_mm256_shuffle_ps(u0, u1, 0x44);
+    *y = (pbf_vf)_mm256_shuffle_ps(u0, u1, 0xEE);
+    *z = (pbf_vf)_mm256_shuffle_ps(u2, u3, 0x44);
+    if (l) *l = (pbf_vf)_mm256_shuffle_ps(u2, u3, 0xEE);
+#else
+    for (int k = 0; k < PBF_LANES; ++k) {
+        const float *q = P + 4 * (size_t)jv[k];
+        (*x)[k] = q[0];
+        (*y)[k] = q[1];
+        (*z)[k] = q[2];
+        if (l) (*l)[k] = q[3];
+    }
+#endif
+}
 
 static double mean_excess(const pbf_world *w, const float *a, float scale, float offset);
 
@@ -218,15 +330,24 @@ static inline float density_at(const pbf_world *w, int i, float wall) {
 /* The neighbour sums of particle i at x* that PBF's lambda (eq. 11) and DFSPH's factor share:
  * sum_j W_ij, sum_j V grad W_ij (= -grad_{p_j} C_i, eq. 8) and sum_j |V grad W_ij|^2. */
 static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float *rho_sum,
-                                                     float g[3], float *s2_sum) {
+                                                     float g[3], float *s2_sum,
+                                                     const float *restrict P, nb_ranges *cache) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const pbf_sph_consts *k = &w->k;
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf vol = vf_set1(k->volume);
     const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
     pbf_vf rho = vf_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
-    FOR_NEIGHBOURS(w, i,
-        pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+    FOR_NEIGHBOURS_R(w, i, cache,
+        pbf_vf xj, yj, zj;
+        if (P) {
+            load_packed(P, jv, &xj, &yj, &zj, NULL);
+        } else {
+            xj = LOAD(QX);
+            yj = LOAD(QY);
+            zj = LOAD(QZ);
+        }
+        pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
         rho += v_poly6(k, r2, in);
@@ -251,11 +372,15 @@ static int stage_lambda(pbf_world *w) {
     const float inv_rho0 = 1.0f / w->k.rest_density;
     const int unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
         float wall = pbf_world_wall_density(w, p, gw);
-        density_grad_sums(w, i, &rho, g, &s2);
+        density_grad_sums(w, i, &rho, g, &s2, P, &cache);
         float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
         float r = w->k.mass * rho + w->k.rest_density * wall;
         w->density[i] = r;
@@ -264,6 +389,7 @@ static int stage_lambda(pbf_world *w) {
         float sum2 = s2 + gix * gix + giy * giy + giz * giz;
         w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
         if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+    }
     }
     /* the error of the iteration (compression only, as the statistics count it) */
     w->solve_error = 100.0 * mean_excess(w, w->density, inv_rho0, -1.0f);
@@ -282,7 +408,11 @@ static int stage_delta_p(pbf_world *w) {
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    const float *P = pack_reserve(w) ? (pack_xyzl(w, 1), LISTS(w)->pack) : NULL;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const float li = LAMBDA[i];
@@ -290,8 +420,17 @@ static int stage_delta_p(pbf_world *w) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         pbf_world_wall_density(w, p, gw);
         pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
-        FOR_NEIGHBOURS(w, i, 
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+        FOR_NEIGHBOURS_R(w, i, &cache, 
+            pbf_vf xj, yj, zj, lj;
+            if (P) {
+                load_packed(P, jv, &xj, &yj, &zj, &lj);
+            } else {
+                xj = LOAD(QX);
+                yj = LOAD(QY);
+                zj = LOAD(QZ);
+                lj = LOAD(LAMBDA);
+            }
+            pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < h2v);
             pbf_vf ratio = v_poly6(k, r2, in) * inv_wdq, s;
@@ -303,7 +442,7 @@ static int stage_delta_p(pbf_world *w) {
                 for (int e = 1; e < sn; ++e) s *= ratio;
             }
             pbf_vf scorr = ks * s; /* eq. 13 */
-            pbf_vf f = (vli + LOAD(LAMBDA) + scorr) * vol * v_spiky(k, r2, in);
+            pbf_vf f = (vli + lj + scorr) * vol * v_spiky(k, r2, in);
             f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
             ax += vf_and(f * dx, in);
             ay += vf_and(f * dy, in);
@@ -316,6 +455,7 @@ static int stage_delta_p(pbf_world *w) {
         w->sy[i] = dpy;
         w->sz[i] = dpz;
         if (!isfinite(dpx + dpy + dpz) && i < bad) bad = i;
+    }
     }
     return bad;
 }
@@ -356,14 +496,17 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad2 = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad2)
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         float wall = pbf_world_wall_density(w, p, gw);
         pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
-        FOR_NEIGHBOURS(w, i, 
+        FOR_NEIGHBOURS_R(w, i, &cache, 
             pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < h2v);
@@ -385,6 +528,7 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
         w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
         if (!isfinite(w->lambda[i]) && i < bad2) bad2 = i;
     }
+    }
     return bad < bad2 ? bad : bad2;
 }
 
@@ -400,7 +544,10 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf mass = vf_set1(w->k.mass);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
@@ -408,7 +555,7 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
         const float oxi = w->sx[i], oyi = w->sy[i], ozi = w->sz[i];
         const pbf_vf wi = vf_set1(OMEGA[i]);
         pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
-        FOR_NEIGHBOURS(w, i, 
+        FOR_NEIGHBOURS_R(w, i, &cache, 
             pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < h2v);
@@ -439,6 +586,7 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
         w->py[i] = vy;
         w->pz[i] = vz;
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
+    }
     }
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
     swapf(&w->px, &w->qx);
@@ -538,15 +686,20 @@ static int stage_dfsph_factor(pbf_world *w) {
     const int n = w->count;
     const float eps = 1e-6f * w->lattice_grad2;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
         float wall = pbf_world_wall_density(w, p, gw);
-        density_grad_sums(w, i, &rho, g, &s2);
+        density_grad_sums(w, i, &rho, g, &s2, P, &cache);
         float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
         w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
         w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, eps);
         if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
+    }
     }
     return bad;
 }
@@ -746,7 +899,10 @@ static pbf_status cpu_reserve(pbf_world *w, int capacity, pbf_error *err) {
 }
 static void cpu_no_op(pbf_world *w) { (void)w; }
 static void cpu_release(pbf_world *w) {
-    if (w->dev) free(LISTS(w)->nbr);
+    if (w->dev) {
+        free(LISTS(w)->nbr);
+        free(LISTS(w)->pack);
+    }
     free(w->dev);
     w->dev = NULL;
 }
