@@ -41,23 +41,37 @@ static inline PBF_SIMD_INLINE pbf_vf v_spiky(const pbf_sph_consts *k, pbf_vf r2,
 
 /* ---- neighbour lists ---------------------------------------------------------------------
  * Built once per step right after the sort, from the positions the grid was built on (Algorithm
- * 1, line 6), by two scans of the 9 ranges: count, prefix sum, fill. A neighbour is stored as a
- * 16-bit code, range index << 12 | offset inside the range, decoded against the particle's own
- * ranges, so a list costs 2 bytes per neighbour whatever the particle count. A range longer than
- * 4095 particles (absurd compression) or a failed allocation switches the step to scanning the
- * ranges directly: slower, same neighbours, never a dropped one. */
+ * 1, line 6), in one scan of the 9 ranges. A neighbour is stored as a 16-bit code, range index
+ * << 12 | offset inside the range, decoded against the particle's own ranges, so a list costs 2
+ * bytes per neighbour whatever the particle count. Particles are listed in blocks of LIST_BLOCK:
+ * a thread lists a block into its own buffer, then takes the block's room in the shared array
+ * (an atomic cursor) and copies it there. Where a block lands depends on the threads' timing;
+ * what a particle's list holds, and so every result, does not. When the array is too small the
+ * scan is made again after growing it to the exact total (the first step, or a denser step).
+ * A range longer than 4095 particles (absurd compression) or a failed allocation switches the
+ * step to scanning the ranges directly: slower, same neighbours, never a dropped one. */
 #define CODE_OFFSET_BITS 12
+#define LIST_BLOCK 256
 
 /* The CPU backend's state: the neighbour lists of the step. */
 typedef struct cpu_lists {
-    uint16_t *nbr;  /* particle i's neighbours are nbr[nbr_start[i] .. nbr_start[i + 1]) */
+    uint16_t *nbr;  /* particle i's neighbours: nbr[nbr_start[i] .. list_end(i)) */
     size_t cap;     /* entries allocated in nbr, padding excluded */
     int ok;         /* 0: this step scans the grid ranges instead */
+    uint32_t *block_end; /* end of each block's lists in nbr */
+    size_t block_cap;
     float *pack;    /* x*, y*, z*, lambda of every particle, 16 bytes each (see pack_xyzl) */
     size_t pack_cap;
 } cpu_lists;
 #define LISTS(w) ((cpu_lists *)(w)->dev)
 #define CODE_MAX_RANGE ((1u << CODE_OFFSET_BITS) - 1u)
+
+/* End of particle i's list: the next particle's start inside a block, the block's end at its
+ * last particle. */
+static inline uint32_t list_end(const pbf_world *w, int i) {
+    return ((unsigned)(i + 1) % LIST_BLOCK) ? w->nbr_start[i + 1]
+                                            : LISTS(w)->block_end[(unsigned)i / LIST_BLOCK];
+}
 
 /* The 9 cell ranges around a particle's cell, kept while consecutive particles share the cell
  * (particles are sorted by cell, about 8 to a cell): a pass computes them once per cell instead
@@ -78,65 +92,101 @@ static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int
     return c;
 }
 
-static size_t count_or_fill(pbf_world *w, int fill) {
+/* One scan of the candidates of the particles [i0, i1) into *buf (grown as needed): sets
+ * nbr_start[i] to the offset of i's list inside the buffer and returns the block's length, or
+ * SIZE_MAX (a range too long for the codes, or out of memory). */
+static size_t list_block(pbf_world *w, int i0, int i1, nb_ranges *cache, uint16_t **buf,
+                         size_t *cap) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
-    const pbf_sph_consts *k = &w->k;
-    const pbf_vf h2v = vf_set1(k->h2);
-    const int n = w->count;
-    int overflow = 0;
-#pragma omp parallel num_threads(w->nthreads) reduction(| : overflow)
-    {
-    nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(dynamic, 256)
-    for (int i = 0; i < n; ++i) {
+    const pbf_vf h2v = vf_set1(w->k.h2);
+    size_t len = 0;
+    for (int i = i0; i < i1; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-        uint32_t count = 0, at = fill ? w->nbr_start[i] : 0;
-        const nb_ranges *R = ranges_of(w, i, &cache);
-        const uint32_t *begin = R->begin, *end = R->end;
-        const int nr = R->count;
-        for (int r = 0; r < nr; ++r) {
-            if (end[r] - begin[r] > CODE_MAX_RANGE) overflow = 1;
-            for (uint32_t j = begin[r]; j < end[r]; j += PBF_LANES) {
+        const nb_ranges *R = ranges_of(w, i, cache);
+        w->nbr_start[i] = (uint32_t)len;
+        for (int r = 0; r < R->count; ++r) {
+            const uint32_t b = R->begin[r], e = R->end[r];
+            if (e - b > CODE_MAX_RANGE) return SIZE_MAX;
+            if (len + (e - b) + PBF_LANES > *cap) { /* room for every candidate of the range */
+                size_t grown_cap = 2 * (len + (e - b) + PBF_LANES) + 1024;
+                uint16_t *grown = realloc(*buf, grown_cap * sizeof *grown);
+                if (!grown) return SIZE_MAX;
+                *buf = grown;
+                *cap = grown_cap;
+            }
+            uint16_t *out = *buf;
+            for (uint32_t j = b; j < e; j += PBF_LANES) {
                 pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j),
                        dz = zi - vf_load(QZ + j);
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-                unsigned bits = vi_bits(vi_first((int32_t)(end[r] - j)) & (r2 < h2v));
-                if (!fill) {
-                    count += (uint32_t)__builtin_popcount(bits);
-                    continue;
-                }
-                const uint32_t base = ((uint32_t)r << CODE_OFFSET_BITS) | (j - begin[r]);
+                unsigned bits = vi_bits(vi_first((int32_t)(e - j)) & (r2 < h2v));
+                const uint32_t base = ((uint32_t)r << CODE_OFFSET_BITS) | (j - b);
                 for (; bits; bits &= bits - 1u) /* lowest lane first: candidate order */
-                    LISTS(w)->nbr[at++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
+                    out[len++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
             }
         }
-        if (!fill) w->nbr_start[i + 1] = count;
     }
-    }
-    return overflow ? SIZE_MAX : 0;
+    return len;
 }
 
 static void build_lists(pbf_world *w) {
+    cpu_lists *L = LISTS(w);
     const int n = w->count;
-    LISTS(w)->ok = 0;
-    if (count_or_fill(w, 0) == SIZE_MAX) return;
-    size_t total = 0;
-    w->nbr_start[0] = 0;
-    for (int i = 0; i < n; ++i) {
-        total += w->nbr_start[i + 1];
-        if (total > UINT32_MAX) return;
-        w->nbr_start[i + 1] = (uint32_t)total;
-    }
-    if (total > LISTS(w)->cap) {
-        size_t cap = total + total / 16; /* small headroom: lists are a large share of memory */
-        uint16_t *grown = realloc(LISTS(w)->nbr, (cap + PBF_ARRAY_PADDING) * sizeof *grown);
+    const int nblocks = (n + LIST_BLOCK - 1) / LIST_BLOCK;
+    L->ok = 0;
+    if ((size_t)nblocks + 1 > L->block_cap) {
+        uint32_t *grown = realloc(L->block_end, ((size_t)nblocks + 1) * sizeof *grown);
         if (!grown) return;
-        memset(grown + cap, 0, PBF_ARRAY_PADDING * sizeof *grown);
-        LISTS(w)->nbr = grown;
-        LISTS(w)->cap = cap;
+        L->block_end = grown;
+        L->block_cap = (size_t)nblocks + 1;
     }
-    count_or_fill(w, 1);
-    LISTS(w)->ok = 1;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        size_t cursor = 0;
+        int failed = 0, unusable = 0;
+#pragma omp parallel num_threads(w->nthreads) reduction(| : failed, unusable)
+        {
+            nb_ranges cache = NB_RANGES_INIT;
+            uint16_t *buf = NULL;
+            size_t buf_cap = 0;
+#pragma omp for schedule(dynamic, 1)
+            for (int b = 0; b < nblocks; ++b) {
+                const int i0 = b * LIST_BLOCK, i1 = i0 + LIST_BLOCK < n ? i0 + LIST_BLOCK : n;
+                const size_t len = unusable ? SIZE_MAX : list_block(w, i0, i1, &cache, &buf, &buf_cap);
+                if (len == SIZE_MAX) {
+                    unusable = 1;
+                    continue;
+                }
+                size_t at;
+#pragma omp atomic capture
+                {
+                    at = cursor;
+                    cursor += len;
+                }
+                if (at + len > L->cap || at + len > UINT32_MAX) {
+                    failed = 1; /* the cursor still counts it: the total is exact */
+                    continue;
+                }
+                if (len) memcpy(L->nbr + at, buf, len * sizeof *buf);
+                for (int i = i0; i < i1; ++i) w->nbr_start[i] += (uint32_t)at;
+                L->block_end[b] = (uint32_t)(at + len);
+            }
+            free(buf);
+        }
+        if (unusable) return;
+        if (!failed) {
+            w->nbr_start[n] = nblocks ? L->block_end[nblocks - 1] : 0;
+            L->ok = 1;
+            return;
+        }
+        if (cursor > UINT32_MAX) return;
+        size_t cap = cursor + cursor / 16; /* small headroom: lists are a large share of memory */
+        free(L->nbr); /* nothing in it is kept: the scan is made again */
+        L->nbr = malloc((cap + PBF_ARRAY_PADDING) * sizeof *L->nbr);
+        L->cap = 0;
+        if (!L->nbr) return;
+        memset(L->nbr + cap, 0, PBF_ARRAY_PADDING * sizeof *L->nbr);
+        L->cap = cap;
+    }
 }
 
 /* Indices of a chunk of listed neighbours into j[] (a plain array: scalar stores read back by
@@ -173,7 +223,7 @@ static inline PBF_SIMD_INLINE void decode_chunk(const uint16_t *codes, const uin
         const nb_ranges *nb_ = ranges_of((w), (i), (cache));                                       \
         uint32_t jv[PBF_LANES];                                                                    \
         if (LISTS(w)->ok) {                                                                        \
-            const uint32_t nb_s_ = (w)->nbr_start[i], nb_e_ = (w)->nbr_start[(i) + 1];             \
+            const uint32_t nb_s_ = (w)->nbr_start[i], nb_e_ = list_end((w), (i));                  \
             for (uint32_t nb_k_ = nb_s_; nb_k_ < nb_e_; nb_k_ += PBF_LANES) {                      \
                 const pbf_vi valid = vi_first((int32_t)(nb_e_ - nb_k_));                           \
                 decode_chunk(LISTS(w)->nbr + nb_k_, nb_->begin, nb_e_ - nb_k_, jv);                \
@@ -901,6 +951,7 @@ static void cpu_no_op(pbf_world *w) { (void)w; }
 static void cpu_release(pbf_world *w) {
     if (w->dev) {
         free(LISTS(w)->nbr);
+        free(LISTS(w)->block_end);
         free(LISTS(w)->pack);
     }
     free(w->dev);
