@@ -62,6 +62,8 @@ typedef struct cpu_lists {
     size_t block_cap;
     float *pack;    /* x*, y*, z*, lambda of every particle, 16 bytes each (see pack_xyzl) */
     size_t pack_cap;
+    int collided;     /* delta p has applied itself and the collisions (see stage_delta_p) */
+    int collide_bad;  /* its first particle with a non-finite x* + delta p */
 } cpu_lists;
 #define LISTS(w) ((cpu_lists *)(w)->dev)
 #define CODE_MAX_RANGE ((1u << CODE_OFFSET_BITS) - 1u)
@@ -459,7 +461,9 @@ static int stage_delta_p(pbf_world *w) {
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 1), LISTS(w)->pack) : NULL;
-#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+int bad_c = INT_MAX;
+    const float *restrict PX = w->px, *restrict PY = w->py, *restrict PZ = w->pz;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad, bad_c)
     {
     nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(dynamic, 256)
@@ -501,16 +505,31 @@ static int stage_delta_p(pbf_world *w) {
         /* over-relaxation of the Jacobi step (successive over-relaxation): omega = 1 is the paper */
         float dpx = om * (li * gw[0] + vf_hsum(ax)), dpy = om * (li * gw[1] + vf_hsum(ay)),
               dpz = om * (li * gw[2] + vf_hsum(az));
-        w->sx[i] = dpx; /* eq. 14 */
-        w->sy[i] = dpy;
-        w->sz[i] = dpz;
         if (!isfinite(dpx + dpy + dpz) && i < bad) bad = i;
+        /* the collision stage's work, done here: x* + delta p (eq. 14) pushed out of the walls,
+         * into s; the collision stage then swaps s and x* (delta p's neighbours read x*, so it
+         * cannot be written in place) */
+        float q[3] = {p[0] + dpx, p[1] + dpy, p[2] + dpz}, o[3] = {PX[i], PY[i], PZ[i]};
+        if (!isfinite(q[0] + q[1] + q[2]) && i < bad_c) bad_c = i; /* before the clamp hides it */
+        pbf_collide(&w->wc, w->wall_boxes, q, o);
+        w->sx[i] = q[0];
+        w->sy[i] = q[1];
+        w->sz[i] = q[2];
     }
     }
+    LISTS(w)->collided = 1;
+    LISTS(w)->collide_bad = bad_c;
     return bad;
 }
 
 static int stage_collide(pbf_world *w) {
+    if (LISTS(w)->collided) { /* PBF: delta p has collided x* + delta p into s */
+        LISTS(w)->collided = 0;
+        swapf(&w->qx, &w->sx);
+        swapf(&w->qy, &w->sy);
+        swapf(&w->qz, &w->sz);
+        return LISTS(w)->collide_bad;
+    }
     const int n = w->count;
     int bad = INT_MAX;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
