@@ -549,6 +549,8 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float inv_dt = 1.0f / dt;
     int bad = INT_MAX;
+    /* the packed copy for the curl pass: (x*, y*, z*, v_x) */
+    float *restrict PK = pack_reserve(w) ? LISTS(w)->pack : NULL;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float vx = (w->qx[i] - w->px[i]) * inv_dt, vy = (w->qy[i] - w->py[i]) * inv_dt,
@@ -557,8 +559,15 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
+        if (PK) {
+            PK[4 * i + 0] = w->qx[i];
+            PK[4 * i + 1] = w->qy[i];
+            PK[4 * i + 2] = w->qz[i];
+            PK[4 * i + 3] = vx;
+        }
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
+    const float *P = PK;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const pbf_sph_consts *k = &w->k;
@@ -576,14 +585,23 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
         float wall = pbf_world_wall_density(w, p, gw);
         pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
         FOR_NEIGHBOURS_R(w, i, &cache, 
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+            pbf_vf xj, yj, zj, vxj;
+            if (P) {
+                load_packed(P, jv, &xj, &yj, &zj, &vxj);
+            } else {
+                xj = LOAD(QX);
+                yj = LOAD(QY);
+                zj = LOAD(QZ);
+                vxj = LOAD(VX);
+            }
+            pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < h2v);
             rho += v_poly6(k, r2, in);
             /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
             pbf_vf f = vol * v_spiky(k, r2, in);
             pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
-            pbf_vf ux = vf_and(LOAD(VX) - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
+            pbf_vf ux = vf_and(vxj - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
                    uz = vf_and(LOAD(VZ) - vzi, in);
             ox += gy * uz - gz * uy;
             oy += gz * ux - gx * uz;
@@ -613,6 +631,19 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf mass = vf_set1(w->k.mass);
     int bad = INT_MAX;
+    /* the packed copy for this pass: (x*, y*, z*, m / rho) */
+    float *restrict PK = pack_reserve(w) ? LISTS(w)->pack : NULL;
+    if (PK) {
+        const float m = w->k.mass;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+        for (int i = 0; i < n; ++i) {
+            PK[4 * i + 0] = QX[i];
+            PK[4 * i + 1] = QY[i];
+            PK[4 * i + 2] = QZ[i];
+            PK[4 * i + 3] = m / RHO[i];
+        }
+    }
+    const float *P = PK;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
     nb_ranges cache = NB_RANGES_INIT;
@@ -625,10 +656,19 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
         const pbf_vf wi = vf_set1(OMEGA[i]);
         pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
         FOR_NEIGHBOURS_R(w, i, &cache, 
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+            pbf_vf xj, yj, zj, mj;
+            if (P) {
+                load_packed(P, jv, &xj, &yj, &zj, &mj); /* m / rho_j, divided per particle */
+            } else {
+                xj = LOAD(QX);
+                yj = LOAD(QY);
+                zj = LOAD(QZ);
+                mj = mass / LOAD(RHO);
+            }
+            pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < h2v);
-            pbf_vf vj = vf_and(mass / LOAD(RHO), in);
+            pbf_vf vj = vf_and(mj, in);
             /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
             pbf_vf wk = vj * v_poly6(k, r2, in);
             sx += vf_and(wk * (LOAD(VX) - vxi), in);
