@@ -358,8 +358,13 @@ static void stage_grid(pbf_world *w) {
     uint32_t *perm = (uint32_t *)w->lambda;
     void *scratch = w->density;
     pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, perm, w->nthreads);
-    for (int f = 0; f < PBF_FIELD_COUNT; ++f) /* every field the registry marks as sorted */
+    /* PBF recomputes the velocity from the positions after its solve (eq. 14 onwards): the
+     * velocity is dead from the prediction to then, and is not moved */
+    const int v_dead = w->def.solver == PBF_SOLVER_PBF;
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) { /* every field the registry marks as sorted */
+        if (v_dead && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)) continue;
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) permute(w, perm, &scratch, &w->field[f]);
+    }
     w->density = scratch; /* the buffer left over; perm stays in lambda */
     build_lists(w);
 }
