@@ -352,7 +352,7 @@ static int stage_predict(pbf_world *w, float dt, float vmax) {
     return bad;
 }
 
-static void stage_grid(pbf_world *w) {
+static void stage_grid(pbf_world *w, int in_step) {
     /* lambda and density are recomputed before they are read again, so their buffers serve
      * as the sort permutation and the reorder scratch: no memory is set aside for sorting */
     uint32_t *perm = (uint32_t *)w->lambda;
@@ -360,7 +360,7 @@ static void stage_grid(pbf_world *w) {
     pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, perm, w->nthreads);
     /* PBF recomputes the velocity from the positions after its solve (eq. 14 onwards): the
      * velocity is dead from the prediction to then, and is not moved */
-    const int v_dead = w->def.solver == PBF_SOLVER_PBF;
+    const int v_dead = in_step && w->def.solver == PBF_SOLVER_PBF;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) { /* every field the registry marks as sorted */
         if (v_dead && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)) continue;
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) permute(w, perm, &scratch, &w->field[f]);
@@ -921,7 +921,7 @@ static void cpu_refresh(pbf_world *w) {
     memcpy(w->qx, w->px, (size_t)w->count * sizeof(float));
     memcpy(w->qy, w->py, (size_t)w->count * sizeof(float));
     memcpy(w->qz, w->pz, (size_t)w->count * sizeof(float));
-    stage_grid(w);
+    stage_grid(w, 0); /* between steps: the velocity is live */
     const int n = w->count;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads)
     for (int i = 0; i < n; ++i) {
@@ -982,7 +982,7 @@ static void stage_stats(pbf_world *w) {
 int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     switch (stage) {
     case PBF_STAGE_PREDICT: return stage_predict(w, c->dt, c->vmax);
-    case PBF_STAGE_GRID: stage_grid(w); return INT_MAX;
+    case PBF_STAGE_GRID: stage_grid(w, 1); return INT_MAX;
     case PBF_STAGE_LAMBDA: return stage_lambda(w);
     case PBF_STAGE_DELTA_P: return stage_delta_p(w);
     case PBF_STAGE_COLLIDE: return stage_collide(w);
