@@ -1032,8 +1032,12 @@ pbf_status pbf_cpu_open(pbf_world *w, pbf_error *err) {
     return PBF_OK;
 }
 
+/* The neighbour lists, their block ends and the packed neighbour copy. */
 static size_t cpu_list_bytes(const pbf_world *w) {
-    return w->dev ? (LISTS(w)->cap + PBF_ARRAY_PADDING) * sizeof(uint16_t) : 0;
+    if (!w->dev) return 0;
+    const cpu_lists *L = LISTS(w);
+    return (L->cap + PBF_ARRAY_PADDING) * sizeof(uint16_t) + L->block_cap * sizeof(uint32_t) +
+           L->pack_cap * 4 * sizeof(float);
 }
 
 const pbf_backend_ops pbf_backend_cpu = {
