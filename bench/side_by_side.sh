@@ -6,7 +6,13 @@
 # particle-steps per second, and writes bench/results/side_by_side_<date>_<host>.json.
 #
 #   bash bench/side_by_side.sh [--cases small,medium] [--steps N] [--warmup N] [--threads N]
-#                              [--build DIR] [--peer-dir DIR]
+#                              [--build DIR] [--peer-dir DIR] [--targets]
+#
+# --targets also runs pbf alone at 1 thread (the speed-up from 1 to N threads), at 1,000,000
+# particles (1 and N threads: time per step, speed-up, resident bytes per particle) and one step
+# at 10,000,000 particles, and prints the performance targets (>= 5x the peer at 59k particles,
+# <= 0.5 s per step at 1M, >= 1.9x from 1 to 2 threads at 59k and 1M, <= 128 bytes per
+# particle at 1M, 10M runs), each with its figure and met / NOT met.
 #
 # The peer is pysplishsplash (PyPI) in a virtual environment bench/.venv, created on first use
 # (never installed globally; pip needs PyPI). Its ms/step is the mean wall-clock interval between
@@ -24,9 +30,10 @@ warmup=5
 threads=2
 build="build"
 peer_dir="${root}/../shared/peers/splishsplash"
+targets=0
 splash_version="${PBF_SPLASH_VERSION:-2.19.0}"
 
-usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --cases) cases="$2"; shift 2 ;;
@@ -35,6 +42,7 @@ while [[ $# -gt 0 ]]; do
         --threads) threads="$2"; shift 2 ;;
         --build) build="$2"; shift 2 ;;
         --peer-dir) peer_dir="$2"; shift 2 ;;
+        --targets) targets=1; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "side_by_side.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -109,12 +117,24 @@ for c in "${case_list[@]}"; do
     [[ -n "${own}" ]] && log_args+=(--peer-log "${c}=${own}")
 done
 
-echo "side_by_side: pbf bench --case ${cases} --threads ${threads} --warmup ${warmup} --steps ${steps}"
-"${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${warmup}" \
+pbf_threads="${threads}"
+[[ "${targets}" == 1 && "${threads}" != 1 ]] && pbf_threads="1,${threads}"
+echo "side_by_side: pbf bench --case ${cases} --threads ${pbf_threads} --warmup ${warmup} --steps ${steps}"
+"${build}/pbf" bench --case "${cases}" --threads "${pbf_threads}" --warmup "${warmup}" \
     --steps "${steps}" --json "${work}/pbf.json"
+target_args=()
+if [[ "${targets}" == 1 ]]; then
+    echo "side_by_side: pbf bench --particles 1000000 --threads ${pbf_threads} --warmup 1 --steps 5"
+    "${build}/pbf" bench --particles 1000000 --threads "${pbf_threads}" --warmup 1 --steps 5 \
+        --json "${work}/pbf_1m.json"
+    echo "side_by_side: pbf bench --particles 10000000 --threads ${threads} --warmup 0 --steps 1"
+    "${build}/pbf" bench --particles 10000000 --threads "${threads}" --warmup 0 --steps 1 \
+        --json "${work}/pbf_10m.json" || true
+    target_args=(--targets --pbf-1m "${work}/pbf_1m.json" --pbf-10m "${work}/pbf_10m.json")
+fi
 
 mkdir -p "${root}/bench/results"
 host="$(hostname -s 2>/dev/null || uname -n)"
 out="${root}/bench/results/side_by_side_$(date -u +%Y%m%dT%H%M%SZ)_${host}.json"
 "${py}" "${root}/bench/side_by_side_report.py" --pbf "${work}/pbf.json" "${peer_args[@]}" \
-    "${log_args[@]}" --out "${out}"
+    "${log_args[@]}" "${target_args[@]}" --out "${out}"

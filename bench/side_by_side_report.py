@@ -9,6 +9,60 @@ import json
 import sys
 
 
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def speedup(runs, threads):
+    """ms/step at 1 thread over ms/step at `threads` (None where either is missing)."""
+    one = [r for r in runs if r.get("ok") and r["threads"] == 1]
+    many = [r for r in runs if r.get("ok") and r["threads"] == threads]
+    if not one or not many:
+        return None
+    return one[-1]["ms_per_step_mean"] / many[-1]["ms_per_step_mean"]
+
+
+def check_targets(a, pbf, rows):
+    """The performance targets, each with its measured figure and whether it is met."""
+    t = []
+    med = [x for x in rows if x["case"] == "medium"]
+    threads = med[-1]["threads"] if med else "N (medium not run)"
+    t.append(("pbf / SPlisHSPlasH at 59,319 particles, %s threads" % threads, ">= 5",
+              med[-1]["ratio_pbf_over_peer"] if med else None, lambda v: v >= 5.0, "%.2fx"))
+    med_runs = [r for r in pbf["runs"] if r["case"] == "medium"]
+    t.append(("speed-up 1 -> %s threads at 59,319 particles" % threads, ">= 1.9",
+              speedup(med_runs, threads) if med else None, lambda v: v >= 1.9, "%.2fx"))
+    big = load(a.pbf_1m) if a.pbf_1m else None
+    big_runs = [r for r in big["runs"] if r.get("ok")] if big else []
+    top = max((r["threads"] for r in big_runs), default=None)
+    at_top = [r for r in big_runs if r["threads"] == top]
+    t.append(("s per step at 1,000,000 particles, %s threads" % top, "<= 0.5",
+              at_top[-1]["ms_per_step_mean"] / 1000.0 if at_top else None,
+              lambda v: v <= 0.5, "%.3f s"))
+    t.append(("speed-up 1 -> %s threads at 1,000,000 particles" % top, ">= 1.9",
+              speedup(big_runs, top) if top else None, lambda v: v >= 1.9, "%.2fx"))
+    t.append(("peak resident bytes per particle at 1,000,000", "<= 128",
+              max(r["rss_bytes_per_particle"] for r in big_runs) if big_runs else None,
+              lambda v: v <= 128.0, "%.1f B"))
+    huge = load(a.pbf_10m) if a.pbf_10m else None
+    ok10 = bool(huge and any(r.get("ok") for r in huge["runs"]))
+    t.append(("a 10,000,000-particle block runs", "runs",
+              1.0 if ok10 else 0.0, lambda v: v == 1.0, "%.0f"))
+    print()
+    print("targets:")
+    out = []
+    for name, goal, value, ok, fmt in t:
+        met = value is not None and ok(value)
+        shown = "-" if value is None else (("yes" if value else "no") if goal == "runs" else fmt % value)
+        print("  %-52s %-8s %10s   %s" % (name, goal, shown, "met" if met else "NOT met"))
+        out.append({"target": name, "goal": goal, "value": value, "met": met})
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pbf", required=True)
@@ -16,6 +70,9 @@ def main() -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--peer-log", action="append", default=[],
                     help="CASE=VALUE: SPlisHSPlasH's own 'Average time: SimStep' (ms, all steps)")
+    ap.add_argument("--targets", action="store_true", help="print the performance targets")
+    ap.add_argument("--pbf-1m", help="pbf bench --json of --particles 1000000 (1 and N threads)")
+    ap.add_argument("--pbf-10m", help="pbf bench --json of --particles 10000000")
     a = ap.parse_args()
 
     with open(a.pbf) as f:
@@ -79,8 +136,11 @@ def main() -> int:
     print("(ms/step: mean wall time of the measured steps; SPlisHSPlasH's from its per-step callback; "
           "density error: mean/max of max(rho/rho0 - 1, 0) at the last step)")
 
+    targets = check_targets(a, pbf, rows) if a.targets else None
+
     out = {
         "tool": "bench/side_by_side.sh",
+        "targets": targets,
         "date": pbf.get("date"),
         "machine": pbf.get("machine"),
         "pbf_build": pbf.get("build"),

@@ -92,7 +92,14 @@ static inline PBF_SIMD_INLINE unsigned vi_bits(pbf_vi m) {
 }
 
 static inline PBF_SIMD_INLINE float vf_hsum(pbf_vf a) {
-#if PBF_LANES == 8
+#if PBF_LANES == 8 && defined(__AVX__)
+    /* the same tree by shuffles (a + b and b + a are the same float): lane 0 of s2 holds
+     * (a0 + a1) + (a2 + a3), lane 4 (a4 + a5) + (a6 + a7) */
+    __m256 v = (__m256)a;
+    __m256 s1 = _mm256_add_ps(v, _mm256_permute_ps(v, 0xB1));
+    __m256 s2 = _mm256_add_ps(s1, _mm256_permute_ps(s1, 0x4E));
+    return _mm_cvtss_f32(_mm_add_ss(_mm256_castps256_ps128(s2), _mm256_extractf128_ps(s2, 1)));
+#elif PBF_LANES == 8
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 #else
     return (a[0] + a[1]) + (a[2] + a[3]);

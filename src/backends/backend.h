@@ -83,7 +83,8 @@ typedef struct pbf_backend_ops {
     void (*finish_step)(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]);
     /* Releases the device side. */
     void (*release)(pbf_world *w);
-    /* Bytes its neighbour lists hold now (NULL: it keeps none). */
+    /* Bytes its neighbour lists (and their companions: the CPU backend's packed neighbour copy)
+     * hold now (NULL: it keeps none). */
     size_t (*list_bytes)(const pbf_world *w);
 } pbf_backend_ops;
 

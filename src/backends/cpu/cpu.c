@@ -41,75 +41,154 @@ static inline PBF_SIMD_INLINE pbf_vf v_spiky(const pbf_sph_consts *k, pbf_vf r2,
 
 /* ---- neighbour lists ---------------------------------------------------------------------
  * Built once per step right after the sort, from the positions the grid was built on (Algorithm
- * 1, line 6), by two scans of the 9 ranges: count, prefix sum, fill. A neighbour is stored as a
- * 16-bit code, range index << 12 | offset inside the range, decoded against the particle's own
- * ranges, so a list costs 2 bytes per neighbour whatever the particle count. A range longer than
- * 4095 particles (absurd compression) or a failed allocation switches the step to scanning the
- * ranges directly: slower, same neighbours, never a dropped one. */
+ * 1, line 6), in one scan of the 9 ranges. A neighbour is stored as a 16-bit code, range index
+ * << 12 | offset inside the range, decoded against the particle's own ranges, so a list costs 2
+ * bytes per neighbour whatever the particle count. Particles are listed in blocks of LIST_BLOCK:
+ * a thread lists a block into its own buffer, then takes the block's room in the shared array
+ * (an atomic cursor) and copies it there. Where a block lands depends on the threads' timing;
+ * what a particle's list holds, and so every result, does not. When the array is too small the
+ * scan is made again after growing it to the exact total (the first step, or a denser step).
+ * A range longer than 4095 particles (absurd compression) or a failed allocation switches the
+ * step to scanning the ranges directly: slower, same neighbours, never a dropped one. */
 #define CODE_OFFSET_BITS 12
+#define LIST_BLOCK 256
 
 /* The CPU backend's state: the neighbour lists of the step. */
 typedef struct cpu_lists {
-    uint16_t *nbr;  /* particle i's neighbours are nbr[nbr_start[i] .. nbr_start[i + 1]) */
+    uint16_t *nbr;  /* particle i's neighbours: nbr[nbr_start[i] .. list_end(i)) */
     size_t cap;     /* entries allocated in nbr, padding excluded */
     int ok;         /* 0: this step scans the grid ranges instead */
+    uint32_t *block_end; /* end of each block's lists in nbr */
+    size_t block_cap;
+    float *pack;    /* x*, y*, z*, lambda of every particle, 16 bytes each (see pack_xyzl) */
+    size_t pack_cap;
+    int collided;     /* delta p has applied itself and the collisions (see stage_delta_p) */
+    int collide_bad;  /* its first particle with a non-finite x* + delta p */
 } cpu_lists;
 #define LISTS(w) ((cpu_lists *)(w)->dev)
 #define CODE_MAX_RANGE ((1u << CODE_OFFSET_BITS) - 1u)
 
-static size_t count_or_fill(pbf_world *w, int fill) {
+/* End of particle i's list: the next particle's start inside a block, the block's end at its
+ * last particle. */
+static inline uint32_t list_end(const pbf_world *w, int i) {
+    return ((unsigned)(i + 1) % LIST_BLOCK) ? w->nbr_start[i + 1]
+                                            : LISTS(w)->block_end[(unsigned)i / LIST_BLOCK];
+}
+
+/* The 9 cell ranges around a particle's cell, kept while consecutive particles share the cell
+ * (particles are sorted by cell, about 8 to a cell): a pass computes them once per cell instead
+ * of once per particle. One per thread, declared inside the parallel region (NB_RANGES_INIT). */
+typedef struct nb_ranges {
+    uint32_t cell;
+    int count;
+    uint32_t begin[9], end[9]; /* all 9 begins are read by decode_chunk: initialised */
+} nb_ranges;
+#define NB_RANGES_INIT {UINT32_MAX, 0, {0}, {0}}
+
+static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int i, nb_ranges *c) {
+    const uint32_t cell = w->cell[i];
+    if (cell != c->cell) {
+        c->count = pbf_grid_neighbour_ranges(&w->grid, cell, c->begin, c->end);
+        c->cell = cell;
+    }
+    return c;
+}
+
+/* One scan of the candidates of the particles [i0, i1) into *buf (grown as needed): sets
+ * nbr_start[i] to the offset of i's list inside the buffer and returns the block's length, or
+ * SIZE_MAX (a range too long for the codes, or out of memory). */
+static size_t list_block(pbf_world *w, int i0, int i1, nb_ranges *cache, uint16_t **buf,
+                         size_t *cap) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
-    const pbf_sph_consts *k = &w->k;
-    const pbf_vf h2v = vf_set1(k->h2);
-    const int n = w->count;
-    int overflow = 0;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(| : overflow)
-    for (int i = 0; i < n; ++i) {
+    const pbf_vf h2v = vf_set1(w->k.h2);
+    size_t len = 0;
+    for (int i = i0; i < i1; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-        uint32_t begin[9], end[9], count = 0, at = fill ? w->nbr_start[i] : 0;
-        int nr = pbf_grid_neighbour_ranges(&w->grid, w->cell[i], begin, end);
-        for (int r = 0; r < nr; ++r) {
-            if (end[r] - begin[r] > CODE_MAX_RANGE) overflow = 1;
-            for (uint32_t j = begin[r]; j < end[r]; j += PBF_LANES) {
+        const nb_ranges *R = ranges_of(w, i, cache);
+        w->nbr_start[i] = (uint32_t)len;
+        for (int r = 0; r < R->count; ++r) {
+            const uint32_t b = R->begin[r], e = R->end[r];
+            if (e - b > CODE_MAX_RANGE) return SIZE_MAX;
+            if (len + (e - b) + PBF_LANES > *cap) { /* room for every candidate of the range */
+                size_t grown_cap = 2 * (len + (e - b) + PBF_LANES) + 1024;
+                uint16_t *grown = realloc(*buf, grown_cap * sizeof *grown);
+                if (!grown) return SIZE_MAX;
+                *buf = grown;
+                *cap = grown_cap;
+            }
+            uint16_t *out = *buf;
+            for (uint32_t j = b; j < e; j += PBF_LANES) {
                 pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j),
                        dz = zi - vf_load(QZ + j);
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-                unsigned bits = vi_bits(vi_first((int32_t)(end[r] - j)) & (r2 < h2v));
-                if (!fill) {
-                    count += (uint32_t)__builtin_popcount(bits);
-                    continue;
-                }
-                const uint32_t base = ((uint32_t)r << CODE_OFFSET_BITS) | (j - begin[r]);
+                unsigned bits = vi_bits(vi_first((int32_t)(e - j)) & (r2 < h2v));
+                const uint32_t base = ((uint32_t)r << CODE_OFFSET_BITS) | (j - b);
                 for (; bits; bits &= bits - 1u) /* lowest lane first: candidate order */
-                    LISTS(w)->nbr[at++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
+                    out[len++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
             }
         }
-        if (!fill) w->nbr_start[i + 1] = count;
     }
-    return overflow ? SIZE_MAX : 0;
+    return len;
 }
 
 static void build_lists(pbf_world *w) {
+    cpu_lists *L = LISTS(w);
     const int n = w->count;
-    LISTS(w)->ok = 0;
-    if (count_or_fill(w, 0) == SIZE_MAX) return;
-    size_t total = 0;
-    w->nbr_start[0] = 0;
-    for (int i = 0; i < n; ++i) {
-        total += w->nbr_start[i + 1];
-        if (total > UINT32_MAX) return;
-        w->nbr_start[i + 1] = (uint32_t)total;
-    }
-    if (total > LISTS(w)->cap) {
-        size_t cap = total + total / 16; /* small headroom: lists are a large share of memory */
-        uint16_t *grown = realloc(LISTS(w)->nbr, (cap + PBF_ARRAY_PADDING) * sizeof *grown);
+    const int nblocks = (n + LIST_BLOCK - 1) / LIST_BLOCK;
+    L->ok = 0;
+    if ((size_t)nblocks + 1 > L->block_cap) {
+        uint32_t *grown = realloc(L->block_end, ((size_t)nblocks + 1) * sizeof *grown);
         if (!grown) return;
-        memset(grown + cap, 0, PBF_ARRAY_PADDING * sizeof *grown);
-        LISTS(w)->nbr = grown;
-        LISTS(w)->cap = cap;
+        L->block_end = grown;
+        L->block_cap = (size_t)nblocks + 1;
     }
-    count_or_fill(w, 1);
-    LISTS(w)->ok = 1;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        size_t cursor = 0;
+        int failed = 0, unusable = 0;
+#pragma omp parallel num_threads(w->nthreads) reduction(| : failed, unusable)
+        {
+            nb_ranges cache = NB_RANGES_INIT;
+            uint16_t *buf = NULL;
+            size_t buf_cap = 0;
+#pragma omp for schedule(dynamic, 1)
+            for (int b = 0; b < nblocks; ++b) {
+                const int i0 = b * LIST_BLOCK, i1 = i0 + LIST_BLOCK < n ? i0 + LIST_BLOCK : n;
+                const size_t len = unusable ? SIZE_MAX : list_block(w, i0, i1, &cache, &buf, &buf_cap);
+                if (len == SIZE_MAX) {
+                    unusable = 1;
+                    continue;
+                }
+                size_t at;
+#pragma omp atomic capture
+                {
+                    at = cursor;
+                    cursor += len;
+                }
+                if (at + len > L->cap || at + len > UINT32_MAX) {
+                    failed = 1; /* the cursor still counts it: the total is exact */
+                    continue;
+                }
+                if (len) memcpy(L->nbr + at, buf, len * sizeof *buf);
+                for (int i = i0; i < i1; ++i) w->nbr_start[i] += (uint32_t)at;
+                L->block_end[b] = (uint32_t)(at + len);
+            }
+            free(buf);
+        }
+        if (unusable) return;
+        if (!failed) {
+            w->nbr_start[n] = nblocks ? L->block_end[nblocks - 1] : 0;
+            L->ok = 1;
+            return;
+        }
+        if (cursor > UINT32_MAX) return;
+        size_t cap = cursor + cursor / 16; /* small headroom: lists are a large share of memory */
+        free(L->nbr); /* nothing in it is kept: the scan is made again */
+        L->nbr = malloc((cap + PBF_ARRAY_PADDING) * sizeof *L->nbr);
+        L->cap = 0;
+        if (!L->nbr) return;
+        memset(L->nbr + cap, 0, PBF_ARRAY_PADDING * sizeof *L->nbr);
+        L->cap = cap;
+    }
 }
 
 /* Indices of a chunk of listed neighbours into j[] (a plain array: scalar stores read back by
@@ -117,37 +196,122 @@ static void build_lists(pbf_world *w) {
  * which is inside the padded arrays and masked out by `valid`. */
 static inline PBF_SIMD_INLINE void decode_chunk(const uint16_t *codes, const uint32_t *begin,
                                                 uint32_t n_valid, uint32_t *j) {
+#if defined(__AVX2__) && PBF_LANES == 8
+    /* 8 codes at once (the list array is padded, so the load stays inside it): the range index
+     * picks its begin from the first 8 by a lane permute, the 9th by a blend */
+    __m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)codes));
+    c = _mm256_and_si256(c, (__m256i)vi_first((int32_t)(n_valid < 8u ? n_valid : 8u)));
+    __m256i r = _mm256_srli_epi32(c, CODE_OFFSET_BITS);
+    __m256i b = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)begin), r);
+    b = _mm256_blendv_epi8(b, _mm256_set1_epi32((int)begin[8]),
+                           _mm256_cmpeq_epi32(r, _mm256_set1_epi32(8)));
+    __m256i jj = _mm256_add_epi32(b, _mm256_and_si256(c, _mm256_set1_epi32(CODE_MAX_RANGE)));
+    _mm256_storeu_si256((__m256i *)j, jj);
+#else
     for (uint32_t l = 0; l < PBF_LANES; ++l) {
         uint32_t c = l < n_valid ? codes[l] : 0u;
         j[l] = begin[c >> CODE_OFFSET_BITS] + (c & CODE_MAX_RANGE);
     }
+#endif
 }
 
 /* Runs BODY for every chunk of neighbours of particle i, with `valid` the lanes in use;
  * LOAD(array) gathers array[jv[lane]]. From the lists when built, else by scanning the ranges
- * (then `valid` also admits non-neighbours: BODY tests r2 < h2 anyway). */
+ * (then `valid` also admits non-neighbours: BODY tests r2 < h2 anyway). FOR_NEIGHBOURS_R takes
+ * the thread's nb_ranges cache; FOR_NEIGHBOURS computes the ranges for this particle alone. */
 #define LOAD(arr) vf_gather_idx((arr), jv)
-#define FOR_NEIGHBOURS(w, i, ...)                                                                  \
+#define FOR_NEIGHBOURS_R(w, i, cache, ...)                                                         \
     do {                                                                                           \
-        uint32_t nb_begin_[9], nb_end_[9], jv[PBF_LANES];                                          \
-        int nb_count_ = pbf_grid_neighbour_ranges(&(w)->grid, (w)->cell[i], nb_begin_, nb_end_);   \
-        if (LISTS(w)->ok) {                                                                       \
-            const uint32_t nb_s_ = (w)->nbr_start[i], nb_e_ = (w)->nbr_start[(i) + 1];            \
+        const nb_ranges *nb_ = ranges_of((w), (i), (cache));                                       \
+        uint32_t jv[PBF_LANES];                                                                    \
+        if (LISTS(w)->ok) {                                                                        \
+            const uint32_t nb_s_ = (w)->nbr_start[i], nb_e_ = list_end((w), (i));                  \
             for (uint32_t nb_k_ = nb_s_; nb_k_ < nb_e_; nb_k_ += PBF_LANES) {                      \
                 const pbf_vi valid = vi_first((int32_t)(nb_e_ - nb_k_));                           \
-                decode_chunk(LISTS(w)->nbr + nb_k_, nb_begin_, nb_e_ - nb_k_, jv);                      \
+                decode_chunk(LISTS(w)->nbr + nb_k_, nb_->begin, nb_e_ - nb_k_, jv);                \
                 __VA_ARGS__                                                                        \
             }                                                                                      \
         } else {                                                                                   \
-            for (int nb_r_ = 0; nb_r_ < nb_count_; ++nb_r_)                                        \
-                for (uint32_t nb_j_ = nb_begin_[nb_r_]; nb_j_ < nb_end_[nb_r_];                    \
+            for (int nb_r_ = 0; nb_r_ < nb_->count; ++nb_r_)                                       \
+                for (uint32_t nb_j_ = nb_->begin[nb_r_]; nb_j_ < nb_->end[nb_r_];                  \
                      nb_j_ += PBF_LANES) {                                                         \
-                    const pbf_vi valid = vi_first((int32_t)(nb_end_[nb_r_] - nb_j_));              \
+                    const pbf_vi valid = vi_first((int32_t)(nb_->end[nb_r_] - nb_j_));             \
                     for (uint32_t l_ = 0; l_ < PBF_LANES; ++l_) jv[l_] = nb_j_ + l_;               \
                     __VA_ARGS__                                                                    \
                 }                                                                                  \
         }                                                                                          \
     } while (0)
+#define FOR_NEIGHBOURS(w, i, ...)                                                                  \
+    do {                                                                                           \
+        nb_ranges nb_one_ = NB_RANGES_INIT;                                                        \
+        FOR_NEIGHBOURS_R(w, i, &nb_one_, __VA_ARGS__);                                             \
+    } while (0)
+
+/* ---- packed neighbour loads ----------------------------------------------------------------
+ * The solve's two neighbour passes read x*_j (and lambda_j) of scattered neighbours: from four
+ * separate arrays that is four cache lines and 32 scalar loads per 8 neighbours. A packed copy,
+ * (x*, y*, z*, lambda) in 16 bytes per particle, makes a neighbour one aligned 16-byte load and
+ * one cache line; a 4 x 8 transpose turns 8 of them into lanes. The values are the arrays'
+ * own, so the arithmetic and its results are unchanged. */
+static int pack_reserve(pbf_world *w) {
+    cpu_lists *L = LISTS(w);
+    size_t need = (size_t)w->count + PBF_ARRAY_PADDING;
+    if (need <= L->pack_cap) return 1;
+    free(L->pack);
+    L->pack = NULL;
+    L->pack_cap = 0;
+    size_t bytes = (need * 4 * sizeof(float) + 63) / 64 * 64;
+    void *p = aligned_alloc(64, bytes);
+    if (!p) return 0;
+    memset(p, 0, bytes);
+    L->pack = p;
+    L->pack_cap = need;
+    return 1;
+}
+
+/* pack[i] = (x*_i, y*_i, z*_i, lambda_i) (with_lambda) or (x*_i, y*_i, z*_i, unchanged). */
+static void pack_xyzl(pbf_world *w, int with_lambda) {
+    float *restrict P = LISTS(w)->pack;
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz,
+                          *restrict LA = w->lambda;
+    const int n = w->count;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        P[4 * i + 0] = QX[i];
+        P[4 * i + 1] = QY[i];
+        P[4 * i + 2] = QZ[i];
+        if (with_lambda) P[4 * i + 3] = LA[i];
+    }
+}
+
+/* Lanes l of x, y, z, (w) from pack[jv[l]]. */
+static inline PBF_SIMD_INLINE void load_packed(const float *P, const uint32_t *jv, pbf_vf *x,
+                                               pbf_vf *y, pbf_vf *z, pbf_vf *l) {
+#if PBF_LANES == 8
+    __m256 t0 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(P + 4 * (size_t)jv[0])),
+                                     _mm_load_ps(P + 4 * (size_t)jv[4]), 1);
+    __m256 t1 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(P + 4 * (size_t)jv[1])),
+                                     _mm_load_ps(P + 4 * (size_t)jv[5]), 1);
+    __m256 t2 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(P + 4 * (size_t)jv[2])),
+                                     _mm_load_ps(P + 4 * (size_t)jv[6]), 1);
+    __m256 t3 = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_load_ps(P + 4 * (size_t)jv[3])),
+                                     _mm_load_ps(P + 4 * (size_t)jv[7]), 1);
+    __m256 u0 = _mm256_unpacklo_ps(t0, t1), u1 = _mm256_unpacklo_ps(t2, t3);
+    __m256 u2 = _mm256_unpackhi_ps(t0, t1), u3 = _mm256_unpackhi_ps(t2, t3);
+    *x = (pbf_vf)_mm256_shuffle_ps(u0, u1, 0x44);
+    *y = (pbf_vf)_mm256_shuffle_ps(u0, u1, 0xEE);
+    *z = (pbf_vf)_mm256_shuffle_ps(u2, u3, 0x44);
+    if (l) *l = (pbf_vf)_mm256_shuffle_ps(u2, u3, 0xEE);
+#else
+    for (int k = 0; k < PBF_LANES; ++k) {
+        const float *q = P + 4 * (size_t)jv[k];
+        (*x)[k] = q[0];
+        (*y)[k] = q[1];
+        (*z)[k] = q[2];
+        if (l) (*l)[k] = q[3];
+    }
+#endif
+}
 
 static double mean_excess(const pbf_world *w, const float *a, float scale, float offset);
 
@@ -188,14 +352,19 @@ static int stage_predict(pbf_world *w, float dt, float vmax) {
     return bad;
 }
 
-static void stage_grid(pbf_world *w) {
+static void stage_grid(pbf_world *w, int in_step) {
     /* lambda and density are recomputed before they are read again, so their buffers serve
      * as the sort permutation and the reorder scratch: no memory is set aside for sorting */
     uint32_t *perm = (uint32_t *)w->lambda;
     void *scratch = w->density;
     pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, perm, w->nthreads);
-    for (int f = 0; f < PBF_FIELD_COUNT; ++f) /* every field the registry marks as sorted */
+    /* PBF recomputes the velocity from the positions after its solve (eq. 14 onwards): the
+     * velocity is dead from the prediction to then, and is not moved */
+    const int v_dead = in_step && w->def.solver == PBF_SOLVER_PBF;
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) { /* every field the registry marks as sorted */
+        if (v_dead && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)) continue;
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) permute(w, perm, &scratch, &w->field[f]);
+    }
     w->density = scratch; /* the buffer left over; perm stays in lambda */
     build_lists(w);
 }
@@ -218,15 +387,24 @@ static inline float density_at(const pbf_world *w, int i, float wall) {
 /* The neighbour sums of particle i at x* that PBF's lambda (eq. 11) and DFSPH's factor share:
  * sum_j W_ij, sum_j V grad W_ij (= -grad_{p_j} C_i, eq. 8) and sum_j |V grad W_ij|^2. */
 static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float *rho_sum,
-                                                     float g[3], float *s2_sum) {
+                                                     float g[3], float *s2_sum,
+                                                     const float *restrict P, nb_ranges *cache) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const pbf_sph_consts *k = &w->k;
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf vol = vf_set1(k->volume);
     const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
     pbf_vf rho = vf_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
-    FOR_NEIGHBOURS(w, i,
-        pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+    FOR_NEIGHBOURS_R(w, i, cache,
+        pbf_vf xj, yj, zj;
+        if (P) {
+            load_packed(P, jv, &xj, &yj, &zj, NULL);
+        } else {
+            xj = LOAD(QX);
+            yj = LOAD(QY);
+            zj = LOAD(QZ);
+        }
+        pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
         rho += v_poly6(k, r2, in);
@@ -251,11 +429,15 @@ static int stage_lambda(pbf_world *w) {
     const float inv_rho0 = 1.0f / w->k.rest_density;
     const int unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
         float wall = pbf_world_wall_density(w, p, gw);
-        density_grad_sums(w, i, &rho, g, &s2);
+        density_grad_sums(w, i, &rho, g, &s2, P, &cache);
         float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
         float r = w->k.mass * rho + w->k.rest_density * wall;
         w->density[i] = r;
@@ -264,6 +446,7 @@ static int stage_lambda(pbf_world *w) {
         float sum2 = s2 + gix * gix + giy * giy + giz * giz;
         w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
         if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+    }
     }
     /* the error of the iteration (compression only, as the statistics count it) */
     w->solve_error = 100.0 * mean_excess(w, w->density, inv_rho0, -1.0f);
@@ -282,7 +465,13 @@ static int stage_delta_p(pbf_world *w) {
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    const float *P = pack_reserve(w) ? (pack_xyzl(w, 1), LISTS(w)->pack) : NULL;
+int bad_c = INT_MAX;
+    const float *restrict PX = w->px, *restrict PY = w->py, *restrict PZ = w->pz;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad, bad_c)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const float li = LAMBDA[i];
@@ -290,8 +479,17 @@ static int stage_delta_p(pbf_world *w) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         pbf_world_wall_density(w, p, gw);
         pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
-        FOR_NEIGHBOURS(w, i, 
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+        FOR_NEIGHBOURS_R(w, i, &cache, 
+            pbf_vf xj, yj, zj, lj;
+            if (P) {
+                load_packed(P, jv, &xj, &yj, &zj, &lj);
+            } else {
+                xj = LOAD(QX);
+                yj = LOAD(QY);
+                zj = LOAD(QZ);
+                lj = LOAD(LAMBDA);
+            }
+            pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < h2v);
             pbf_vf ratio = v_poly6(k, r2, in) * inv_wdq, s;
@@ -303,7 +501,7 @@ static int stage_delta_p(pbf_world *w) {
                 for (int e = 1; e < sn; ++e) s *= ratio;
             }
             pbf_vf scorr = ks * s; /* eq. 13 */
-            pbf_vf f = (vli + LOAD(LAMBDA) + scorr) * vol * v_spiky(k, r2, in);
+            pbf_vf f = (vli + lj + scorr) * vol * v_spiky(k, r2, in);
             f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
             ax += vf_and(f * dx, in);
             ay += vf_and(f * dy, in);
@@ -312,15 +510,31 @@ static int stage_delta_p(pbf_world *w) {
         /* over-relaxation of the Jacobi step (successive over-relaxation): omega = 1 is the paper */
         float dpx = om * (li * gw[0] + vf_hsum(ax)), dpy = om * (li * gw[1] + vf_hsum(ay)),
               dpz = om * (li * gw[2] + vf_hsum(az));
-        w->sx[i] = dpx; /* eq. 14 */
-        w->sy[i] = dpy;
-        w->sz[i] = dpz;
         if (!isfinite(dpx + dpy + dpz) && i < bad) bad = i;
+        /* the collision stage's work, done here: x* + delta p (eq. 14) pushed out of the walls,
+         * into s; the collision stage then swaps s and x* (delta p's neighbours read x*, so it
+         * cannot be written in place) */
+        float q[3] = {p[0] + dpx, p[1] + dpy, p[2] + dpz}, o[3] = {PX[i], PY[i], PZ[i]};
+        if (!isfinite(q[0] + q[1] + q[2]) && i < bad_c) bad_c = i; /* before the clamp hides it */
+        pbf_collide(&w->wc, w->wall_boxes, q, o);
+        w->sx[i] = q[0];
+        w->sy[i] = q[1];
+        w->sz[i] = q[2];
     }
+    }
+    LISTS(w)->collided = 1;
+    LISTS(w)->collide_bad = bad_c;
     return bad;
 }
 
 static int stage_collide(pbf_world *w) {
+    if (LISTS(w)->collided) { /* PBF: delta p has collided x* + delta p into s */
+        LISTS(w)->collided = 0;
+        swapf(&w->qx, &w->sx);
+        swapf(&w->qy, &w->sy);
+        swapf(&w->qz, &w->sz);
+        return LISTS(w)->collide_bad;
+    }
     const int n = w->count;
     int bad = INT_MAX;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
@@ -340,6 +554,8 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float inv_dt = 1.0f / dt;
     int bad = INT_MAX;
+    /* the packed copy for the curl pass: (x*, y*, z*, v_x) */
+    float *restrict PK = pack_reserve(w) ? LISTS(w)->pack : NULL;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float vx = (w->qx[i] - w->px[i]) * inv_dt, vy = (w->qy[i] - w->py[i]) * inv_dt,
@@ -348,30 +564,49 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
+        if (PK) {
+            PK[4 * i + 0] = w->qx[i];
+            PK[4 * i + 1] = w->qy[i];
+            PK[4 * i + 2] = w->qz[i];
+            PK[4 * i + 3] = vx;
+        }
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
+    const float *P = PK;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const pbf_sph_consts *k = &w->k;
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad2 = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad2)
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         float wall = pbf_world_wall_density(w, p, gw);
         pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
-        FOR_NEIGHBOURS(w, i, 
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+        FOR_NEIGHBOURS_R(w, i, &cache, 
+            pbf_vf xj, yj, zj, vxj;
+            if (P) {
+                load_packed(P, jv, &xj, &yj, &zj, &vxj);
+            } else {
+                xj = LOAD(QX);
+                yj = LOAD(QY);
+                zj = LOAD(QZ);
+                vxj = LOAD(VX);
+            }
+            pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < h2v);
             rho += v_poly6(k, r2, in);
             /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
             pbf_vf f = vol * v_spiky(k, r2, in);
             pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
-            pbf_vf ux = vf_and(LOAD(VX) - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
+            pbf_vf ux = vf_and(vxj - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
                    uz = vf_and(LOAD(VZ) - vzi, in);
             ox += gy * uz - gz * uy;
             oy += gz * ux - gx * uz;
@@ -384,6 +619,7 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
         w->sz[i] = wz;
         w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
         if (!isfinite(w->lambda[i]) && i < bad2) bad2 = i;
+    }
     }
     return bad < bad2 ? bad : bad2;
 }
@@ -400,7 +636,23 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf mass = vf_set1(w->k.mass);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    /* the packed copy for this pass: (x*, y*, z*, m / rho) */
+    float *restrict PK = pack_reserve(w) ? LISTS(w)->pack : NULL;
+    if (PK) {
+        const float m = w->k.mass;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+        for (int i = 0; i < n; ++i) {
+            PK[4 * i + 0] = QX[i];
+            PK[4 * i + 1] = QY[i];
+            PK[4 * i + 2] = QZ[i];
+            PK[4 * i + 3] = m / RHO[i];
+        }
+    }
+    const float *P = PK;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
@@ -408,11 +660,20 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
         const float oxi = w->sx[i], oyi = w->sy[i], ozi = w->sz[i];
         const pbf_vf wi = vf_set1(OMEGA[i]);
         pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
-        FOR_NEIGHBOURS(w, i, 
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+        FOR_NEIGHBOURS_R(w, i, &cache, 
+            pbf_vf xj, yj, zj, mj;
+            if (P) {
+                load_packed(P, jv, &xj, &yj, &zj, &mj); /* m / rho_j, divided per particle */
+            } else {
+                xj = LOAD(QX);
+                yj = LOAD(QY);
+                zj = LOAD(QZ);
+                mj = mass / LOAD(RHO);
+            }
+            pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < h2v);
-            pbf_vf vj = vf_and(mass / LOAD(RHO), in);
+            pbf_vf vj = vf_and(mj, in);
             /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
             pbf_vf wk = vj * v_poly6(k, r2, in);
             sx += vf_and(wk * (LOAD(VX) - vxi), in);
@@ -439,6 +700,7 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
         w->py[i] = vy;
         w->pz[i] = vz;
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
+    }
     }
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
     swapf(&w->px, &w->qx);
@@ -538,15 +800,20 @@ static int stage_dfsph_factor(pbf_world *w) {
     const int n = w->count;
     const float eps = 1e-6f * w->lattice_grad2;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+    nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
     for (int i = 0; i < n; ++i) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
         float wall = pbf_world_wall_density(w, p, gw);
-        density_grad_sums(w, i, &rho, g, &s2);
+        density_grad_sums(w, i, &rho, g, &s2, P, &cache);
         float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
         w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
         w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, eps);
         if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
+    }
     }
     return bad;
 }
@@ -654,7 +921,7 @@ static void cpu_refresh(pbf_world *w) {
     memcpy(w->qx, w->px, (size_t)w->count * sizeof(float));
     memcpy(w->qy, w->py, (size_t)w->count * sizeof(float));
     memcpy(w->qz, w->pz, (size_t)w->count * sizeof(float));
-    stage_grid(w);
+    stage_grid(w, 0); /* between steps: the velocity is live */
     const int n = w->count;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads)
     for (int i = 0; i < n; ++i) {
@@ -715,7 +982,7 @@ static void stage_stats(pbf_world *w) {
 int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     switch (stage) {
     case PBF_STAGE_PREDICT: return stage_predict(w, c->dt, c->vmax);
-    case PBF_STAGE_GRID: stage_grid(w); return INT_MAX;
+    case PBF_STAGE_GRID: stage_grid(w, 1); return INT_MAX;
     case PBF_STAGE_LAMBDA: return stage_lambda(w);
     case PBF_STAGE_DELTA_P: return stage_delta_p(w);
     case PBF_STAGE_COLLIDE: return stage_collide(w);
@@ -746,7 +1013,11 @@ static pbf_status cpu_reserve(pbf_world *w, int capacity, pbf_error *err) {
 }
 static void cpu_no_op(pbf_world *w) { (void)w; }
 static void cpu_release(pbf_world *w) {
-    if (w->dev) free(LISTS(w)->nbr);
+    if (w->dev) {
+        free(LISTS(w)->nbr);
+        free(LISTS(w)->block_end);
+        free(LISTS(w)->pack);
+    }
     free(w->dev);
     w->dev = NULL;
 }
@@ -761,8 +1032,12 @@ pbf_status pbf_cpu_open(pbf_world *w, pbf_error *err) {
     return PBF_OK;
 }
 
+/* The neighbour lists, their block ends and the packed neighbour copy. */
 static size_t cpu_list_bytes(const pbf_world *w) {
-    return w->dev ? (LISTS(w)->cap + PBF_ARRAY_PADDING) * sizeof(uint16_t) : 0;
+    if (!w->dev) return 0;
+    const cpu_lists *L = LISTS(w);
+    return (L->cap + PBF_ARRAY_PADDING) * sizeof(uint16_t) + L->block_cap * sizeof(uint32_t) +
+           L->pack_cap * 4 * sizeof(float);
 }
 
 const pbf_backend_ops pbf_backend_cpu = {
