@@ -500,8 +500,11 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
     r->grid_cells = mem.grid_bytes >= 2 * sizeof(uint32_t)
                         ? (double)(mem.grid_bytes / sizeof(uint32_t) - 1)
                         : 0.0;
-    /* counted after the memory figures (it allocates), on the CPU only (the model's device) */
-    r->nbr_pairs = strcmp(r->backend, "cpu") == 0 ? (double)pbf_world_neighbour_pairs(w) : -1.0;
+    /* for the stage limits: counted after the memory figures (it allocates), on the CPU only
+     * (the model's device) */
+    r->nbr_pairs = o->limits && strcmp(r->backend, "cpu") == 0
+                       ? (double)pbf_world_neighbour_pairs(w)
+                       : -1.0;
     r->solver_pbf = def.solver == PBF_SOLVER_PBF;
     r->pbf_tolerance = def.pbf.tolerance > 0.0f;
     r->scorr_n = def.pbf.scorr_n;
