@@ -16,7 +16,12 @@
  * run inherits another's allocations or thread pool. The parent never enters an OpenMP parallel
  * region (libgomp does not survive fork after that) and never opens a device (nor do OpenCL and
  * CUDA runtimes): each child makes its world on the --device. A single run is made in-process,
- * which is what `valgrind --tool=callgrind` wants (bench/callgrind_guard.sh).
+ * which is what `valgrind --tool=callgrind` wants (bench/callgrind_guard.sh, with --no-limits).
+ *
+ * The stage limits (bench_limits.c): this machine's bandwidth and peak flops are measured once,
+ * before the runs, in a forked child of their own (their 200 MiB and threads stay out of every
+ * run's memory figures); each run's model needs its neighbour count (pbf_world_neighbour_pairs,
+ * taken after the run's memory figures, as it allocates) and settings.
  */
 #define _POSIX_C_SOURCE 200809L
 

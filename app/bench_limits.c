@@ -8,7 +8,8 @@
  * Both at each thread count of the runs, OpenMP threads, the best of several repetitions: the
  * triad's by the wall time of the whole pass (the threads share the memory), the peak's by each
  * thread's own time, the threads' best rates summed (a thread that another process delays does
- * not lower the others': on a busy machine the peak stays the cores').
+ * not lower the others': on a busy machine the peak stays the cores'), times processors /
+ * threads where the threads outnumber the processors.
  *
  * The work: counted by hand from src/backends/cpu/cpu.c (the PBF solver's stages; see the model
  * below), so a change of that backend's passes must be mirrored here.
@@ -241,6 +242,8 @@ void pbfapp_measure_limits(const int *threads, int n, pbfapp_machine_limits *out
         double rate = 0.0; /* steps per second, all threads */
         for (int k2 = 0; k2 < t; ++k2)
             if (best_sec[k2] > 0.0 && best_sec[k2] < INFINITY) rate += (double)iters / best_sec[k2];
+        const int procs = omp_get_num_procs(); /* more threads than processors share them */
+        if (procs > 0 && t > procs) rate *= (double)procs / (double)t;
         free(sec);
         free(best_sec);
         out->peak_reps = r < out->peak_reps || !out->peak_reps ? r : out->peak_reps;
@@ -293,9 +296,10 @@ const char *pbfapp_stage_bound(double bandwidth_pct, double peak_pct, int has_wo
  * particles are the same few cell ranges; only its first use in a pass comes from memory, counted
  * as one read of the array per particle. So the bytes are a lower bound of the memory traffic.
  *
- * Neighbours: P list entries per step (self included, pbf_world_neighbour_pairs); the grid's scan
- * tests the candidates of 27 cells of side h, 27 / (4 pi / 3) = 6.45 per neighbour at uniform
- * density. */
+ * Neighbours: P pairs within h, self included (pbf_world_neighbour_pairs after the last measured
+ * step: the lists' entries of a step, up to the small move from x to the predicted x*); the
+ * grid's scan tests the candidates of 27 cells of side h, 27 / (4 pi / 3) = 6.45 per neighbour
+ * at uniform density. */
 
 #define CANDIDATES_PER_NEIGHBOUR (27.0 / (4.0 * 3.14159265358979 / 3.0))
 
@@ -317,9 +321,9 @@ const char *const pbfapp_stage_model_note =
     "roots (one each) of the listed neighbours' lanes and per particle, without the wall terms "
     "near walls: a lower bound, compared with the peak of separate 8-wide multiplies and adds "
     "(a division or square root occupies the divider for several cycles, so a stage can be "
-    "compute-bound below 100 %). Neighbours: pbf_world_neighbour_pairs after each measured "
-    "step (self included); the grid's list scan tests 27 / (4 pi / 3) = 6.45 candidates per "
-    "neighbour. bound: memory or compute when that share is the larger and at least 50 %, "
+    "compute-bound below 100 %). Neighbours: pbf_world_neighbour_pairs after the last "
+    "measured step (pairs within h, self included, at the current positions); the grid's list "
+    "scan tests 27 / (4 pi / 3) = 6.45 candidates per neighbour. bound: memory or compute when that share is the larger and at least 50 %, "
     "latency/other when both are under 50 % (gathers, shuffles, the divider, synchronisation, "
     "the sequential counting sort), none when there is no time or no modelled work (PBF's "
     "collide is a swap of buffers). Shares above 100 % of the bandwidth mean the stage's data "
