@@ -722,6 +722,8 @@ static long rss_live_kib(const bench_result *r) {
 
 _Static_assert(ST_STATS - ST_PREDICT + 1 == PBFAPP_MS_COUNT && ST_PREDICT == 0,
                "the model's stages are the stage table's first ones, in its order");
+_Static_assert(BENCH_MAX_THREADS <= PBFAPP_LIMITS_MAX_THREADS,
+               "every --threads entry is measured");
 
 /* Why the limits are not shown at all ("" when they are). */
 static const char *limits_off(const bench_options *o) {

@@ -304,10 +304,10 @@ const char *pbfapp_stage_bound(double bandwidth_pct, double peak_pct, int has_wo
 #define CANDIDATES_PER_NEIGHBOUR (27.0 / (4.0 * 3.14159265358979 / 3.0))
 
 /* Shared pieces of a neighbour's work. */
-#define F_DIST 8  /* dx, dy, dz: 3 sub; r2: 3 mul + 2 add */
-#define F_POLY6 4 /* d = h2 - r2; poly6 * d * d * d */
-#define F_SPIKY 5 /* sqrt; d = h - r; spiky * d * d; / r */
-#define F_HSUM 7  /* a horizontal sum of 8 lanes */
+#define F_DIST 8      /* dx, dy, dz: 3 sub; r2: 3 mul + 2 add */
+#define F_POLY6 4     /* d = h2 - r2; poly6 * d * d * d */
+#define F_SPIKY 5     /* sqrt; d = h - r; spiky * d * d; / r */
+#define F_HSUM 7      /* a horizontal sum of 8 lanes */
 #define F_WALL_TEST 6 /* pbf_wall_density's 6 distances to the container's faces */
 
 const char *const pbfapp_stage_model_note =
@@ -323,15 +323,16 @@ const char *const pbfapp_stage_model_note =
     "(a division or square root occupies the divider for several cycles, so a stage can be "
     "compute-bound below 100 %). Neighbours: pbf_world_neighbour_pairs after the last "
     "measured step (pairs within h, self included, at the current positions); the grid's list "
-    "scan tests 27 / (4 pi / 3) = 6.45 candidates per neighbour. bound: memory or compute when that share is the larger and at least 50 %, "
+    "scan tests 27 / (4 pi / 3) = 6.45 candidates per neighbour. bound: memory or compute when "
+    "that share is the larger and at least 50 %, "
     "latency/other when both are under 50 % (gathers, shuffles, the divider, synchronisation, "
     "the sequential counting sort), none when there is no time or no modelled work (PBF's "
     "collide is a swap of buffers). Shares above 100 % of the bandwidth mean the stage's data "
     "stayed in cache (small cases).";
 
-static void set_work(pbfapp_stage_work *w, double passes, double flops_pair,
-                     double flops_particle, double bytes_pair, double bytes_particle,
-                     double bytes_cell, const pbfapp_model_input *in) {
+static void set_work(pbfapp_stage_work *w, double passes, double flops_pair, double flops_particle,
+                     double bytes_pair, double bytes_particle, double bytes_cell,
+                     const pbfapp_model_input *in) {
     w->passes = passes;
     w->flops_pair = flops_pair;
     w->flops_particle = flops_particle;
@@ -339,8 +340,8 @@ static void set_work(pbfapp_stage_work *w, double passes, double flops_pair,
     w->bytes_particle = bytes_particle;
     w->bytes_cell = bytes_cell;
     w->flops = passes * (flops_pair * in->pairs + flops_particle * in->particles);
-    w->bytes = passes * (bytes_pair * in->pairs + bytes_particle * in->particles +
-                         bytes_cell * in->cells);
+    w->bytes =
+        passes * (bytes_pair * in->pairs + bytes_particle * in->particles + bytes_cell * in->cells);
 }
 
 void pbfapp_stage_model(const pbfapp_model_input *in, pbfapp_stage_work w[PBFAPP_MS_COUNT]) {
@@ -359,8 +360,8 @@ void pbfapp_stage_model(const pbfapp_model_input *in, pbfapp_stage_work w[PBFAPP
      * the velocity stage): read the permutation and the field, write it (12 B each); the lists
      * (build_lists): read x* and the cell (16 B), write the list start then add the block's
      * place (12 B), write 2 B per entry; 8 flops per candidate tested. */
-    set_work(&w[PBFAPP_MS_GRID], S, CANDIDATES_PER_NEIGHBOUR * F_DIST, 6,
-             2, 16 + 4 + 8 + 8 * 12 + 16 + 12, 20, in);
+    set_work(&w[PBFAPP_MS_GRID], S, CANDIDATES_PER_NEIGHBOUR * F_DIST, 6, 2,
+             16 + 4 + 8 + 8 * 12 + 16 + 12, 20, in);
 
     /* lambda (stage_lambda, density_grad_sums), per entry: distance, W, rho += W, f = V grad W
      * (1 + spiky), f dx, dy, dz (3), the gradient sum (3), |f d|^2 summed (6) = 31; per particle:

@@ -18,16 +18,16 @@ extern "C" {
 
 /* Plain data (no pointers): measured in a forked child, sent through a pipe. */
 typedef struct pbfapp_machine_limits {
-    int ok;              /* 0: not measured (error says why) */
+    int ok; /* 0: not measured (error says why) */
     char error[200];
-    size_t llc_bytes;    /* last-level cache of cpu0 (sysfs), 0 when unknown */
-    size_t array_bytes;  /* each of the triad's three arrays of doubles */
-    int lanes;           /* floats per vector of the peak kernel: the solver's (src/simd.h) */
-    int accumulators;    /* independent multiply-add chains per thread */
-    int triad_reps;      /* timed repetitions per thread count, the fewest of any (the best of
+    size_t llc_bytes;   /* last-level cache of cpu0 (sysfs), 0 when unknown */
+    size_t array_bytes; /* each of the triad's three arrays of doubles */
+    int lanes;          /* floats per vector of the peak kernel: the solver's (src/simd.h) */
+    int accumulators;   /* independent multiply-add chains per thread */
+    int triad_reps;     /* timed repetitions per thread count, the fewest of any (the best of
                             them is kept) */
     int peak_reps;
-    double seconds;      /* wall time of the whole measurement */
+    double seconds; /* wall time of the whole measurement */
     int n;
     int threads[PBFAPP_LIMITS_MAX_THREADS];
     double triad_gbs[PBFAPP_LIMITS_MAX_THREADS];   /* 24 bytes per element, 1e9 B/s */
@@ -35,8 +35,8 @@ typedef struct pbfapp_machine_limits {
 } pbfapp_machine_limits;
 
 /* Measures at each of threads[0..n) (n <= PBFAPP_LIMITS_MAX_THREADS) in this process, in about
- * 0.2 s per thread count and 0.1 to 0.3 s to set up. Enters OpenMP parallel regions: a process that forks later
- * (bench's runs) calls it in a child. */
+ * 0.2 s per thread count and 0.1 to 0.3 s to set up. Enters OpenMP parallel regions: a process
+ * that forks later (bench's runs) calls it in a child. */
 void pbfapp_measure_limits(const int *threads, int n, pbfapp_machine_limits *out);
 
 /* Index of `threads` in the measurement, -1 when not measured there. */
