@@ -16,11 +16,17 @@
  * run inherits another's allocations or thread pool. The parent never enters an OpenMP parallel
  * region (libgomp does not survive fork after that) and never opens a device (nor do OpenCL and
  * CUDA runtimes): each child makes its world on the --device. A single run is made in-process,
- * which is what `valgrind --tool=callgrind` wants (bench/callgrind_guard.sh).
+ * which is what `valgrind --tool=callgrind` wants (bench/callgrind_guard.sh, with --no-limits).
+ *
+ * The stage limits (bench_limits.c): this machine's bandwidth and peak flops are measured once,
+ * before the runs, in a forked child of their own (their 200 MiB and threads stay out of every
+ * run's memory figures); each run's model needs its neighbour count (pbf_world_neighbour_pairs,
+ * taken after the run's memory figures, as it allocates) and settings.
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench.h"
+#include "bench_limits.h"
 #include "util.h"
 
 #include <errno.h>
@@ -121,6 +127,11 @@ typedef struct bench_result {
     double mem_bytes_per_particle; /* pbf_world_memory after the last step */
     double mem_grid_bytes;
     double mem_total_bytes;
+    /* the stage-limits model's inputs: neighbour pairs (pbf_world_neighbour_pairs after the
+     * last step, CPU runs only; < 0 unknown), grid cells, and the settings that change the work */
+    double nbr_pairs;
+    double grid_cells;
+    int solver_pbf, pbf_tolerance, scorr_n, vorticity;
 } bench_result;
 
 typedef struct bench_options {
@@ -140,6 +151,8 @@ typedef struct bench_options {
     char *set_keys[BENCH_MAX_SETS];
     char set_labels[BENCH_MAX_SETS][300];
     int nsets;
+    int limits;                    /* measure the machine, print the stage limits (--no-limits) */
+    pbfapp_machine_limits machine; /* measured before the runs (machine.ok) */
     pbfapp_progress *bar; /* progress bar on a terminal; work = particles x steps */
     double bar_base;      /* work of the runs before this one */
 } bench_options;
@@ -165,7 +178,8 @@ void pbfapp_bench_print_help(FILE *f) {
         "once per thread count: --warmup steps (not measured), then --steps measured steps.\n"
         "Reports ms per step (mean, min, median), the per-stage breakdown, particle-steps per\n"
         "second, peak resident memory, the memory the world holds on its device, the speed-up\n"
-        "from 1 thread and the final density error. On a GPU the stages are timed in a second\n"
+        "from 1 thread, the final density error and, on the CPU, each stage's share of this\n"
+        "machine's memory bandwidth and peak flops. On a GPU the stages are timed in a second\n"
         "run of as many steps that waits for the device after every stage, and shown as\n"
         "shares of the first run's time.\n"
         "\n"
@@ -191,6 +205,7 @@ void pbfapp_bench_print_help(FILE *f) {
         "                      case's own settings; may be repeated\n"
         "  --json FILE         also write the results as JSON to FILE ('-': stdout, the table\n"
         "                      then goes to stderr)\n"
+        "  --no-limits         do not measure this machine's limits (no stage-limits table)\n"
         "  -q, --quiet         no progress lines on stderr and no progress bar (a bar with the\n"
         "                      time left is drawn on stderr when it is a terminal)\n"
         "  -h, --help          this help\n"
@@ -202,8 +217,30 @@ void pbfapp_bench_print_help(FILE *f) {
         "child process, so each peak is its own. 'device memory' is pbf_world_memory after the\n"
         "last step: bytes per particle of capacity (every array and, on the CPU, the neighbour\n"
         "lists as sized then), the grid's bytes and everything the world holds on its device.\n"
-        "Exit status: 0 success, 1 runtime error (a run failed), 2 usage error.\n",
+        "\n",
         BENCH_STEP_BUDGET, BENCH_MIN_STEPS, BENCH_MAX_STEPS);
+    fprintf(
+        f,
+        "Stage limits (CPU): before the runs (under a second) the memory bandwidth is measured\n"
+        "by a STREAM triad a[i] = b[i] + s*c[i] over 3 arrays of doubles of at least 64 MiB\n"
+        "and 4/3 of the last-level cache each, 24 bytes counted per element (the write-allocate\n"
+        "read of a[i] is not), and the peak float throughput by independent chains of separate\n"
+        "multiplies and adds on the solver's vectors (no FMA: the build's -ffp-contract=off),\n"
+        "at each --threads count, the best of several repetitions (the peak: each thread's best\n"
+        "rate, summed). A model of the CPU backend's PBF stages gives each stage's bytes and\n"
+        "flops per step; over the stage's time they are GB/s and GFLOP/s, shares of those\n"
+        "limits, and the bound: memory or compute where that share is the larger and at least\n"
+        "50 %%, else latency/other (gathers, shuffles, the divider, synchronisation). The model\n"
+        "assumes: bytes are the per-particle arrays each pass reads and writes, plus 2 per\n"
+        "neighbour-list entry; the neighbours' data (packed 16-byte copies) hits in cache, as\n"
+        "particles are sorted by cell, and is counted once per pass, so DRAM bytes = streamed\n"
+        "bytes, a lower bound (a share above 100 %% means the data stayed in cache); flops count\n"
+        "each add, subtract, multiply, division and square root once (a division or root holds\n"
+        "the divider for several cycles), over listed neighbours and per particle, without the\n"
+        "wall terms near walls, a lower bound; the neighbours are those within h at the end of\n"
+        "the run (pbf_world_neighbour_pairs); the passes follow the run's iterations. On a busy\n"
+        "machine the figures are indicative.\n"
+        "Exit status: 0 success, 1 runtime error (a run failed), 2 usage error.\n");
 }
 
 static int usage(const char *fmt, const char *a) {
@@ -465,6 +502,18 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
     r->mem_bytes_per_particle = mem.bytes_per_particle;
     r->mem_grid_bytes = (double)mem.grid_bytes;
     r->mem_total_bytes = (double)mem.total_bytes;
+    r->grid_cells = mem.grid_bytes >= 2 * sizeof(uint32_t)
+                        ? (double)(mem.grid_bytes / sizeof(uint32_t) - 1)
+                        : 0.0;
+    /* for the stage limits: counted after the memory figures (it allocates), on the CPU only
+     * (the model's device) */
+    r->nbr_pairs = o->limits && strcmp(r->backend, "cpu") == 0
+                       ? (double)pbf_world_neighbour_pairs(w)
+                       : -1.0;
+    r->solver_pbf = def.solver == PBF_SOLVER_PBF;
+    r->pbf_tolerance = def.pbf.tolerance > 0.0f;
+    r->scorr_n = def.pbf.scorr_n;
+    r->vorticity = def.vorticity > 0.0f;
     /* the name of a GPU device (listing the devices starts their runtimes: not for the CPU,
      * whose name is the machine's, so that a CPU run executes nothing else) */
     if (def.device[0] && strcmp(def.device, "cpu") != 0)
@@ -537,6 +586,61 @@ static void run_forked(const bench_options *o, int ci, int threads, bench_result
         else
             snprintf(r->error, sizeof r->error, "the run ended without a result (exit %d)",
                      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    }
+}
+
+/* This machine's memory bandwidth and peak flops at each --threads count (bench_limits.c),
+ * measured in a forked child: the parent never enters an OpenMP parallel region (see the top of
+ * the file). */
+static void measure_limits(const bench_options *o, pbfapp_machine_limits *m) {
+    memset(m, 0, sizeof *m);
+    int fd[2];
+    if (pipe(fd) != 0) {
+        snprintf(m->error, sizeof m->error, "pipe: %s", strerror(errno));
+        return;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(m->error, sizeof m->error, "fork: %s", strerror(errno));
+        close(fd[0]);
+        close(fd[1]);
+        return;
+    }
+    if (pid == 0) {
+        close(fd[0]);
+        pbfapp_machine_limits res;
+        pbfapp_measure_limits(o->threads, o->nthreads, &res);
+        const char *p = (const char *)&res;
+        size_t left = sizeof res;
+        while (left > 0) {
+            ssize_t n = write(fd[1], p, left);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) _exit(1);
+            p += n;
+            left -= (size_t)n;
+        }
+        close(fd[1]);
+        _exit(0);
+    }
+    close(fd[1]);
+    char *p = (char *)m;
+    size_t got = 0;
+    while (got < sizeof *m) {
+        ssize_t n = read(fd[0], p + got, sizeof *m - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fd[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (got != sizeof *m) {
+        memset(m, 0, sizeof *m);
+        snprintf(m->error, sizeof m->error, "the measurement ended without a result (%s %d)",
+                 WIFSIGNALED(status) ? "signal" : "exit",
+                 WIFSIGNALED(status) ? WTERMSIG(status)
+                                     : (WIFEXITED(status) ? WEXITSTATUS(status) : -1));
     }
 }
 
@@ -614,6 +718,206 @@ static long rss_live_kib(const bench_result *r) {
                                                       : 0;
 }
 
+/* ---- stage limits (bench_limits.c) ---------------------------------------------------------- */
+
+_Static_assert(ST_STATS - ST_PREDICT + 1 == PBFAPP_MS_COUNT && ST_PREDICT == 0,
+               "the model's stages are the stage table's first ones, in its order");
+_Static_assert(BENCH_MAX_THREADS <= PBFAPP_LIMITS_MAX_THREADS,
+               "every --threads entry is measured");
+
+/* Why the limits are not shown at all ("" when they are). */
+static const char *limits_off(const bench_options *o) {
+    if (strcmp(o->device, "cpu") != 0) return "the model is the CPU backend's";
+    if (!o->limits) return "--no-limits";
+    if (!o->machine.ok) return o->machine.error;
+    return "";
+}
+
+/* The model of run r: 1 and work[] with the index of its thread count in the measurement, or 0
+ * with *why. */
+static int run_model(const bench_options *o, const bench_result *r,
+                     pbfapp_stage_work work[PBFAPP_MS_COUNT], int *li, const char **why) {
+    *why = limits_off(o);
+    *li = -1;
+    if ((*why)[0]) return 0;
+    if (!r->solver_pbf) {
+        *why = "the model covers the PBF solver's stages";
+        return 0;
+    }
+    if (!(r->nbr_pairs >= 0.0)) {
+        *why = "the neighbours could not be counted (pbf_world_neighbour_pairs)";
+        return 0;
+    }
+    *li = pbfapp_limits_index(&o->machine, r->threads);
+    if (*li < 0) {
+        *why = "this thread count was not measured";
+        return 0;
+    }
+    const pbfapp_model_input in = {(double)r->particles, r->nbr_pairs, r->grid_cells,
+                                   r->substeps > 0 ? r->substeps : 1.0, r->iterations,
+                                   r->pbf_tolerance, r->scorr_n, r->vorticity};
+    pbfapp_stage_model(&in, work);
+    return 1;
+}
+
+typedef struct stage_share {
+    double ms, gbs, bw_pct, gflops, peak_pct;
+    const char *bound;
+} stage_share;
+
+static stage_share share_of(const bench_options *o, const bench_result *r, int li,
+                            const pbfapp_stage_work *wk, int stage) {
+    stage_share sh = {r->stage_ms[stage], 0, 0, 0, 0, NULL};
+    const double sec = sh.ms / 1000.0;
+    const int has = sec > 0.0 && (wk->bytes > 0.0 || wk->flops > 0.0);
+    if (has) {
+        sh.gbs = wk->bytes / sec / 1e9;
+        sh.gflops = wk->flops / sec / 1e9;
+        if (o->machine.triad_gbs[li] > 0) sh.bw_pct = 100.0 * sh.gbs / o->machine.triad_gbs[li];
+        if (o->machine.peak_gflops[li] > 0)
+            sh.peak_pct = 100.0 * sh.gflops / o->machine.peak_gflops[li];
+    }
+    sh.bound = pbfapp_stage_bound(sh.bw_pct, sh.peak_pct, has);
+    return sh;
+}
+
+static void print_limits_header(FILE *f, const bench_options *o) {
+    const char *off = limits_off(o);
+    if (strcmp(o->device, "cpu") != 0 || !o->limits) return;
+    if (off[0]) {
+        fprintf(f, "machine limits: not measured (%s)\n", off);
+        return;
+    }
+    const pbfapp_machine_limits *m = &o->machine;
+    char llc[32] = "unknown";
+    if (m->llc_bytes) snprintf(llc, sizeof llc, "%.0f MiB", (double)m->llc_bytes / 1048576.0);
+    fprintf(f,
+            "memory bandwidth (STREAM triad a = b + s c over 3 x %.0f MiB of doubles, last-level "
+            "cache %s, 24 B per element, best of %d or more):",
+            (double)m->array_bytes / 1048576.0, llc, m->triad_reps);
+    for (int k = 0; k < m->n; ++k)
+        fprintf(f, "%s %.1f GB/s at %d thread%s", k ? "," : "", m->triad_gbs[k], m->threads[k],
+                m->threads[k] == 1 ? "" : "s");
+    fprintf(f,
+            "\npeak float throughput (%d-wide multiplies and adds as the solver's, no FMA, %d "
+            "chains per thread, best of %d or more):",
+            m->lanes, m->accumulators, m->peak_reps);
+    for (int k = 0; k < m->n; ++k)
+        fprintf(f, "%s %.1f GFLOP/s at %d thread%s", k ? "," : "", m->peak_gflops[k],
+                m->threads[k], m->threads[k] == 1 ? "" : "s");
+    fprintf(f, " (both measured in %.2f s)\n", m->seconds);
+}
+
+static void print_stage_limits(FILE *f, const bench_options *o, const bench_result *res,
+                               int nres) {
+    const char *off = limits_off(o);
+    if (off[0]) {
+        fprintf(f, "\nstage limits: not shown (%s)\n", off);
+        return;
+    }
+    fprintf(f, "\nstage limits (a model of the CPU backend's PBF stages, see `pbf bench --help`: "
+               "bytes streamed and flops per step over the stage's time,\nas shares of the "
+               "bandwidth and peak above at the run's thread count; bound: the share >= 50 %%, "
+               "else latency/other):\n");
+    fprintf(f, "%-8s %3s %-9s %9s %8s %6s %8s %6s  %s\n", "case", "thr", "stage", "ms", "GB/s",
+            "% bw", "GFLOP/s", "% peak", "bound");
+    for (int k = 0; k < nres; ++k) {
+        const bench_result *r = &res[k];
+        if (!r->ok) continue;
+        const char *name = o->cases[r->case_index].name, *why = "";
+        pbfapp_stage_work work[PBFAPP_MS_COUNT];
+        int li;
+        if (!run_model(o, r, work, &li, &why)) {
+            fprintf(f, "%-8s %3d no model: %s\n", name, r->threads, why);
+            continue;
+        }
+        fprintf(f, "%-8s %3d (%.1f neighbours per particle; passes per step: lambda %.0f, "
+                   "delta_p %.0f)\n",
+                name, r->threads, r->nbr_pairs / (double)r->particles,
+                work[PBFAPP_MS_LAMBDA].passes, work[PBFAPP_MS_DELTA_P].passes);
+        for (int s = 0; s < PBFAPP_MS_COUNT; ++s) {
+            const stage_share sh = share_of(o, r, li, &work[s], ST_PREDICT + s);
+            fprintf(f, "%-8s %3d %-9s %9.3f %8.2f %6.1f %8.2f %6.1f  %s\n", name, r->threads,
+                    STAGE_NAMES[ST_PREDICT + s], sh.ms, sh.gbs, sh.bw_pct, sh.gflops,
+                    sh.peak_pct, sh.bound);
+        }
+    }
+}
+
+/* The run's stage limits as JSON (NULL when it has no model). */
+static cJSON *json_stage_limits(const bench_options *o, const bench_result *r) {
+    pbfapp_stage_work work[PBFAPP_MS_COUNT];
+    int li;
+    const char *why;
+    if (!run_model(o, r, work, &li, &why)) return NULL;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "neighbour_pairs", r->nbr_pairs);
+    cJSON_AddNumberToObject(j, "neighbours_per_particle", r->nbr_pairs / (double)r->particles);
+    cJSON_AddNumberToObject(j, "grid_cells", r->grid_cells);
+    cJSON_AddNumberToObject(j, "triad_gb_per_s", o->machine.triad_gbs[li]);
+    cJSON_AddNumberToObject(j, "peak_gflop_per_s", o->machine.peak_gflops[li]);
+    cJSON *st = cJSON_AddObjectToObject(j, "stages");
+    for (int s = 0; s < PBFAPP_MS_COUNT; ++s) {
+        const stage_share sh = share_of(o, r, li, &work[s], ST_PREDICT + s);
+        cJSON *sj = cJSON_AddObjectToObject(st, STAGE_NAMES[ST_PREDICT + s]);
+        cJSON_AddNumberToObject(sj, "ms", sh.ms);
+        cJSON_AddNumberToObject(sj, "passes_per_step", work[s].passes);
+        cJSON_AddNumberToObject(sj, "flops_per_neighbour_pass", work[s].flops_pair);
+        cJSON_AddNumberToObject(sj, "flops_per_particle_pass", work[s].flops_particle);
+        cJSON_AddNumberToObject(sj, "bytes_per_neighbour_pass", work[s].bytes_pair);
+        cJSON_AddNumberToObject(sj, "bytes_per_particle_pass", work[s].bytes_particle);
+        cJSON_AddNumberToObject(sj, "bytes_per_cell_pass", work[s].bytes_cell);
+        cJSON_AddNumberToObject(sj, "bytes_per_step", work[s].bytes);
+        cJSON_AddNumberToObject(sj, "flops_per_step", work[s].flops);
+        cJSON_AddNumberToObject(sj, "gb_per_s", sh.gbs);
+        cJSON_AddNumberToObject(sj, "bandwidth_pct", sh.bw_pct);
+        cJSON_AddNumberToObject(sj, "gflop_per_s", sh.gflops);
+        cJSON_AddNumberToObject(sj, "peak_pct", sh.peak_pct);
+        cJSON_AddStringToObject(sj, "bound", sh.bound);
+    }
+    return j;
+}
+
+static cJSON *json_machine_limits(const bench_options *o) {
+    cJSON *j = cJSON_CreateObject();
+    const char *off = limits_off(o);
+    cJSON_AddBoolToObject(j, "measured", !off[0]);
+    if (off[0]) {
+        cJSON_AddStringToObject(j, "reason", off);
+        return j;
+    }
+    const pbfapp_machine_limits *m = &o->machine;
+    cJSON_AddStringToObject(j, "bandwidth_method",
+                            "STREAM-like triad a[i] = b[i] + s * c[i] over three arrays of "
+                            "doubles (OpenMP, static schedule, first touch by the same threads), "
+                            "24 bytes counted per element (the read for ownership of a[i], "
+                            "write-allocate, is not: 32 bytes actually move), best of triad_reps "
+                            "after one untimed pass");
+    cJSON_AddStringToObject(j, "peak_method",
+                            "independent chains x = x * m + a on vectors of vector_lanes floats "
+                            "(the solver's width), a multiply and an add as separate "
+                            "instructions (-ffp-contract=off, no FMA), accumulators chains per "
+                            "thread, 2 flops per lane and step; each thread times itself, the "
+                            "threads' best rates over peak_reps repetitions summed");
+    cJSON_AddNumberToObject(j, "last_level_cache_bytes", (double)m->llc_bytes);
+    cJSON_AddNumberToObject(j, "triad_array_bytes", (double)m->array_bytes);
+    cJSON_AddNumberToObject(j, "triad_bytes_per_element", 24);
+    cJSON_AddNumberToObject(j, "triad_reps", m->triad_reps);
+    cJSON_AddNumberToObject(j, "vector_lanes", m->lanes);
+    cJSON_AddNumberToObject(j, "accumulators", m->accumulators);
+    cJSON_AddNumberToObject(j, "peak_reps", m->peak_reps);
+    cJSON_AddNumberToObject(j, "measure_s", m->seconds);
+    cJSON *by = cJSON_AddArrayToObject(j, "by_threads");
+    for (int k = 0; k < m->n; ++k) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "threads", m->threads[k]);
+        cJSON_AddNumberToObject(e, "triad_gb_per_s", m->triad_gbs[k]);
+        cJSON_AddNumberToObject(e, "peak_gflop_per_s", m->peak_gflops[k]);
+        cJSON_AddItemToArray(by, e);
+    }
+    return j;
+}
+
 static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
                         const bench_result *res, int nres) {
     fprintf(f, "pbf bench %s: %s, %ld cores (OpenMP default %d threads), %s\n", PBF_VERSION_STRING,
@@ -624,6 +928,7 @@ static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
     for (int k = 0; k < nres && !name[0]; ++k)
         if (res[k].ok) name = res[k].device_name;
     fprintf(f, "device %s%s%s%s\n", o->device, name[0] ? " (" : "", name, name[0] ? ")" : "");
+    print_limits_header(f, o);
     fprintf(
         f,
         "dt %g s, %d iterations, %d warm-up steps excluded. Memory: peak = ru_maxrss of the run "
@@ -667,6 +972,7 @@ static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
         for (int s = 0; s < ST_COUNT; ++s) fprintf(f, " %8.3f", r->stage_ms[s]);
         fputc('\n', f);
     }
+    print_stage_limits(f, o, res, nres);
     fprintf(f, "\npressure solve, mean per step (iterations over all substeps; the average "
                "density error, %%, the solve reached; divergence: DFSPH):\n");
     fprintf(f, "%-8s %3s %9s %10s %10s %10s %10s\n", "case", "thr", "substeps", "iterations",
@@ -739,6 +1045,8 @@ static cJSON *json_results(const bench_options *o, const machine_facts *m, const
     cJSON_AddStringToObject(sj, "ms_note",
                             "ms_per_step_*: wall time of each pbf_world_step after the warm-up; "
                             "stages_ms: pbf_world_timings over the same steps, per step");
+    cJSON_AddStringToObject(sj, "stage_limits_note", pbfapp_stage_model_note);
+    cJSON_AddItemToObject(root, "machine_limits", json_machine_limits(o));
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     for (int k = 0; k < nres; ++k) {
         const bench_result *r = &res[k];
@@ -766,6 +1074,11 @@ static cJSON *json_results(const bench_options *o, const machine_facts *m, const
         cJSON *st = cJSON_AddObjectToObject(rj, "stages_ms");
         for (int s = 0; s < ST_COUNT; ++s)
             cJSON_AddNumberToObject(st, STAGE_NAMES[s], r->stage_ms[s]);
+        cJSON *lim = json_stage_limits(o, r);
+        if (lim)
+            cJSON_AddItemToObject(rj, "stage_limits", lim);
+        else
+            cJSON_AddNullToObject(rj, "stage_limits");
         cJSON_AddNumberToObject(rj, "particle_steps_per_s", r->particle_steps_per_s);
         if (r->speedup > 0)
             cJSON_AddNumberToObject(rj, "speedup_vs_1_thread", r->speedup);
@@ -899,6 +1212,7 @@ int pbfapp_bench_command(int argc, char **argv) {
     o.dt = 0.005;
     o.iterations = 4;
     o.warmup = 5;
+    o.limits = 1;
     const char *case_list = NULL, *threads_list = NULL;
     long long particles = 0;
     int rc = -1;
@@ -911,6 +1225,8 @@ int pbfapp_bench_command(int argc, char **argv) {
             rc = 0;
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
             o.quiet = 1;
+        } else if (strcmp(arg, "--no-limits") == 0) {
+            o.limits = 0;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--case", &v)) != 0) {
             if (m < 0)
                 rc = usage("%s needs a value", "--case");
@@ -1051,6 +1367,20 @@ int pbfapp_bench_command(int argc, char **argv) {
         return EXIT_RUNTIME;
     }
     o.fork_runs = nres > 1;
+    /* this machine's limits, once, before the runs (the CPU's: the model is its backend's) */
+    if (o.limits && strcmp(o.device, "cpu") == 0) {
+        if (!o.quiet) {
+            fputs("pbf bench: measuring memory bandwidth and peak flops ...", stderr);
+            fflush(stderr);
+        }
+        measure_limits(&o, &o.machine);
+        if (!o.quiet) {
+            if (o.machine.ok)
+                fprintf(stderr, " %.2f s\n", o.machine.seconds);
+            else
+                fprintf(stderr, " failed: %s\n", o.machine.error);
+        }
+    }
     /* On a terminal: a bar with the time left over all runs (work = particles x steps); each
      * run's line is printed whole when it ends. Elsewhere the line is started before the run. */
     pbfapp_progress bar;

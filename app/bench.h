@@ -4,8 +4,9 @@
  * steps at fixed dt and iterations, with no output I/O, on the device of --device (default the
  * CPU). Reports ms per step, the per-stage breakdown of pbf_world_timings, particle-steps per
  * second, peak resident memory, the memory the world holds on its device (pbf_world_memory), the
- * speed-up from 1 to N threads and the final density error, as a table and as JSON
- * (bench/README.md).
+ * speed-up from 1 to N threads, the final density error and, on the CPU, each stage's share of
+ * this machine's measured memory bandwidth and peak flops (bench_limits.h), as a table and as
+ * JSON (bench/README.md).
  */
 #ifndef PBFAPP_BENCH_H
 #define PBFAPP_BENCH_H

@@ -22,7 +22,7 @@ cd "${root}"
 baseline="${root}/bench/callgrind_baseline.txt"
 build="${PBF_CALLGRIND_BUILD:-build-callgrind}"
 limit_pct=10
-bench_args=(bench --particles 2000 --steps 5 --warmup 1 --threads 1 -q)
+bench_args=(bench --particles 2000 --steps 5 --warmup 1 --threads 1 --no-limits -q)
 
 update=0
 case "${1:-}" in

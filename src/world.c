@@ -621,3 +621,46 @@ pbf_memory pbf_world_memory(const pbf_world *w) {
     m.bytes_per_particle = w->capacity > 0 ? (double)(arrays + lists) / (double)w->capacity : 0.0;
     return m;
 }
+
+int64_t pbf_world_neighbour_pairs(const pbf_world *w) {
+    if (!w) return -1;
+    pbf_sync_host(w);
+    const int n = w->count;
+    if (n <= 0) return 0;
+    /* a grid of the world's layout over the current positions (the world's own is sorted by
+     * the positions of its last build), in memory of its own */
+    pbf_grid g = w->grid;
+    g.cell_start = calloc((size_t)g.ncells + 1, sizeof *g.cell_start);
+    uint32_t *key = malloc((size_t)n * sizeof *key), *perm = malloc((size_t)n * sizeof *perm);
+    float *x = malloc((size_t)n * 3 * sizeof *x);
+    int64_t pairs = -1;
+    if (g.cell_start && key && perm && x) {
+        pbf_grid_build(&g, n, w->px, w->py, w->pz, key, perm, w->nthreads);
+        for (int k = 0; k < n; ++k) { /* positions in cell order: ranges are contiguous */
+            x[3 * k + 0] = w->px[perm[k]];
+            x[3 * k + 1] = w->py[perm[k]];
+            x[3 * k + 2] = w->pz[perm[k]];
+        }
+        const float h2 = w->k.h2;
+        long long count = 0;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(+ : count)
+        for (int k = 0; k < n; ++k) {
+            uint32_t begin[9], end[9];
+            const int nr = pbf_grid_neighbour_ranges(&g, key[perm[k]], begin, end);
+            const float xi = x[3 * k], yi = x[3 * k + 1], zi = x[3 * k + 2];
+            for (int r = 0; r < nr; ++r)
+                for (uint32_t j = begin[r]; j < end[r]; ++j) {
+                    /* as the CPU backend's list scan: the same float operations, in order */
+                    const float dx = xi - x[3 * j], dy = yi - x[3 * j + 1], dz = zi - x[3 * j + 2];
+                    const float r2 = dx * dx + dy * dy + dz * dz;
+                    count += r2 < h2;
+                }
+        }
+        pairs = (int64_t)count;
+    }
+    free(g.cell_start);
+    free(key);
+    free(perm);
+    free(x);
+    return pairs;
+}

@@ -1,4 +1,5 @@
-/* Neighbour search: the grid's 9 contiguous ranges give exactly the brute-force neighbours. */
+/* Neighbour search: the grid's 9 contiguous ranges give exactly the brute-force neighbours, and
+ * pbf_world_neighbour_pairs counts them. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -186,6 +187,66 @@ static void test_cell_limit(void) {
     ENSURE(strstr(err.message, "grid cells") != NULL);
 }
 
+/* Brute-force pairs (i, j), i included, with r2 < h2 in float as the list scan computes it. */
+static long brute_pairs(const pbf_snapshot *s, float h2) {
+    long pairs = 0;
+    for (int i = 0; i < s->count; ++i)
+        for (int j = 0; j < s->count; ++j) {
+            const float dx = s->x[i] - s->x[j], dy = s->y[i] - s->y[j], dz = s->z[i] - s->z[j];
+            const float r2 = dx * dx + dy * dy + dz * dz;
+            pairs += r2 < h2;
+        }
+    return pairs;
+}
+
+/* pbf_world_neighbour_pairs counts the pairs within h at the current positions exactly (a
+ * lattice block, then the same particles scattered, some outside the box), for any thread
+ * count; 0 for an empty world, -1 for NULL. */
+static void test_world_neighbour_pairs(void) {
+    ENSURE(pbf_world_neighbour_pairs(NULL) == -1);
+    long counts[2] = {0, 0};
+    for (int t = 0; t < 2; ++t) {
+        pbf_world_def def = pbf_default_world_def();
+        def.domain_min = (pbf_vec3){0.0f, 0.0f, 0.0f};
+        def.domain_max = (pbf_vec3){0.6f, 0.5f, 0.4f};
+        def.particle_radius = 0.02f;
+        def.threads = t ? 3 : 1;
+        pbf_world *w = NULL;
+        pbf_error err;
+        ENSURE(pbf_world_create(&def, &w, &err) == PBF_OK);
+        ENSURE(pbf_world_neighbour_pairs(w) == 0);
+        const pbf_fluid_block blk = {{0.05f, 0.05f, 0.05f}, {0.55f, 0.45f, 0.35f}, {0, 0, 0}};
+        ENSURE(pbf_world_add_fluid_block(w, &blk, &err) == PBF_OK);
+        pbf_snapshot snap = pbf_world_snapshot(w);
+        ENSURE(snap.count > 500);
+        const long lattice = brute_pairs(&snap, w->k.h2);
+        ENSURE(lattice > 15L * snap.count); /* h = 2 spacings: up to 27 neighbours each */
+        ENSURE(pbf_world_neighbour_pairs(w) == lattice);
+        /* scattered over the box and a little beyond it, from a copy of the state */
+        const int n = snap.count;
+        float *x = malloc((size_t)n * 3 * sizeof *x);
+        ENSURE(x != NULL);
+        rng_state = 777u;
+        for (int i = 0; i < n; ++i) {
+            x[i] = -0.05f + 0.7f * frand();
+            x[n + i] = -0.05f + 0.6f * frand();
+            x[2 * n + i] = -0.05f + 0.5f * frand();
+        }
+        pbf_snapshot moved = snap;
+        moved.x = x;
+        moved.y = x + n;
+        moved.z = x + 2 * n;
+        ENSURE(pbf_world_restore(w, &moved, &err) == PBF_OK);
+        snap = pbf_world_snapshot(w);
+        counts[t] = brute_pairs(&snap, w->k.h2);
+        ENSURE(counts[t] > n);
+        ENSURE(pbf_world_neighbour_pairs(w) == counts[t]);
+        free(x);
+        pbf_world_destroy(w);
+    }
+    ENSURE(counts[0] == counts[1]);
+}
+
 int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_random);
@@ -195,5 +256,6 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_domain_edges);
     RUN_SUBTEST(test_non_finite);
     RUN_SUBTEST(test_cell_limit);
+    RUN_SUBTEST(test_world_neighbour_pairs);
     return test_end();
 }

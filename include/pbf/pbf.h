@@ -335,6 +335,15 @@ typedef struct pbf_memory {
 
 pbf_memory pbf_world_memory(const pbf_world *world);
 
+/* Neighbour pairs (i, j), i itself included, with |x_i - x_j| < h at the particles' current
+ * positions: divided by the particle count, the neighbours per particle that the neighbour
+ * passes of a step starting now loop over (the CPU backend lists them at the predicted
+ * positions, a small move away). For performance models (`pbf bench`). Counted on each call over
+ * a grid of its own (the work of one neighbour search, 20 bytes per particle of temporary
+ * memory; a GPU world's state is downloaded first). 0 for an empty world; -1 for NULL or when
+ * the memory cannot be allocated. */
+int64_t pbf_world_neighbour_pairs(const pbf_world *world);
+
 /* ---- devices ------------------------------------------------------------------------------ */
 
 /* One compute device of this machine, as `pbf devices` lists it. */
