@@ -11,9 +11,10 @@
 #include "pbf/pbf.h"
 #include "test.h"
 
-static const pbf_solver_kind sph_solvers[] = {PBF_SOLVER_WCSPH, PBF_SOLVER_DFSPH};
-static const char *const sph_names[] = {"wcsph", "dfsph"};
-#define NSPH 2
+static const pbf_solver_kind sph_solvers[] = {PBF_SOLVER_WCSPH, PBF_SOLVER_DFSPH,
+                                              PBF_SOLVER_PCISPH, PBF_SOLVER_IISPH};
+static const char *const sph_names[] = {"wcsph", "dfsph", "pcisph", "iisph"};
+#define NSPH 4
 
 /* A 0.2 x 0.3 x 0.2 m column (768 particles) in a 0.2 x 0.6 x 0.2 m tank. */
 static pbf_world *column(pbf_solver_kind solver, int threads) {
