@@ -68,7 +68,10 @@ PBF_FN float pbf_dfsph_source(float rel, float d, float dt, int divergence) {
  * computed once for a prototype particle with a full neighbourhood: the particles of the rest
  * lattice within h, where the first sum vanishes. As k = dt^2 p / rho_0 (rho_0 in the pressure
  * force, as in the paper) and with V = m / rho_0 this is k_i += delta_k (rho*_i / rho_0 - 1),
- * delta_k = 1 / (2 sum_j |V grad W_ij|^2): dt cancels. `lattice_grad2` is that sum (1/m^2). */
+ * delta_k = 1 / (2 sum_j |V grad W_ij|^2): dt cancels. `lattice_grad2` is that sum (1/m^2).
+ * Each correction's pressure force is the symmetric acceleration above with its gradients taken
+ * at the predicted positions x + dt v where the density was measured (taken at the start of the
+ * step instead, the corrections feed energy into a fluid at rest). */
 PBF_FN float pbf_pcisph_delta(float lattice_grad2) { return 0.5f / lattice_grad2; }
 
 /* PCISPH's corrected pressure, clamped at 0: no tension at the free surface, where the
@@ -84,7 +87,8 @@ PBF_FN float pbf_pcisph_k(float k, float err, float delta) {
  * dt^2 m / rho_i^2 grad W_ij. In k = dt^2 rho_0 p / rho^2 that displacement is the symmetric
  * pressure acceleration above times dt, -(sum_j V (k_i + k_j) grad W_ij + k_i grad wall_i), with
  * the wall mirroring the particle's pressure and at rest (d_ii gains the wall gradient, d_bi = 0),
- * and the diagonal for rho_i / rho_0 becomes a_ii = -(|g_i|^2 + s_i) (1/m^2 in units of k). */
+ * and the diagonal becomes a_ii = -(|g_i|^2 + s_i): the change of rho_i / rho_0 per unit of
+ * k_i (1/m^2), DFSPH's factor inverted. */
 PBF_FN float pbf_iisph_diagonal(float g2, float s) { return -(g2 + s); }
 
 /* IISPH's relaxed Jacobi update, p_i^{l+1} = (1 - omega) p_i^l + omega (rho_0 - rho_adv_i -
