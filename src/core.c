@@ -19,13 +19,17 @@
  *   wcsph  gravity, grid, wcsph_pressure, pressure_accel, advect, collide, velocity, ...
  *   dfsph  gravity, grid, dfsph_factor, [divergence, pressure_accel] (divergence solve),
  *          [density_adv, pressure_accel] (density solve), advect, collide, velocity, ...
+ *   pcisph gravity, grid, pcisph_init, [pcisph_pressure, pressure_accel] (predict-correct
+ *          loop), advect, collide, velocity, ...
+ *   iisph  gravity, grid, iisph_diagonal, [iisph_pressure, pressure_accel] (relaxed Jacobi),
+ *          advect, collide, velocity, ...
  *
  * An iterative solve is a block of stages with the same `loop`: its first stage measures the
  * error (w->solve_error); the block repeats until the error is at most the tolerance after at
  * least the minimum number of iterations, or the maximum is reached. A tolerance of 0 runs a
  * fixed count of iterations (PBF's solver_iterations), exactly as the plain loop did.
  *
- * WCSPH and DFSPH split a step into substeps limited by their CFL condition; the step's dt stays
+ * The SPH solvers split a step into substeps limited by their CFL condition; the step's dt stays
  * what the caller asked for, so frames and outputs keep their times.
  *
  * A stage's name is written once, here: the timings (pbf_world_timings, `pbf bench`'s breakdown)
@@ -56,6 +60,10 @@ static const char *const stage_names[PBF_STAGE_COUNT] = {
     [PBF_STAGE_DFSPH_FACTOR] = "dfsph_factor",
     [PBF_STAGE_DIVERGENCE] = "divergence",
     [PBF_STAGE_DENSITY_ADV] = "density_adv",
+    [PBF_STAGE_PCISPH_INIT] = "pcisph_init",
+    [PBF_STAGE_PCISPH_PRESSURE] = "pcisph_pressure",
+    [PBF_STAGE_IISPH_DIAGONAL] = "iisph_diagonal",
+    [PBF_STAGE_IISPH_PRESSURE] = "iisph_pressure",
     [PBF_STAGE_PRESSURE_ACCEL] = "pressure_accel",
     [PBF_STAGE_ADVECT] = "advect",
     [PBF_STAGE_STATS] = "stats",
@@ -97,6 +105,30 @@ static const pbf_stage_desc dfsph_stages[] = {
     {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0},
     {PBF_STAGE_STATS,          TIMING(stats),    0, 0},
 };
+static const pbf_stage_desc pcisph_stages[] = {
+    {PBF_STAGE_GRAVITY,         TIMING(predict),  0, 0},
+    {PBF_STAGE_GRID,            TIMING(grid),     0, 0},
+    {PBF_STAGE_PCISPH_INIT,     TIMING(lambda),   0, 0},
+    {PBF_STAGE_PCISPH_PRESSURE, TIMING(lambda),   D, D},
+    {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  D, 0},
+    {PBF_STAGE_ADVECT,          TIMING(collide),  0, 0},
+    {PBF_STAGE_COLLIDE,         TIMING(collide),  0, 0},
+    {PBF_STAGE_VELOCITY,        TIMING(velocity), 0, 0},
+    {PBF_STAGE_VORTICITY_XSPH,  TIMING(velocity), 0, 0},
+    {PBF_STAGE_STATS,           TIMING(stats),    0, 0},
+};
+static const pbf_stage_desc iisph_stages[] = {
+    {PBF_STAGE_GRAVITY,         TIMING(predict),  0, 0},
+    {PBF_STAGE_GRID,            TIMING(grid),     0, 0},
+    {PBF_STAGE_IISPH_DIAGONAL,  TIMING(lambda),   0, 0},
+    {PBF_STAGE_IISPH_PRESSURE,  TIMING(lambda),   D, D},
+    {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  D, 0},
+    {PBF_STAGE_ADVECT,          TIMING(collide),  0, 0},
+    {PBF_STAGE_COLLIDE,         TIMING(collide),  0, 0},
+    {PBF_STAGE_VELOCITY,        TIMING(velocity), 0, 0},
+    {PBF_STAGE_VORTICITY_XSPH,  TIMING(velocity), 0, 0},
+    {PBF_STAGE_STATS,           TIMING(stats),    0, 0},
+};
 /* clang-format on */
 #undef D
 #undef V
@@ -112,6 +144,8 @@ const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count) {
     case PBF_SOLVER_PBF: break;
     case PBF_SOLVER_WCSPH: TABLE(wcsph_stages);
     case PBF_SOLVER_DFSPH: TABLE(dfsph_stages);
+    case PBF_SOLVER_PCISPH: TABLE(pcisph_stages);
+    case PBF_SOLVER_IISPH: TABLE(iisph_stages);
     }
     TABLE(pbf_stages);
 }
@@ -146,6 +180,13 @@ static solve_bounds bounds(const pbf_world *w, int loop) {
             b = (solve_bounds){d->dfsph.min_iterations, d->dfsph.max_iterations,
                                d->dfsph.tolerance};
         break;
+    case PBF_SOLVER_PCISPH:
+        b = (solve_bounds){d->pcisph.min_iterations, d->pcisph.max_iterations,
+                           d->pcisph.tolerance};
+        break;
+    case PBF_SOLVER_IISPH:
+        b = (solve_bounds){d->iisph.min_iterations, d->iisph.max_iterations, d->iisph.tolerance};
+        break;
     }
     return b;
 }
@@ -158,11 +199,16 @@ static int substeps(const pbf_world *w, float dt) {
                     (double)d->gravity.z * d->gravity.z);
     double v = w->stats.max_speed + g * dt, limit = 0.0;
     if (!isfinite(v)) v = 0.0;
+    /* the incompressible solvers: a particle moves at most cfl particle diameters per substep */
+    const float cfl = d->solver == PBF_SOLVER_DFSPH    ? d->dfsph.cfl
+                      : d->solver == PBF_SOLVER_PCISPH ? d->pcisph.cfl
+                      : d->solver == PBF_SOLVER_IISPH  ? d->iisph.cfl
+                                                       : 0.0f;
     if (d->solver == PBF_SOLVER_WCSPH) {
         double cs = sqrt((double)d->wcsph.stiffness * d->wcsph.exponent / d->rest_density);
         limit = d->wcsph.cfl * w->k.h / (cs + v);
-    } else if (d->solver == PBF_SOLVER_DFSPH && d->dfsph.cfl > 0.0f && v > 0.0) {
-        limit = d->dfsph.cfl * 2.0 * d->particle_radius / v;
+    } else if (cfl > 0.0f && v > 0.0) {
+        limit = cfl * 2.0 * d->particle_radius / v;
     }
     if (!(limit > 0.0) || dt <= limit) return 1;
     double n = ceil(dt / limit);

@@ -8,7 +8,7 @@
 #include "internal.h"
 
 static const char *const constraint_names[] = {"unilateral", "bilateral", NULL};
-static const char *const solver_names[] = {"pbf", "wcsph", "dfsph", NULL};
+static const char *const solver_names[] = {"pbf", "wcsph", "dfsph", "pcisph", "iisph", NULL};
 static const char *const device_default[] = {"cpu", NULL};
 
 #define F(field) offsetof(pbf_world_def, field)
@@ -46,7 +46,9 @@ static const pbf_param_info world_params[] = {
     {"solver", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, solver_names, F(solver),
      "pressure solver: pbf = Position Based Fluids (Macklin & Mueller 2013), wcsph = weakly "
      "compressible SPH (Becker & Teschner 2007), dfsph = divergence-free SPH (Bender & Koschier "
-     "2017); each has its own parameters below"},
+     "2017), pcisph = predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009), "
+     "iisph = implicit incompressible SPH (Ihmsen et al. 2014); each has its own parameters "
+     "below"},
 };
 
 /* Position Based Fluids' own parameters (Macklin & Mueller 2013). */
@@ -111,12 +113,49 @@ static const pbf_param_info dfsph_params[] = {
      "CFL number: each step is split into substeps of at most cfl * 2r / v_max (Bender & "
      "Koschier 2017, section 5); 0 = the step as given"},
 };
+
+/* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009). */
+static const pbf_param_info pcisph_params[] = {
+    {"pcisph_tolerance", PBF_PARAM_FLOAT, "%", 0.1, {0}, 0, 100, 0, NULL, F(pcisph.tolerance),
+     "predict-correct loop: p_i += delta (rho*_i - rho_0) at the predicted positions, delta of "
+     "eq. 8 for a full neighbourhood, p_i >= 0; stop when the average error (compression) is at "
+     "most this; 0 = always pcisph_max_iterations"},
+    {"pcisph_min_iterations", PBF_PARAM_INT, "1", 3, {0}, 0, 1000, 0, NULL,
+     F(pcisph.min_iterations), "iterations at least (3 in the paper, against temporal "
+     "fluctuations)"},
+    {"pcisph_max_iterations", PBF_PARAM_INT, "1", 100, {0}, 1, 10000, 0, NULL,
+     F(pcisph.max_iterations), "iterations at most"},
+    {"pcisph_cfl", PBF_PARAM_FLOAT, "1", 0.4, {0}, 0, 1, 0, NULL, F(pcisph.cfl),
+     "CFL number: each step is split into substeps of at most cfl * 2r / v_max; 0 = the step "
+     "as given"},
+};
+
+/* Implicit incompressible SPH (Ihmsen et al. 2014). */
+static const pbf_param_info iisph_params[] = {
+    {"iisph_tolerance", PBF_PARAM_FLOAT, "%", 0.1, {0}, 0, 100, 0, NULL, F(iisph.tolerance),
+     "pressure solve (Algorithm 1): stop when the average predicted density error "
+     "(compression) is at most this; 0 = always iisph_max_iterations"},
+    {"iisph_min_iterations", PBF_PARAM_INT, "1", 2, {0}, 0, 1000, 0, NULL,
+     F(iisph.min_iterations), "iterations at least (2 in the paper)"},
+    {"iisph_max_iterations", PBF_PARAM_INT, "1", 100, {0}, 1, 10000, 0, NULL,
+     F(iisph.max_iterations), "iterations at most"},
+    {"iisph_omega", PBF_PARAM_FLOAT, "1", 0.5, {0}, 0, 1, 1, NULL, F(iisph.omega),
+     "relaxation omega of the Jacobi update p_i = max((1 - omega) p_i + omega (rho_0 - "
+     "rho_adv_i - sum_j!=i a_ij p_j) / a_ii, 0) with the diagonal a_ii from d_ii (Ihmsen et al. "
+     "2014, section 3; 0.5 in the paper)"},
+    {"iisph_cfl", PBF_PARAM_FLOAT, "1", 0.4, {0}, 0, 1, 0, NULL, F(iisph.cfl),
+     "CFL number: each step is split into substeps of at most cfl * 2r / v_max; 0 = the step "
+     "as given"},
+};
 /* clang-format on */
 
 static const pbf_solver_info solvers[] = {
     {PBF_SOLVER_PBF, "pbf", "Position Based Fluids (Macklin & Mueller 2013)"},
     {PBF_SOLVER_WCSPH, "wcsph", "weakly compressible SPH (Becker & Teschner 2007)"},
     {PBF_SOLVER_DFSPH, "dfsph", "divergence-free SPH (Bender & Koschier 2015, 2017)"},
+    {PBF_SOLVER_PCISPH, "pcisph", "predictive-corrective incompressible SPH (Solenthaler & "
+                                  "Pajarola 2009)"},
+    {PBF_SOLVER_IISPH, "iisph", "implicit incompressible SPH (Ihmsen et al. 2014)"},
 };
 
 #undef F
@@ -142,6 +181,8 @@ const pbf_param_info *pbf_solver_params(pbf_solver_kind solver, size_t *count) {
     case PBF_SOLVER_PBF: TABLE(pbf_params);
     case PBF_SOLVER_WCSPH: TABLE(wcsph_params);
     case PBF_SOLVER_DFSPH: TABLE(dfsph_params);
+    case PBF_SOLVER_PCISPH: TABLE(pcisph_params);
+    case PBF_SOLVER_IISPH: TABLE(iisph_params);
     }
     if (count) *count = 0;
     return NULL;
@@ -453,6 +494,12 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
         {offsetof(pbf_world_def, dfsph.divergence_min_iterations),
          offsetof(pbf_world_def, dfsph.divergence_max_iterations),
          "dfsph_divergence_min_iterations", "dfsph_divergence_max_iterations"},
+        {offsetof(pbf_world_def, pcisph.min_iterations),
+         offsetof(pbf_world_def, pcisph.max_iterations), "pcisph_min_iterations",
+         "pcisph_max_iterations"},
+        {offsetof(pbf_world_def, iisph.min_iterations),
+         offsetof(pbf_world_def, iisph.max_iterations), "iisph_min_iterations",
+         "iisph_max_iterations"},
     };
     for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; ++b) {
         int mn = *(const int *)((const char *)def + bounds[b].min);

@@ -1,24 +1,41 @@
 #!/usr/bin/env bash
 # Every shipped scene runs a few frames: no non-finite value, no particle outside the container,
-# the particle count constant, the density error bounded. Usage: run_shipped_scenes.sh PBF SCENES_DIR
+# the particle count constant, the density error bounded; then one frame (4 steps) with each of
+# the solvers in PBF_SHIPPED_SOLVERS (default: pcisph iisph), chosen with --set solver=NAME.
+# Usage: run_shipped_scenes.sh PBF SCENES_DIR
 set -euo pipefail
 pbf=$1
 scenes=$2
 frames=${PBF_SHIPPED_FRAMES:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+solvers=${PBF_SHIPPED_SOLVERS-pcisph iisph}
 fail=0
+runs=()
 for scene in "$scenes"/*.json; do
-    name=$(basename "$scene" .json)
-    out="$tmp/$name"
-    if ! "$pbf" run "$scene" --out "$out" --frames "$frames" --format csv --quiet; then
+    runs+=("$scene:")
+    for solver in $solvers; do runs+=("$scene:$solver"); done
+done
+for run in "${runs[@]}"; do
+    scene=${run%:*}
+    solver=${run##*:}
+    name=$(basename "$scene" .json)${solver:+ ($solver)}
+    out="$tmp/run"
+    rm -rf "$out"
+    n=$frames
+    set_solver=()
+    if [[ -n $solver ]]; then
+        n=1
+        set_solver=(--set "solver=$solver")
+    fi
+    if ! "$pbf" run "$scene" --out "$out" --frames "$n" --format csv --quiet ${set_solver[@]+"${set_solver[@]}"}; then
         echo "FAIL $name: pbf run exited non-zero"
         fail=1
         continue
     fi
     lines=$(wc -l <"$out/stats.jsonl")
-    if [[ $lines -ne $((frames + 1)) ]]; then
-        echo "FAIL $name: stats.jsonl has $lines lines, expected $((frames + 1))"
+    if [[ $lines -ne $((n + 1)) ]]; then
+        echo "FAIL $name: stats.jsonl has $lines lines, expected $((n + 1))"
         fail=1
     fi
     # every frame: nonfinite 0, escaped 0, same particle count as frame 0, density error < 50 %
@@ -37,7 +54,7 @@ for scene in "$scenes"/*.json; do
         END { exit bad }' "$out/stats.jsonl"; then
         fail=1
     else
-        echo "ok   $name: $(head -n1 "$out/stats.jsonl" | grep -o '"particles": *[0-9]*'), $frames frames"
+        echo "ok   $name: $(head -n1 "$out/stats.jsonl" | grep -o '"particles": *[0-9]*'), $n frames"
     fi
 done
 exit $fail

@@ -74,9 +74,12 @@ typedef enum pbf_constraint_mode {
  * confinement; each has its own parameters (its own table in pbf/params.h, listed by
  * pbf_solvers()). The values are stable; only the solvers pbf_solvers() lists are built in. */
 typedef enum pbf_solver_kind {
-    PBF_SOLVER_PBF = 0,   /* Position Based Fluids (Macklin & Müller 2013) */
-    PBF_SOLVER_WCSPH = 1, /* weakly compressible SPH (Becker & Teschner 2007) */
-    PBF_SOLVER_DFSPH = 2  /* divergence-free SPH (Bender & Koschier 2015, 2017) */
+    PBF_SOLVER_PBF = 0,    /* Position Based Fluids (Macklin & Müller 2013) */
+    PBF_SOLVER_WCSPH = 1,  /* weakly compressible SPH (Becker & Teschner 2007) */
+    PBF_SOLVER_DFSPH = 2,  /* divergence-free SPH (Bender & Koschier 2015, 2017) */
+    PBF_SOLVER_PCISPH = 3, /* predictive-corrective incompressible SPH (Solenthaler & Pajarola
+                              2009) */
+    PBF_SOLVER_IISPH = 4   /* implicit incompressible SPH (Ihmsen et al. 2014) */
 } pbf_solver_kind;
 
 /* Parameters of Position Based Fluids (Macklin & Müller 2013) alone. */
@@ -113,6 +116,24 @@ typedef struct pbf_dfsph_params {
     float cfl;                  /* substeps of at most cfl * 2r / v_max; 0: the step as given */
 } pbf_dfsph_params;
 
+/* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009): per substep, predict
+ * the positions, their density error, correct the pressure by a constant factor delta computed
+ * once for a particle with a full neighbourhood (eq. 8), until the average error is small. */
+typedef struct pbf_pcisph_params {
+    float tolerance;            /* average predicted density error to stop at, percent */
+    int min_iterations, max_iterations;
+    float cfl;                  /* substeps of at most cfl * 2r / v_max; 0: the step as given */
+} pbf_pcisph_params;
+
+/* Implicit incompressible SPH (Ihmsen et al. 2014): relaxed Jacobi iterations on the pressure
+ * Poisson equation with the diagonal a_ii, per substep. */
+typedef struct pbf_iisph_params {
+    float tolerance;            /* average predicted density error to stop at, percent */
+    int min_iterations, max_iterations;
+    float omega;                /* relaxation of the Jacobi update (the paper: 0.5) */
+    float cfl;                  /* substeps of at most cfl * 2r / v_max; 0: the step as given */
+} pbf_iisph_params;
+
 #define PBF_DEVICE_NAME_MAX 32
 
 /* Everything that defines a world: what every solver shares, then the solver's own parameters.
@@ -139,6 +160,8 @@ typedef struct pbf_world_def {
     pbf_pbf_params pbf;         /* solver = PBF_SOLVER_PBF */
     pbf_wcsph_params wcsph;     /* solver = PBF_SOLVER_WCSPH */
     pbf_dfsph_params dfsph;     /* solver = PBF_SOLVER_DFSPH */
+    pbf_pcisph_params pcisph;   /* solver = PBF_SOLVER_PCISPH */
+    pbf_iisph_params iisph;     /* solver = PBF_SOLVER_IISPH */
 } pbf_world_def;
 
 pbf_world_def pbf_default_world_def(void);
@@ -239,7 +262,7 @@ typedef struct pbf_stats {
                                   ("predict", "lambda", "delta_p", "collide", "velocity",
                                   "vorticity_xsph", or a stage of another solver), or NULL */
     /* The pressure solve of the last step (all its substeps): */
-    int substeps;              /* substeps the step was split into (WCSPH, DFSPH: CFL), else 1 */
+    int substeps;              /* substeps the step was split into (the SPH solvers: CFL), else 1 */
     int iterations;            /* iterations of the density solve, summed over the substeps */
     double solver_error;       /* average density error the density solve reached in its last
                                   substep (its own measure, percent; WCSPH: the density error

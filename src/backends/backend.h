@@ -29,6 +29,10 @@ typedef enum pbf_stage_id {
     PBF_STAGE_DFSPH_FACTOR,   /* density, DFSPH factor 1 / (|sum V grad W|^2 + sum |V grad W|^2) */
     PBF_STAGE_DIVERGENCE,     /* k_i = factor_i max(dt Drho_i/Dt / rho_0, 0) (measures) */
     PBF_STAGE_DENSITY_ADV,    /* k_i = factor_i max(rho_i / rho_0 + dt Drho_i/Dt / rho_0 - 1, 0) */
+    PBF_STAGE_PCISPH_INIT,    /* PCISPH: pressure k_i = 0 */
+    PBF_STAGE_PCISPH_PRESSURE, /* density at x + dt v, k_i += delta (rho*_i / rho_0 - 1), >= 0 */
+    PBF_STAGE_IISPH_DIAGONAL, /* IISPH: density, a_ii = -(|sum V grad W|^2 + sum |V grad W|^2) */
+    PBF_STAGE_IISPH_PRESSURE, /* rho_i + dt Drho_i/Dt, k_i += omega (rho_0 - rho_i^l) / a_ii */
     PBF_STAGE_PRESSURE_ACCEL, /* v_i -= (sum_j V (k_i + k_j) grad W_ij + k_i grad wall) / dt */
     PBF_STAGE_ADVECT,         /* delta x = dt v, applied with collisions by PBF_STAGE_COLLIDE */
     PBF_STAGE_STATS,          /* statistics of the state into pbf_world.stats */

@@ -77,6 +77,49 @@ PBF_FN float pbf_dfsph_source(float rel, float d, float dt, int divergence) {
     return c > 0.0f ? c : 0.0f;
 }
 
+/* PCISPH (Solenthaler & Pajarola 2009): the pressure of particle i grows by delta times its
+ * density error at the predicted positions, p_i += delta (rho*_i - rho_0), with delta = 1 /
+ * (beta (|sum_j grad W_ij|^2 + sum_j |grad W_ij|^2)) and beta = 2 dt^2 m^2 / rho_0^2 (eq. 8),
+ * computed once for a prototype particle with a full neighbourhood: the particles of the rest
+ * lattice within h, where the first sum vanishes. As k = dt^2 p / rho_0 (rho_0 in the pressure
+ * force, as in the paper) and with V = m / rho_0 this is k_i += delta_k (rho*_i / rho_0 - 1),
+ * delta_k = 1 / (2 sum_j |V grad W_ij|^2): dt cancels. `lattice_grad2` is that sum (1/m^2).
+ * Each correction's pressure force is the symmetric acceleration above with its gradients taken
+ * at the predicted positions x + dt v where the density was measured (taken at the start of the
+ * step instead, the corrections feed energy into a fluid at rest). */
+PBF_FN float pbf_pcisph_delta(float lattice_grad2) { return 0.5f / lattice_grad2; }
+
+/* PCISPH's corrected pressure, clamped at 0: no tension at the free surface, where the
+ * predicted density is below rest density for lack of neighbours. `err` = rho*_i / rho_0 - 1. */
+PBF_FN float pbf_pcisph_k(float k, float err, float delta) {
+    float kn = k + delta * err;
+    return kn > 0.0f ? kn : 0.0f;
+}
+
+/* IISPH (Ihmsen et al. 2014). The pressure displacement over a step is d_ii p_i + sum_j d_ij p_j
+ * with d_ii = -dt^2 sum_j m / rho_i^2 grad W_ij and d_ij = -dt^2 m / rho_j^2 grad W_ij, and the
+ * diagonal of the pressure Poisson equation is a_ii = sum_j m (d_ii - d_ji) . grad W_ij, d_ji =
+ * dt^2 m / rho_i^2 grad W_ij. In k = dt^2 rho_0 p / rho^2 that displacement is the symmetric
+ * pressure acceleration above times dt, -(sum_j V (k_i + k_j) grad W_ij + k_i grad wall_i), with
+ * the wall mirroring the particle's pressure and at rest (d_ii gains the wall gradient, d_bi = 0),
+ * and the diagonal becomes a_ii = -(|g_i|^2 + s_i): the change of rho_i / rho_0 per unit of
+ * k_i (1/m^2), DFSPH's factor inverted. */
+PBF_FN float pbf_iisph_diagonal(float g2, float s) { return -(g2 + s); }
+
+/* IISPH's relaxed Jacobi update, p_i^{l+1} = (1 - omega) p_i^l + omega (rho_0 - rho_adv_i -
+ * sum_{j != i} a_ij p_j^l) / a_ii, in the form p_i^l + omega (rho_0 - rho_i^l) / a_ii: rho_i^l =
+ * rho_adv_i + sum_j a_ij p_j^l is the density predicted from the velocities the pressures p^l give
+ * (v_adv plus the accumulated pressure accelerations, rho_i + dt D_i), so that sum_j d_ij p_j
+ * lives in those velocities and is never stored. In units of k, with `rel` = rho_i^l / rho_0:
+ * k_i + omega (1 - rel) / a_ii, clamped at 0 (no tension); 0 where a_ii vanishes (a particle
+ * alone: |a_ii| <= eps). The scaling k_i = dt^2 rho_0 p_i / rho_i^2 is per particle, so the
+ * Jacobi iterates are the paper's, scaled. */
+PBF_FN float pbf_iisph_k(float k, float rel, float aii, float omega, float eps) {
+    if (!(aii < -eps)) return 0.0f;
+    float kn = k + omega * (1.0f - rel) / aii;
+    return kn > 0.0f ? kn : 0.0f;
+}
+
 /* The collisions and friction of walls.h on a velocity: the motion dt v from x (the position the
  * solve works at) is pushed out of the boxes and into the container, and v becomes what is left
  * of it. Inside the SPH solvers' iterations, as PBF projects its collisions in every iteration:

@@ -818,36 +818,41 @@ static int stage_dfsph_factor(pbf_world *w) {
     return bad;
 }
 
+/* D_i = sum_j V (v_i - v_j) . grad W_ij + v_i . grad wall_i, the rate of change of rho_i / rho_0
+ * from the current velocities (the wall is at rest), with gw the wall gradient at x_i. */
+static inline PBF_SIMD_INLINE float density_rate(pbf_world *w, int i, const float gw[3]) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf vol = vf_set1(w->k.volume);
+    const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
+    pbf_vf dsum = vf_set1(0.0f);
+    FOR_NEIGHBOURS(w, i,
+        pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+        pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+        pbf_vi in = valid & (r2 < h2v);
+        pbf_vf f = vol * v_spiky(k, r2, in);
+        pbf_vf ux = vf_and(vxi - LOAD(VX), in), uy = vf_and(vyi - LOAD(VY), in),
+               uz = vf_and(vzi - LOAD(VZ), in);
+        dsum += vf_and(f * dx, in) * ux + vf_and(f * dy, in) * uy + vf_and(f * dz, in) * uz;
+    );
+    return vf_hsum(dsum) + VX[i] * gw[0] + VY[i] * gw[1] + VZ[i] * gw[2];
+}
+
 /* DFSPH: the source term of the divergence (divergence != 0) or density solve from the current
  * velocities, k_i = factor_i * source_i, and the average source as the solve's error. */
 static int stage_dfsph_source(pbf_world *w, float dt, int divergence) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
-    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
-    const pbf_sph_consts *k = &w->k;
-    const pbf_vf h2v = vf_set1(k->h2);
-    const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
-        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-        const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         pbf_world_wall_density(w, p, gw);
-        pbf_vf dsum = vf_set1(0.0f);
-        FOR_NEIGHBOURS(w, i,
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
-            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < h2v);
-            pbf_vf f = vol * v_spiky(k, r2, in);
-            pbf_vf ux = vf_and(vxi - LOAD(VX), in), uy = vf_and(vyi - LOAD(VY), in),
-                   uz = vf_and(vzi - LOAD(VZ), in);
-            dsum += vf_and(f * dx, in) * ux + vf_and(f * dy, in) * uy + vf_and(f * dz, in) * uz;
-        );
-        /* the wall is at rest: its term is v_i . grad wall_i */
-        float d = vf_hsum(dsum) + VX[i] * gw[0] + VY[i] * gw[1] + VZ[i] * gw[2];
-        float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence);
+        float c = pbf_dfsph_source(w->density[i] * inv_rho0, density_rate(w, i, gw), dt, divergence);
         w->sy[i] = c;
         w->lambda[i] = c * w->sx[i];
         if (!isfinite(w->lambda[i]) && i < bad) bad = i;
@@ -859,27 +864,44 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence) {
 /* The symmetric pressure acceleration of every SPH solver over dt, from k = dt^2 rho_0 p / rho^2:
  * v_i -= (sum_j V (k_i + k_j) grad W_ij + k_i grad wall_i) / dt, then the collisions and
  * friction on the motion dt v (as PBF's collide stage does inside its iterations), so that the
- * next measure of the solve sees the motion the walls allow. */
-static int stage_pressure_accel(pbf_world *w, float dt) {
+ * next measure of the solve sees the motion the walls allow. With `predicted` (PCISPH) the
+ * gradients are taken at the predicted positions x + dt v (the velocities before this pass) and
+ * the new velocities go to sx, sy, sz, which then swap roles with vx, vy, vz. */
+static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int predicted) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    /* no restrict: without `predicted` the new velocities overwrite the ones read */
+    const float *VX = w->vx, *VY = w->vy, *VZ = w->vz;
     const float *restrict K = w->lambda;
+    float *OX = predicted ? w->sx : w->vx, *OY = predicted ? w->sy : w->vy,
+          *OZ = predicted ? w->sz : w->vz;
     const int n = w->count;
     const float inv_dt = 1.0f / dt;
     const int viscous = w->def.solver == PBF_SOLVER_WCSPH;
     const pbf_sph_consts *k = &w->k;
-    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf h2v = vf_set1(k->h2), dtv = vf_set1(dt);
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
 #pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
-        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+        float g[3] = {p[0], p[1], p[2]}; /* where the gradients are taken */
+        if (predicted) {
+            g[0] += dt * VX[i];
+            g[1] += dt * VY[i];
+            g[2] += dt * VZ[i];
+        }
+        const pbf_vf xi = vf_set1(g[0]), yi = vf_set1(g[1]), zi = vf_set1(g[2]);
         const float ki = K[i];
         const pbf_vf vki = vf_set1(ki);
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-        pbf_world_wall_density(w, p, gw);
+        pbf_world_wall_density(w, g, gw);
         pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
         FOR_NEIGHBOURS(w, i,
             pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+            if (predicted) {
+                dx -= dtv * LOAD(VX);
+                dy -= dtv * LOAD(VY);
+                dz -= dtv * LOAD(VZ);
+            }
             pbf_vf r2 = dx * dx + dy * dy + dz * dz;
             pbf_vi in = valid & (r2 < h2v);
             pbf_vf f = vf_and((vki + LOAD(K)) * vol * v_spiky(k, r2, in), in);
@@ -887,21 +909,30 @@ static int stage_pressure_accel(pbf_world *w, float dt) {
             ay += vf_and(f * dy, in);
             az += vf_and(f * dz, in);
         );
-        float vx = w->vx[i] - (vf_hsum(ax) + ki * gw[0]) * inv_dt;
-        float vy = w->vy[i] - (vf_hsum(ay) + ki * gw[1]) * inv_dt;
-        float vz = w->vz[i] - (vf_hsum(az) + ki * gw[2]) * inv_dt;
+        float vx = VX[i] - (vf_hsum(ax) + ki * gw[0]) * inv_dt;
+        float vy = VY[i] - (vf_hsum(ay) + ki * gw[1]) * inv_dt;
+        float vz = VZ[i] - (vf_hsum(az) + ki * gw[2]) * inv_dt;
         if (viscous) { /* WCSPH's artificial viscosity, from its pressure stage */
             vx += w->sx[i];
             vy += w->sy[i];
             vz += w->sz[i];
         }
         pbf_sph_collide_velocity(&w->wc, w->wall_boxes, p, dt, &vx, &vy, &vz);
-        w->vx[i] = vx;
-        w->vy[i] = vy;
-        w->vz[i] = vz;
+        OX[i] = vx;
+        OY[i] = vy;
+        OZ[i] = vz;
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
+    if (predicted) {
+        swapf(&w->vx, &w->sx);
+        swapf(&w->vy, &w->sy);
+        swapf(&w->vz, &w->sz);
+    }
     return bad;
+}
+
+static int stage_pressure_accel(pbf_world *w, float dt) {
+    return w->def.solver == PBF_SOLVER_PCISPH ? pressure_accel(w, dt, 1) : pressure_accel(w, dt, 0);
 }
 
 /* delta x = dt v into the scratch arrays: the collide stage applies it with the collisions. */
@@ -914,6 +945,118 @@ static int stage_advect(pbf_world *w, float dt) {
         w->sz[i] = dt * w->vz[i];
     }
     return INT_MAX;
+}
+
+/* ---- PCISPH and IISPH: the pressure k accumulates over the iterations (PCISPH: in density,
+ * IISPH: in sy), lambda holds the increment that pressure_accel applies (the acceleration is
+ * linear in k); IISPH keeps a_ii in sx and the error in sz. */
+
+/* PCISPH: p = 0 and F^p = 0 before the loop, and the velocities that the walls allow (the
+ * collisions on dt v, as pressure_accel applies them after every correction), so that the first
+ * prediction x + dt v already lies inside the container and outside the boxes. */
+static int stage_pcisph_init(pbf_world *w, float dt) {
+    const int n = w->count;
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+    for (int i = 0; i < n; ++i) {
+        float p[3] = {w->qx[i], w->qy[i], w->qz[i]};
+        pbf_sph_collide_velocity(&w->wc, w->wall_boxes, p, dt, &w->vx[i], &w->vy[i], &w->vz[i]);
+        w->density[i] = 0.0f;
+        if (!isfinite(w->vx[i] + w->vy[i] + w->vz[i]) && i < bad) bad = i;
+    }
+    return bad;
+}
+
+/* sum_j W(x*_i - x*_j) over the step's neighbours at the predicted positions x* = x + dt v. */
+static inline PBF_SIMD_INLINE float predicted_kernel_sum(pbf_world *w, int i, float dt) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2), dtv = vf_set1(dt);
+    const pbf_vf xi = vf_set1(QX[i] + dt * VX[i]), yi = vf_set1(QY[i] + dt * VY[i]),
+                 zi = vf_set1(QZ[i] + dt * VZ[i]);
+    pbf_vf rho = vf_set1(0.0f);
+    FOR_NEIGHBOURS(w, i,
+        pbf_vf dx = xi - LOAD(QX) - dtv * LOAD(VX), dy = yi - LOAD(QY) - dtv * LOAD(VY),
+               dz = zi - LOAD(QZ) - dtv * LOAD(VZ);
+        pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+        rho += v_poly6(k, r2, valid & (r2 < h2v));
+    );
+    return vf_hsum(rho);
+}
+
+/* PCISPH: the density error at the predicted positions x* = x + dt v (walls included), its
+ * average (compression) as the error of the loop, and the pressure corrected by delta times
+ * the error (eq. 8), >= 0, with the increment in lambda. */
+static int stage_pcisph_pressure(pbf_world *w, float dt) {
+    const int n = w->count;
+    const float delta = pbf_pcisph_delta(w->lattice_grad2);
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    for (int i = 0; i < n; ++i) {
+        float p[3] = {w->qx[i] + dt * w->vx[i], w->qy[i] + dt * w->vy[i],
+                      w->qz[i] + dt * w->vz[i]},
+              gw[3];
+        float wall = pbf_world_wall_density(w, p, gw);
+        float rel = w->k.volume * predicted_kernel_sum(w, i, dt) + wall;
+        w->lambda[i] = rel - 1.0f;
+        if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+    }
+    w->solve_error = 100.0 * mean_excess(w, w->lambda, 1.0f, 0.0f);
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        float kn = pbf_pcisph_k(w->density[i], w->lambda[i], delta);
+        w->lambda[i] = kn - w->density[i];
+        w->density[i] = kn;
+    }
+    return bad;
+}
+
+/* IISPH: density (walls included), the diagonal a_ii into sx, the pressure zeroed. */
+static int stage_iisph_diagonal(pbf_world *w) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const int n = w->count;
+    int bad = INT_MAX;
+    const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
+            float wall = pbf_world_wall_density(w, p, gw);
+            density_grad_sums(w, i, &rho, g, &s2, P, &cache);
+            float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
+            w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
+            w->sx[i] = pbf_iisph_diagonal(gix * gix + giy * giy + giz * giz, s2);
+            w->sy[i] = 0.0f;
+            if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
+        }
+    }
+    return bad;
+}
+
+/* IISPH: the density rho_i^l predicted from the velocities the current pressure gives, its error
+ * into sz, and the relaxed Jacobi update of the pressure; the average error (compression). */
+static int stage_iisph_pressure(pbf_world *w, float dt) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const int n = w->count;
+    const float inv_rho0 = 1.0f / w->k.rest_density, omega = w->def.iisph.omega;
+    const float eps = 1e-6f * w->lattice_grad2;
+    int bad = INT_MAX;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    for (int i = 0; i < n; ++i) {
+        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+        pbf_world_wall_density(w, p, gw);
+        float rel = w->density[i] * inv_rho0 + dt * density_rate(w, i, gw);
+        float kn = pbf_iisph_k(w->sy[i], rel, w->sx[i], omega, eps);
+        w->sz[i] = rel - 1.0f;
+        w->lambda[i] = kn - w->sy[i];
+        w->sy[i] = kn;
+        if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+    }
+    w->solve_error = 100.0 * mean_excess(w, w->sz, 1.0f, 0.0f);
+    return bad;
 }
 
 static void cpu_refresh(pbf_world *w) {
@@ -993,6 +1136,10 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     case PBF_STAGE_DFSPH_FACTOR: return stage_dfsph_factor(w);
     case PBF_STAGE_DIVERGENCE: return stage_dfsph_source(w, c->dt, 1);
     case PBF_STAGE_DENSITY_ADV: return stage_dfsph_source(w, c->dt, 0);
+    case PBF_STAGE_PCISPH_INIT: return stage_pcisph_init(w, c->dt);
+    case PBF_STAGE_PCISPH_PRESSURE: return stage_pcisph_pressure(w, c->dt);
+    case PBF_STAGE_IISPH_DIAGONAL: return stage_iisph_diagonal(w);
+    case PBF_STAGE_IISPH_PRESSURE: return stage_iisph_pressure(w, c->dt);
     case PBF_STAGE_PRESSURE_ACCEL: return stage_pressure_accel(w, c->dt);
     case PBF_STAGE_ADVECT: return stage_advect(w, c->dt);
     case PBF_STAGE_STATS: stage_stats(w); return INT_MAX;

@@ -432,6 +432,10 @@ static int cu_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c)
                                         FF(SY), FF(SZ));
         break;
     case PBF_STAGE_STATS:
+    case PBF_STAGE_PCISPH_INIT: /* PCISPH, IISPH: CPU only so far (refused by pbf_backend_open) */
+    case PBF_STAGE_PCISPH_PRESSURE:
+    case PBF_STAGE_IISPH_DIAGONAL:
+    case PBF_STAGE_IISPH_PRESSURE:
     case PBF_STAGE_COUNT: break;
     }
     CHECK_LAUNCH(d);

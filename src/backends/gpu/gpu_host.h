@@ -88,6 +88,8 @@ static inline int pbf_gpu_slots_per_substep(const pbf_world_def *d) {
     case PBF_SOLVER_DFSPH:
         n = 2 + 2 * d->dfsph.divergence_max_iterations + 1 + 2 * d->dfsph.max_iterations + 1 + 4;
         break;
+    case PBF_SOLVER_PCISPH:
+    case PBF_SOLVER_IISPH: break; /* CPU only so far: refused by pbf_backend_open */
     }
     return n > 0 ? n : 1;
 }
