@@ -95,6 +95,7 @@ struct pbf_world {
     struct {              /* the pressure solve of the last step, for pbf_stats */
         int substeps, iterations, divergence_iterations;
         double error, divergence_error;
+        int64_t speed_clamps; /* velocities the speed limit cut (every stage, every substep) */
     } solve;
     pbf_stats stats;
     pbf_bad_particle bad; /* the particle behind stats.bad_stage */
@@ -184,7 +185,12 @@ void pbf_stats_finish(pbf_world *w, const double acc[PBF_STATS_PARTIALS], int lo
  * statistics, so they are read but never integrated. */
 typedef struct pbf_world_hooks {
     void (*after_stage)(pbf_world *w, pbf_stage_id stage, void *user);
-    void (*reduce_stats)(pbf_world *w, double acc[PBF_STATS_PARTIALS], double *count, void *user);
+    /* acc, the local particle count and the local speed-limit cuts, summed in place */
+    void (*reduce_stats)(pbf_world *w, double acc[PBF_STATS_PARTIALS], double *count,
+                         double *clamps, void *user);
+    /* 1 if particle i (memory order, after the grid stage) is a ghost: its speed-limit cuts are
+     * counted by its owner, not here */
+    int (*is_ghost)(const pbf_world *w, int i, void *user);
     void *user;
 } pbf_world_hooks;
 

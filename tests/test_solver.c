@@ -313,6 +313,68 @@ static void test_stage_timing(void) {
     ENSURE(parts <= on.total * (1.0 + 1e-9) && parts >= 0.99 * on.total);
 }
 
+/* The speed limit |v| <= cfl h / dt never cuts a velocity silently: stats.speed_clamps counts
+ * every cut, the same on every device and for any thread count, and is 0 where the flow stays
+ * below the limit. */
+static int64_t clamped_run(float cfl, int threads, float v0, int64_t *first_step,
+                           double *vmax_seen, int *particles) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = 0.015f;
+    def.domain_max = (pbf_vec3){0.8f, 0.5f, 0.2f};
+    def.cfl = cfl;
+    def.threads = threads;
+    pbf_world *w = make(&def);
+    if (!w || !add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.24f, 0.3f, 0.2f},
+                         (pbf_vec3){v0, 0.0f, 0.0f})) {
+        pbf_world_destroy(w);
+        return -1;
+    }
+    const float dt = 1.0f / 240.0f;
+    int64_t total = 0;
+    *vmax_seen = 0.0;
+    *particles = pbf_world_stats(w).particles;
+    for (int s = 0; s < 60; ++s) {
+        if (pbf_world_step(w, dt, NULL) != PBF_OK) total = -1;
+        pbf_stats st = pbf_world_stats(w);
+        if (total < 0 || st.speed_clamps < 0) break;
+        if (s == 0) *first_step = st.speed_clamps;
+        total += st.speed_clamps;
+        if (st.max_speed > *vmax_seen) *vmax_seen = st.max_speed;
+    }
+    pbf_world_destroy(w);
+    return total;
+}
+
+static void test_speed_limit_counted(void) {
+    /* cfl 0.2: |v| <= 0.2 * 0.06 m * 240 /s = 2.88 m/s; the block starts at 4 m/s, so the first
+     * step's prediction cuts every particle's velocity, and the later velocity updates of the
+     * step may cut them again */
+    const double limit = 0.2 * 0.06 * 240.0;
+    int64_t first = 0;
+    double vmax = 0.0;
+    int n = 0, n2 = 0;
+    int64_t total = clamped_run(0.2f, 1, 4.0f, &first, &vmax, &n);
+    printf("  cfl 0.2, 4 m/s: %lld cuts in the first step, %lld in 60 steps, max speed %.4f m/s "
+           "(limit %.4f)\n", (long long)first, (long long)total, vmax, limit);
+    ENSURE(n > 400);
+    ENSURE(first >= n && first <= 3 * n);
+    ENSURE(total > first);
+    ENSURE(vmax <= limit * 1.0001);
+    /* the same count with other thread counts */
+    for (int t = 2; t <= 3; ++t) {
+        int64_t f2 = 0;
+        double v2 = 0.0;
+        ENSURE_EQ_INT((int)clamped_run(0.2f, t, 4.0f, &f2, &v2, &n2), (int)total);
+        ENSURE_EQ_INT((int)f2, (int)first);
+    }
+    /* the default limit (cfl * h / dt with h = 0.06 m, dt = 1/240 s) is far above this flow: no
+     * cut at all */
+    total = clamped_run(pbf_default_world_def().cfl, 1, 1.0f, &first, &vmax, &n2);
+    printf("  default cfl, 1 m/s: %lld cuts, max speed %.4f m/s\n", (long long)total, vmax);
+    ENSURE_EQ_INT((int)total, 0);
+    ENSURE(vmax > 1.0);
+}
+
 static void test_determinism_threads(void) {
     uint64_t h1 = run_threads(1);
     ENSURE(h1 != 0);
@@ -492,6 +554,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_dam_break_contained);
     RUN_SUBTEST(test_moving_wall);
     RUN_SUBTEST(test_friction);
+    RUN_SUBTEST(test_speed_limit_counted);
     RUN_SUBTEST(test_determinism_threads);
     RUN_SUBTEST(test_stage_timing);
     RUN_SUBTEST(test_snapshot_restore);

@@ -247,6 +247,11 @@ typedef struct pbf_stats {
     int divergence_iterations; /* DFSPH: iterations of the divergence solve, summed */
     double divergence_error;   /* DFSPH: average density change per substep from the velocity
                                   divergence that the divergence solve reached, percent */
+    int64_t speed_clamps;      /* velocities the speed limit |v| <= cfl * h / dt cut in the last
+                                  step (all its substeps; a particle counts once per velocity
+                                  update that hit the limit: prediction, velocity from the
+                                  positions, after XSPH and vorticity). 0 when the limit never
+                                  changed the motion; raise cfl (or take smaller steps) if not */
 } pbf_stats;
 
 pbf_stats pbf_world_stats(const pbf_world *world);

@@ -169,14 +169,23 @@ static void permute(pbf_world *w, const uint32_t *perm, void **scratch, void **a
     *arr = dst;
 }
 
+/* A cut of particle i's velocity by the speed limit, counted unless i is a ghost of a
+ * distributed run (its owner counts it; predict runs before the ghosts exist). */
+static inline int64_t counted_clamp(const pbf_world *w, int i) {
+    const pbf_world_hooks *hk = w->hooks;
+    return !hk || !hk->is_ghost || !hk->is_ghost(w, i, hk->user);
+}
+
 static int stage_predict(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+    int64_t clamps = 0;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad) \
+    reduction(+ : clamps)
     for (int i = 0; i < n; ++i) {
         float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
-        pbf_limit_speed(&vx, &vy, &vz, vmax);
+        clamps += pbf_limit_speed(&vx, &vy, &vz, vmax);
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
@@ -185,6 +194,7 @@ static int stage_predict(pbf_world *w, float dt, float vmax) {
         w->qz[i] = w->pz[i] + dt * vz;
         if (!isfinite(w->qx[i] + w->qy[i] + w->qz[i]) && i < bad) bad = i;
     }
+    w->solve.speed_clamps += clamps;
     return bad;
 }
 
@@ -340,16 +350,19 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float inv_dt = 1.0f / dt;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+    int64_t clamps = 0;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad) \
+    reduction(+ : clamps)
     for (int i = 0; i < n; ++i) {
         float vx = (w->qx[i] - w->px[i]) * inv_dt, vy = (w->qy[i] - w->py[i]) * inv_dt,
               vz = (w->qz[i] - w->pz[i]) * inv_dt;
-        pbf_limit_speed(&vx, &vy, &vz, vmax);
+        if (pbf_limit_speed(&vx, &vy, &vz, vmax)) clamps += counted_clamp(w, i);
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
+    w->solve.speed_clamps += clamps;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const pbf_sph_consts *k = &w->k;
@@ -400,7 +413,9 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf mass = vf_set1(w->k.mass);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+    int64_t clamps = 0;
+#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad) \
+    reduction(+ : clamps)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
@@ -434,12 +449,13 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
             vy += dt * eps * (nz * oxi - nx * ozi);
             vz += dt * eps * (nx * oyi - ny * oxi);
         }
-        pbf_limit_speed(&vx, &vy, &vz, vmax);
+        if (pbf_limit_speed(&vx, &vy, &vz, vmax)) clamps += counted_clamp(w, i);
         w->px[i] = vx;
         w->py[i] = vy;
         w->pz[i] = vz;
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
+    w->solve.speed_clamps += clamps;
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
     swapf(&w->px, &w->qx);
     swapf(&w->py, &w->qy);
@@ -472,10 +488,12 @@ static int stage_gravity(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+    int64_t clamps = 0;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad) \
+    reduction(+ : clamps)
     for (int i = 0; i < n; ++i) {
         float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
-        pbf_limit_speed(&vx, &vy, &vz, vmax);
+        clamps += pbf_limit_speed(&vx, &vy, &vz, vmax);
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
@@ -484,6 +502,7 @@ static int stage_gravity(pbf_world *w, float dt, float vmax) {
         w->qz[i] = w->pz[i];
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
+    w->solve.speed_clamps += clamps;
     return bad;
 }
 

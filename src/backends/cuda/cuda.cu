@@ -54,11 +54,11 @@ typedef struct cuda_state {
     float *F, *G;
     pbf_wall_box *boxes;
 
-    int *bad; /* nslots + 1 */
+    int *bad; /* nslots + 2: the guard's slots, the predict slot, the speed-limit cuts */
     pbf_gpu_bad *bad_info;
     int nslots, map_slot, seq;
     pbf_stage_id *slot_stage;
-    int *host_none;       /* nslots + 1 INT_MAX, the source of the guard's reset */
+    int *host_none;       /* nslots + 1 INT_MAX and a 0, the source of the guard's reset */
     pbf_gpu_bad nobody;   /* likewise */
 
     double *partial; /* statistics partials, PBF_STATS_VALUES per chunk */
@@ -164,6 +164,7 @@ static pbf_gpu_params params(const pbf_world *w, const pbf_step_ctx *c) {
     P.xsph = w->def.xsph_viscosity;
     P.scorr_n = w->def.pbf.scorr_n;
     P.unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
+    P.clamp_at = DEV(w)->nslots + 1;
     return P;
 }
 
@@ -256,7 +257,7 @@ static void begin_step(cuda_state *d) {
     d->seq = 0;
     for (int s = 0; s < d->nslots; ++s) d->slot_stage[s] = PBF_STAGE_COUNT;
     if (d->error != cudaSuccess) return;
-    keep(d, cudaMemcpyAsync(d->bad, d->host_none, (size_t)(d->nslots + 1) * sizeof(int),
+    keep(d, cudaMemcpyAsync(d->bad, d->host_none, (size_t)(d->nslots + 2) * sizeof(int),
                             cudaMemcpyHostToDevice, d->stream));
     keep(d, cudaMemcpyAsync(d->bad_info, &d->nobody, sizeof d->nobody, cudaMemcpyHostToDevice,
                             d->stream));
@@ -403,10 +404,14 @@ static void cu_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) 
         bad[s].position.x = bad[s].position.y = bad[s].position.z = 0.0f;
     }
     pbf_gpu_bad info = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
+    unsigned int clamps = 0u;
     enqueue_stats(w);
     if (d->error == cudaSuccess)
         keep(d, cudaMemcpyAsync(&info, d->bad_info, sizeof info, cudaMemcpyDeviceToHost,
                                 d->stream));
+    if (d->error == cudaSuccess) /* the step's speed-limit cuts */
+        keep(d, cudaMemcpyAsync(&clamps, d->bad + d->nslots + 1, sizeof clamps,
+                                cudaMemcpyDeviceToHost, d->stream));
     cu_sync(w);
     w->host_stale = 1;
     if (d->error != cudaSuccess) {
@@ -415,6 +420,7 @@ static void cu_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) 
         return;
     }
     d->stats_ready = 1;
+    w->solve.speed_clamps = clamps;
     if (info.slot >= 0 && info.slot < d->nslots && d->slot_stage[info.slot] < PBF_STAGE_COUNT) {
         pbf_bad_particle *b = &bad[d->slot_stage[info.slot]];
         b->index = info.index;
@@ -518,7 +524,7 @@ static size_t fixed_bytes(const pbf_world *w, int nslots) {
     }
     const size_t n3 = (size_t)w->walls.n * (size_t)w->walls.n * (size_t)w->walls.n;
     bytes += 2 * n3 * sizeof(float) + PBF_MAX_BOXES * sizeof(pbf_wall_box);
-    bytes += (size_t)(nslots + 1) * sizeof(int) + sizeof(pbf_gpu_bad);
+    bytes += (size_t)(nslots + 2) * sizeof(int) + sizeof(pbf_gpu_bad);
     return bytes;
 }
 
@@ -687,12 +693,14 @@ static pbf_status fixed_buffers(pbf_world *w, pbf_error *err) {
     d->G = (float *)new_buffer(d, n3 * sizeof(float), w->walls.G);
     d->boxes = (pbf_wall_box *)new_buffer(d, PBF_MAX_BOXES * sizeof(pbf_wall_box), NULL);
     d->slot_stage = (pbf_stage_id *)malloc((size_t)d->nslots * sizeof *d->slot_stage);
-    d->host_none = (int *)malloc((size_t)(d->nslots + 1) * sizeof(int));
-    if (d->host_none)
+    d->host_none = (int *)malloc((size_t)(d->nslots + 2) * sizeof(int));
+    if (d->host_none) {
         for (int s = 0; s <= d->nslots; ++s) d->host_none[s] = INT_MAX;
+        d->host_none[d->nslots + 1] = 0; /* the speed-limit cuts */
+    }
     d->nobody.slot = -1;
     d->nobody.index = INT_MAX;
-    d->bad = (int *)new_buffer(d, (size_t)(d->nslots + 1) * sizeof(int), NULL);
+    d->bad = (int *)new_buffer(d, (size_t)(d->nslots + 2) * sizeof(int), NULL);
     d->bad_info = (pbf_gpu_bad *)new_buffer(d, sizeof(pbf_gpu_bad), NULL);
     if (d->scan_levels > MAX_SCAN_LEVELS || !d->slot_stage || !d->host_none ||
         d->error != cudaSuccess) {

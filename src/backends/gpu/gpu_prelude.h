@@ -110,6 +110,7 @@ typedef struct pbf_gpu_params {
     float vorticity, xsph;
     int scorr_n;
     int unilateral;
+    int clamp_at;   /* index in `bad` of the step's count of speed-limit cuts */
 } pbf_gpu_params;
 
 #endif

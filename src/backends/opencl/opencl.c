@@ -101,7 +101,8 @@ typedef struct ocl_state {
     cl_mem F, G, boxes;
 
     /* non-finite guard: one int slot per launch of the step (atomic_min of a particle index),
-     * plus the predict slot followed through the sort, plus the captured particle */
+     * plus the predict slot followed through the sort, plus the step's count of speed-limit
+     * cuts (clamp_at = nslots + 1), plus the captured particle */
     cl_mem bad, bad_info;
     int nslots, map_slot, seq;
     pbf_stage_id *slot_stage;
@@ -374,6 +375,7 @@ static pbf_gpu_params params(const pbf_world *w, const pbf_step_ctx *c) {
     P.xsph = w->def.xsph_viscosity;
     P.scorr_n = w->def.pbf.scorr_n;
     P.unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
+    P.clamp_at = DEV(w)->nslots + 1;
     return P;
 }
 
@@ -510,13 +512,17 @@ static cl_int next_slot(ocl_state *d, pbf_stage_id stage) {
 static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c);
 
 static void begin_step(ocl_state *d) {
-    const cl_int none = INT_MAX;
+    const cl_int none = INT_MAX, zero = 0;
     const pbf_gpu_bad nobody = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
     d->seq = 0;
     for (int s = 0; s < d->nslots; ++s) d->slot_stage[s] = PBF_STAGE_COUNT;
     if (d->error != CL_SUCCESS) return;
     cl_int e = clEnqueueFillBuffer(d->queue, d->bad, &none, sizeof none, 0,
                                    (size_t)(d->nslots + 1) * sizeof(cl_int), 0, NULL, NULL);
+    if (e == CL_SUCCESS) /* the speed-limit cuts of the step */
+        e = clEnqueueFillBuffer(d->queue, d->bad, &zero, sizeof zero,
+                                (size_t)(d->nslots + 1) * sizeof(cl_int), sizeof zero, 0, NULL,
+                                NULL);
     if (e == CL_SUCCESS)
         e = clEnqueueWriteBuffer(d->queue, d->bad_info, CL_FALSE, 0, sizeof nobody, &nobody, 0,
                                  NULL, NULL);
@@ -671,12 +677,18 @@ static void ocl_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT])
         bad[s].id = 0;
         bad[s].position = (pbf_vec3){0.0f, 0.0f, 0.0f};
     }
-    /* one round trip: the statistics partials and the first non-finite particle */
+    /* one round trip: the statistics partials, the first non-finite particle and the count of
+     * speed-limit cuts */
     pbf_gpu_bad info = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
+    cl_int clamps = 0;
     enqueue_stats(w);
     if (d->error == CL_SUCCESS) {
         cl_int e = clEnqueueReadBuffer(d->queue, d->bad_info, CL_FALSE, 0, sizeof info, &info, 0,
                                        NULL, NULL);
+        if (e == CL_SUCCESS)
+            e = clEnqueueReadBuffer(d->queue, d->bad, CL_FALSE,
+                                    (size_t)(d->nslots + 1) * sizeof(cl_int), sizeof clamps,
+                                    &clamps, 0, NULL, NULL);
         if (e == CL_SUCCESS) e = clFinish(d->queue);
         if (e != CL_SUCCESS) d->error = e;
     }
@@ -686,6 +698,7 @@ static void ocl_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT])
         return;
     }
     d->stats_ready = 1;
+    w->solve.speed_clamps = (uint32_t)clamps; /* the kernels add unsigned ones */
     if (info.slot >= 0 && info.slot < d->nslots && d->slot_stage[info.slot] < PBF_STAGE_COUNT) {
         pbf_bad_particle *b = &bad[d->slot_stage[info.slot]];
         b->index = info.index;
@@ -823,7 +836,7 @@ static size_t fixed_bytes(const pbf_world *w) {
     }
     const size_t n3 = (size_t)w->walls.n * (size_t)w->walls.n * (size_t)w->walls.n;
     bytes += 2 * n3 * sizeof(float) + PBF_MAX_BOXES * sizeof(pbf_wall_box);
-    bytes += (size_t)(d->nslots + 1) * sizeof(cl_int) + sizeof(pbf_gpu_bad);
+    bytes += (size_t)(d->nslots + 2) * sizeof(cl_int) + sizeof(pbf_gpu_bad);
     return bytes;
 }
 
@@ -1074,7 +1087,7 @@ static pbf_status fixed_buffers(pbf_world *w, pbf_error *err) {
     d->nslots = 4 + 3 * w->def.pbf.solver_iterations;
     d->map_slot = d->nslots;
     d->slot_stage = malloc((size_t)d->nslots * sizeof *d->slot_stage);
-    d->bad = new_buffer(d, (size_t)(d->nslots + 1) * sizeof(cl_int), NULL);
+    d->bad = new_buffer(d, (size_t)(d->nslots + 2) * sizeof(cl_int), NULL);
     d->bad_info = new_buffer(d, sizeof(pbf_gpu_bad), NULL);
     if (d->error == CL_SUCCESS) ocl_sync(w);
     if (!scan_ok || !d->slot_stage || d->error != CL_SUCCESS) {
