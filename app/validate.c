@@ -6,8 +6,8 @@
  * cores. The resolution is n, the number of particles across the column width L = 0.146 m
  * (Koshizuka & Oka 1996); the particle radius is L / (2 n), the column 2 L high (2 n layers).
  * Time steps shrink with the particle size: frames of 1/240 s with n / 9 substeps (dt / h is
- * the same at every resolution, and the speed limit cfl h / dt is 3.9 m/s, above every speed of
- * the flow up to T = 3.5). The stability envelope instead uses `pbf run`'s convention of frames
+ * the same at every resolution, and the speed limit cfl h / dt, 15.6 m/s, is far above every
+ * speed of the flow). The stability envelope instead uses `pbf run`'s convention of frames
  * of 1/60 s and 1, 2, 4, 8 substeps.
  *
  * Simulations are independent: with --jobs N > 1 each runs in a forked child process (one

@@ -31,8 +31,9 @@ static const pbf_param_info world_params[] = {
      "XSPH viscosity c (eq. 17)"},
     {"vorticity", PBF_PARAM_FLOAT, "m/s", 0.01, {0}, 0, 100, 0, NULL, F(vorticity),
      "vorticity confinement epsilon (eq. 16); 0 disables it"},
-    {"cfl", PBF_PARAM_FLOAT, "1", 0.5, {0}, 0, 10, 1, NULL, F(cfl),
-     "speed limit: a particle moves at most cfl * h per step (FleX maxSpeed)"},
+    {"cfl", PBF_PARAM_FLOAT, "1", 2.0, {0}, 0, 10, 1, NULL, F(cfl),
+     "speed limit, a safety net: a particle moves at most cfl * h per step (FleX maxSpeed); "
+     "stats.jsonl's speed_clamps counts its cuts"},
     {"friction_static", PBF_PARAM_FLOAT, "1", 0.0, {0}, 0, 10, 0, NULL, F(friction_static),
      "static friction coefficient at walls and obstacles"},
     {"friction_dynamic", PBF_PARAM_FLOAT, "1", 0.0, {0}, 0, 10, 0, NULL, F(friction_dynamic),

@@ -127,7 +127,9 @@ typedef struct pbf_world_def {
     float kernel_ratio;         /* kernel radius h = kernel_ratio * spacing */
     float xsph_viscosity;       /* XSPH c (eq. 17) */
     float vorticity;            /* vorticity confinement epsilon (eq. 16), m/s */
-    float cfl;                  /* speed limit: |v| <= cfl * h / dt (FleX's maxSpeed) */
+    float cfl;                  /* speed limit: |v| <= cfl * h / dt (FleX's maxSpeed), a safety net
+                                   that the shipped scenes never reach (default 2); every cut is
+                                   counted in pbf_stats.speed_clamps */
     float friction_static;      /* wall friction coefficients (PBD friction, Macklin et al. 2014) */
     float friction_dynamic;
     int max_particles;          /* capacity reserved by pbf_world_create; 0 = grow as needed */
