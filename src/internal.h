@@ -62,6 +62,9 @@ struct pbf_world {
     float lattice_grad2; /* sum_k |grad_k C|^2 at rest, 1/m^2 */
     float eps_abs;       /* relaxation in 1/m^2 */
     float scorr_inv_wdq; /* 1 / W(dq) */
+    float scorr_s_rest;  /* s_corr's shape (W(s) / W(dq))^n at the rest spacing s */
+    double scorr_lift;   /* upward delta p of the top particle of a rest lattice, per iteration
+                            and per unit of s_corr's artificial pressure on lambda's scale (m) */
 
     int count, capacity;
     int nthreads;
@@ -193,6 +196,13 @@ typedef struct pbf_world_hooks {
     int (*is_ghost)(const pbf_world *w, int i, void *user);
     void *user;
 } pbf_world_hooks;
+
+/* world.c: the strength of s_corr's artificial pressure on lambda's scale for a step of dt
+ * (pbf_scorr_split's ksg, <= 0): the top particle of a rest lattice is pushed up by
+ * scorr_support |g| dt^2 per step (solver_iterations iterations, over-relaxation included), so
+ * that the pressure's effect against gravity is the same at every resolution and time step.
+ * Every backend takes this one float. */
+float pbf_scorr_support_ks(const pbf_world *w, float dt);
 
 /* world.c: grows every particle array to `capacity` (the world is unchanged on failure). */
 pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err);

@@ -85,9 +85,15 @@ typedef struct pbf_pbf_params {
     float relaxation;           /* epsilon of eq. 11, relative to sum |grad C|^2 of a rest lattice */
     float over_relaxation;      /* omega scaling each Jacobi correction delta p (1 = the paper) */
     pbf_constraint_mode constraint;
-    float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13) */
+    float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13), for
+                                   pairs closer than the rest spacing s (the part of s_corr above
+                                   its value at s): keeps particles from clumping */
     int scorr_n;
     float scorr_dq;             /* |dq| as a fraction of h */
+    float scorr_support;        /* s_corr up to its value at the rest spacing (an artificial
+                                   pressure) pushes a surface particle of the rest lattice up by
+                                   scorr_support times its weight per step: 1 holds the surface
+                                   layer at the rest spacing, never lifts it; 0 = none */
     float tolerance;            /* average density error to stop at, percent; 0: always
                                    solver_iterations iterations */
     int min_iterations, max_iterations; /* bounds of the iterations when tolerance > 0 */

@@ -280,11 +280,13 @@ static int stage_lambda(pbf_world *w) {
     return bad;
 }
 
-static int stage_delta_p(pbf_world *w) {
+static int stage_delta_p(pbf_world *w, float dt) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict LAMBDA = w->lambda;
     const int n = w->count;
-    const pbf_vf ks = vf_set1(-w->def.pbf.scorr_k / w->lattice_grad2); /* s_corr on lambda's scale */
+    /* s_corr on lambda's scale: against clumping, and the artificial pressure (pbf_scorr_split) */
+    const float ks = -w->def.pbf.scorr_k / w->lattice_grad2, ksg = pbf_scorr_support_ks(w, dt);
+    const float s_rest = w->scorr_s_rest;
     const pbf_vf inv_wdq = vf_set1(w->scorr_inv_wdq);
     const int sn = w->def.pbf.scorr_n;
     const float om = w->def.pbf.over_relaxation;
@@ -312,7 +314,7 @@ static int stage_delta_p(pbf_world *w) {
                 s = ratio;
                 for (int e = 1; e < sn; ++e) s *= ratio;
             }
-            pbf_vf scorr = ks * s; /* eq. 13 */
+            pbf_vf scorr = pbf_scorr_split_v(s, s_rest, ks, ksg); /* eq. 13 */
             pbf_vf f = (vli + LOAD(LAMBDA) + scorr) * vol * v_spiky(k, r2, in);
             f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
             ax += vf_and(f * dx, in);
@@ -736,7 +738,7 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     case PBF_STAGE_PREDICT: return stage_predict(w, c->dt, c->vmax);
     case PBF_STAGE_GRID: stage_grid(w); return INT_MAX;
     case PBF_STAGE_LAMBDA: return stage_lambda(w);
-    case PBF_STAGE_DELTA_P: return stage_delta_p(w);
+    case PBF_STAGE_DELTA_P: return stage_delta_p(w, c->dt);
     case PBF_STAGE_COLLIDE: return stage_collide(w);
     case PBF_STAGE_VELOCITY: return stage_velocity(w, c->dt, c->vmax);
     case PBF_STAGE_VORTICITY_XSPH: return stage_vorticity_xsph(w, c->dt, c->vmax);

@@ -104,7 +104,9 @@ typedef struct pbf_gpu_params {
     float vmax;     /* CFL speed limit */
     float inv_rho0; /* 1 / rho_0 */
     float eps_abs;  /* relaxation of eq. 11, 1/m^2 */
-    float ks;       /* -scorr_k / lattice_grad2: s_corr on lambda's scale */
+    float ks;       /* -scorr_k / lattice_grad2: s_corr on lambda's scale, against clumping */
+    float ksg;      /* s_corr's artificial pressure (pbf_scorr_support_ks) */
+    float s_rest;   /* s_corr's shape at the rest spacing */
     float inv_wdq;  /* 1 / W(dq) */
     float omega;    /* over-relaxation of delta p */
     float vorticity, xsph;

@@ -449,7 +449,8 @@ PBF_KERNEL pbf_k_delta_p(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const float r2 = dx * dx + dy * dy + dz * dz;                                                  \
     const int in = valid && r2 < k.h2;                                                             \
     const float w = in ? pbf_poly6(&k, r2) : 0.0f;                                                 \
-    const float scorr = P.ks * pbf_scorr_shape(w, P.inv_wdq, (n)); /* eq. 13 */                    \
+    const float scorr = /* eq. 13 */                                                               \
+        pbf_scorr_split(pbf_scorr_shape(w, P.inv_wdq, (n)), P.s_rest, P.ks, P.ksg);                \
     const float f = (li + lambda[j] + scorr) * k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);         \
     ax[l] += in ? f * dx : 0.0f;                                                                   \
     ay[l] += in ? f * dy : 0.0f;                                                                   \
