@@ -2167,11 +2167,13 @@ static int write_report(const validate_options *o, const char *report, const run
     }
     fprintf(f,
             "\nDefaults that matter here: %d solver iterations, relaxation %.3g, %s "
-            "constraint, s_corr k = %.3g (n = %d, |dq| = %.2g h), XSPH c = %.3g, vorticity "
-            "%.3g m/s, cfl %.2g, no wall friction, rest density %.0f kg/m³.\n\n",
+            "constraint, s_corr k = %.3g (n = %d, |dq| = %.2g h) with its artificial pressure at "
+            "scorr_support = %.3g (section 6), XSPH c = %.3g, vorticity %.3g m/s, cfl %.2g, no "
+            "wall friction, rest density %.0f kg/m³.\n\n",
             dd.pbf.solver_iterations, dd.pbf.relaxation,
-            dd.pbf.constraint == PBF_CONSTRAINT_UNILATERAL ? "unilateral" : "bilateral", dd.pbf.scorr_k,
-            dd.pbf.scorr_n, dd.pbf.scorr_dq, dd.xsph_viscosity, dd.vorticity, dd.cfl, dd.rest_density);
+            dd.pbf.constraint == PBF_CONSTRAINT_UNILATERAL ? "unilateral" : "bilateral",
+            dd.pbf.scorr_k, dd.pbf.scorr_n, dd.pbf.scorr_dq, dd.pbf.scorr_support,
+            dd.xsph_viscosity, dd.vorticity, dd.cfl, dd.rest_density);
 
     /* ---- hydrostatic ---- */
     fprintf(f, "## 1. Hydrostatic column\n\n");
