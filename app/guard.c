@@ -82,12 +82,14 @@ pbf_status pbfapp_guard_frame(pbfapp_guard *g, pbf_world *world, int frame, doub
         r->factor = factor;
         r->substeps = n;
         r->diag.ok = 1;
+        r->speed_clamps = 0;
         for (int s = 0; s < n; ++s) {
             double t0 = pbfapp_now();
             pbf_status st = pbf_world_step(world, dt, err);
             r->step_seconds += pbfapp_now() - t0;
             if (st != PBF_OK) return st;
             ++r->steps;
+            r->speed_clamps += pbf_world_stats(world).speed_clamps;
             pbf_diagnosis d = pbf_world_diagnose(world, g->density_limit);
             if (!d.ok) {
                 r->diag = d;
@@ -110,6 +112,27 @@ pbf_status pbfapp_guard_frame(pbfapp_guard *g, pbf_world *world, int frame, doub
         pbf_status st = pbf_world_restore(world, &start, err);
         if (st != PBF_OK) return st;
     }
+}
+
+int pbfapp_guard_speed_warning(pbfapp_guard *g, const pbf_world *world, int frame,
+                               const pbfapp_frame_report *r, double dt, char *buf, size_t size) {
+    pbf_stats st = pbf_world_stats(world);
+    if (g->speed_warned || st.particles <= 0 ||
+        !((double)r->speed_clamps > PBFAPP_SPEED_CLAMP_FRACTION * st.particles))
+        return 0;
+    g->speed_warned = 1;
+    pbf_derived dv = pbf_world_derived(world);
+    const double cfl = dv.h > 0.0f ? (double)dv.max_speed / dv.h : 0.0;
+    snprintf(buf, size,
+             "frame %d: the speed limit cut %lld particle velocities (%.2g %% of the particles; "
+             "a particle counts once per velocity update that hit it): |v| <= cfl * h / dt = "
+             "%.3g m/s with cfl = %.3g, h = %.4g m, dt = %.4g s, so those particles moved slower "
+             "than the simulation made them. Raise the limit with --set cfl=%.3g (the scene key "
+             "\"cfl\"), or take shorter steps with more substeps; stats.jsonl's speed_clamps "
+             "counts the cuts of every frame (this warning is given once per run)",
+             frame, (long long)r->speed_clamps, 100.0 * (double)r->speed_clamps / st.particles,
+             (double)dv.max_speed / dt, cfl, (double)dv.h, dt, 2.0 * cfl);
+    return 1;
 }
 
 void pbfapp_guard_describe(const pbfapp_guard *g, const pbfapp_frame_report *r, int frame,

@@ -30,7 +30,12 @@ typedef struct pbfapp_guard {
      * column of the public field table (app/particle_fields.h) */
     uint32_t *buf;
     size_t cap; /* elements of buf */
+    int speed_warned; /* the speed-limit warning was given (once per run) */
 } pbfapp_guard;
+
+/* A frame in which the speed limit cut more than this fraction of the particles' velocities
+ * draws the run's one speed-limit warning. */
+#define PBFAPP_SPEED_CLAMP_FRACTION 0.001
 
 /* What happened in one frame. */
 typedef struct pbfapp_frame_report {
@@ -41,6 +46,7 @@ typedef struct pbfapp_frame_report {
     int factor;          /* substep multiplier of the accepted attempt (1 normally) */
     int64_t steps;       /* steps taken, all attempts */
     double step_seconds; /* wall time spent in pbf_world_step, all attempts */
+    int64_t speed_clamps; /* velocities the speed limit cut in the accepted attempt's steps */
 } pbfapp_frame_report;
 
 void pbfapp_guard_init(pbfapp_guard *g, double density_limit, int adaptive);
@@ -54,6 +60,13 @@ void pbfapp_guard_free(pbfapp_guard *g);
 pbf_status pbfapp_guard_frame(pbfapp_guard *g, pbf_world *world, int frame, double fps,
                               int substeps, pbfapp_progress *progress, pbfapp_frame_report *report,
                               pbf_error *err);
+
+/* The run's one warning about the speed limit (the world parameter cfl): returns 1 and writes
+ * it into buf the first time a frame's cuts (report->speed_clamps) exceed
+ * PBFAPP_SPEED_CLAMP_FRACTION of the particles, else 0. dt is the frame's step. */
+int pbfapp_guard_speed_warning(pbfapp_guard *g, const pbf_world *world, int frame,
+                               const pbfapp_frame_report *report, double dt, char *buf,
+                               size_t size);
 
 /* One line describing a failed diagnosis: "check \"density\" failed: ...". */
 void pbfapp_guard_describe(const pbfapp_guard *g, const pbfapp_frame_report *r, int frame,

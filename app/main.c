@@ -621,6 +621,14 @@ static int simulate(const run_options *opt) {
         }
         double ms = 1000.0 * rep.step_seconds;
         stats = pbf_world_stats(world);
+        stats.speed_clamps = rep.speed_clamps; /* stats.jsonl: the frame's, every step */
+        char warning[700];
+        if (pbfapp_guard_speed_warning(&guard, world, frame, &rep,
+                                       1.0 / ((double)run->fps * rep.substeps), warning,
+                                       sizeof warning)) {
+            pbfapp_progress_finish(&progress);
+            fprintf(stderr, "pbf: warning: %s\n", warning);
+        }
         particles = pbf_world_particles(world);
         st = pbfapp_output_frame(out, frame, stats.time, &particles, &err);
         if (st == PBF_OK) st = pbfapp_output_stats(out, frame, &stats, ms, &err);

@@ -86,14 +86,15 @@ static pbf_status save_checkpoint(pbfapp_output *out, const char *dir, const pbf
 /* Gathers the frame on process 0 and writes it, its stats line and (when due) a checkpoint.
  * Collective; returns the exit status agreed by every process. */
 static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, pbfapp_output *out,
-                       const char *dir, int frame, double ms, int checkpoint, uint64_t hash,
-                       int64_t *last, char *path, size_t path_size) {
+                       const char *dir, int frame, double ms, int64_t clamps, int checkpoint,
+                       uint64_t hash, int64_t *last, char *path, size_t path_size) {
     pbf_error err;
     memset(&err, 0, sizeof err);
     pbf_snapshot s;
     pbf_status st = pbf_mpi_gather(dom, 0, &s, &err);
     if (st == PBF_OK && c->root) {
         pbf_stats stats = pbf_world_stats(world);
+        stats.speed_clamps = clamps; /* the frame's, every step */
         pbf_mpi_info info = pbf_mpi_domain_info(dom);
         char extra[160];
         snprintf(extra, sizeof extra,
@@ -262,8 +263,9 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     double t_start = pbfapp_now(), step_seconds = 0.0;
     int64_t steps = 0;
     int frames_done = start_frame;
+    int64_t last_clamps = 0; /* the speed-limit cuts of the last frame */
     if (!opt->resume)
-        rc = write_frame(c, dom, world, out, opt->out, 0, 0.0, run->checkpoint_every > 0, hash,
+        rc = write_frame(c, dom, world, out, opt->out, 0, 0.0, 0, run->checkpoint_every > 0, hash,
                          &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
     else if (start_frame >= run->frames && !opt->quiet && c->root)
         printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
@@ -281,6 +283,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
             st = pbf_world_step(world, dt, &err); /* fails only on a bad dt: on every process */
             if (st != PBF_OK) break;
             ++rep.steps;
+            rep.speed_clamps += pbf_world_stats(world).speed_clamps; /* over every process */
             pbf_diagnosis d = pbf_mpi_diagnose(dom, guard.density_limit, &bad_rank);
             if (!d.ok) {
                 rep.diag = d;
@@ -318,10 +321,17 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
             break;
         }
         double ms = 1000.0 * rep.step_seconds;
+        char warning[700];
+        if (pbfapp_guard_speed_warning(&guard, world, frame, &rep, dt, warning, sizeof warning) &&
+            c->root) {
+            pbfapp_progress_finish(&progress);
+            fprintf(stderr, "pbf: warning: %s\n", warning);
+        }
         int ck = run->checkpoint_every > 0 &&
                  (frame % run->checkpoint_every == 0 || frame == run->frames);
-        rc = write_frame(c, dom, world, out, opt->out, frame, ms, ck, hash, &last_checkpoint,
-                         checkpoint_path, sizeof checkpoint_path);
+        last_clamps = rep.speed_clamps;
+        rc = write_frame(c, dom, world, out, opt->out, frame, ms, last_clamps, ck, hash,
+                         &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
         if (rc) {
             pbfapp_progress_finish(&progress);
             break;
@@ -336,7 +346,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     if (rc == 0 && sig) {
         /* SIGINT / SIGTERM on any process: the frame was finished everywhere; checkpoint it */
         if (last_checkpoint != frames_done)
-            rc = write_frame(c, dom, world, out, opt->out, frames_done, 0.0, 1, hash,
+            rc = write_frame(c, dom, world, out, opt->out, frames_done, 0.0, last_clamps, 1, hash,
                              &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
         if (rc == 0) {
             snprintf(msg, sizeof msg,

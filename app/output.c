@@ -876,10 +876,11 @@ pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, 
     int n = snprintf(line, sizeof line,
                      "{\"frame\":%d,\"time\":%s,\"particles\":%d,\"density_error_avg\":%s,"
                      "\"density_error_max\":%s,\"max_speed\":%s,\"nonfinite\":%d,\"escaped\":%d,"
-                     "\"ms\":%s,\"substeps\":%d,\"iterations\":%d,\"solver_error\":%s,"
-                     "\"divergence_iterations\":%d,\"divergence_error\":%s%s}\n",
-                     frame, t, s->particles, avg, mx, speed, s->nonfinite, s->escaped, wall,
-                     s->substeps, s->iterations, serr, s->divergence_iterations, derr, o->extra);
+                     "\"speed_clamps\":%lld,\"ms\":%s,\"substeps\":%d,\"iterations\":%d,"
+                     "\"solver_error\":%s,\"divergence_iterations\":%d,\"divergence_error\":%s%s}\n",
+                     frame, t, s->particles, avg, mx, speed, s->nonfinite, s->escaped,
+                     (long long)s->speed_clamps, wall, s->substeps, s->iterations, serr,
+                     s->divergence_iterations, derr, o->extra);
     if (n < 0 || (size_t)n >= sizeof line) n = (int)strlen(line);
     /* One line or nothing: a failed write (disk full) is cut back to the last complete line. */
     long before = ftell(o->stats);

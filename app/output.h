@@ -73,8 +73,9 @@ pbf_status pbfapp_output_sync(pbfapp_output *o, pbf_error *err);
 pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const pbf_particles *p,
                                pbf_error *err);
 
-/* Appends one line to stats.jsonl and flushes it. `ms` is the wall-clock time of the frame. On a
- * failed write the file is cut back to its last complete line and the message names it. */
+/* Appends one line to stats.jsonl and flushes it. `ms` is the wall-clock time of the frame;
+ * s->speed_clamps is written as the frame's count (the caller sums its steps'). On a failed write
+ * the file is cut back to its last complete line and the message names it. */
 pbf_status pbfapp_output_stats(pbfapp_output *o, int frame, const pbf_stats *s, double ms,
                                pbf_error *err);
 

@@ -358,10 +358,11 @@ void pbf_stats_accumulate(double acc[PBF_STATS_PARTIALS], const double v[PBF_STA
 void pbf_stats_finish(pbf_world *w, const double acc[PBF_STATS_PARTIALS], int lost) {
     int n = w->count;
     double global[PBF_STATS_PARTIALS] = {0};
+    double clamps = (double)w->solve.speed_clamps;
     if (w->hooks && w->hooks->reduce_stats) { /* distributed: over every process */
         if (acc) memcpy(global, acc, sizeof global);
         double count = n;
-        w->hooks->reduce_stats(w, global, &count, w->hooks->user);
+        w->hooks->reduce_stats(w, global, &count, &clamps, w->hooks->user);
         n = (int)count;
         acc = global;
     }
@@ -378,6 +379,7 @@ void pbf_stats_finish(pbf_world *w, const double acc[PBF_STATS_PARTIALS], int lo
         s.max_speed = sqrt(acc[2]);
         s.nonfinite = (int)acc[3];
         s.escaped = (int)acc[4];
+        s.speed_clamps = (int64_t)clamps;
     }
     w->stats = s;
 }

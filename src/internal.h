@@ -62,6 +62,9 @@ struct pbf_world {
     float lattice_grad2; /* sum_k |grad_k C|^2 at rest, 1/m^2 */
     float eps_abs;       /* relaxation in 1/m^2 */
     float scorr_inv_wdq; /* 1 / W(dq) */
+    float scorr_s_rest;  /* s_corr's shape (W(s) / W(dq))^n at the rest spacing s */
+    double scorr_lift;   /* upward delta p of the top particle of a rest lattice, per iteration
+                            and per unit of s_corr's artificial pressure on lambda's scale (m) */
 
     int count, capacity;
     int nthreads;
@@ -95,6 +98,7 @@ struct pbf_world {
     struct {              /* the pressure solve of the last step, for pbf_stats */
         int substeps, iterations, divergence_iterations;
         double error, divergence_error;
+        int64_t speed_clamps; /* velocities the speed limit cut (every stage, every substep) */
     } solve;
     pbf_stats stats;
     pbf_bad_particle bad; /* the particle behind stats.bad_stage */
@@ -184,9 +188,21 @@ void pbf_stats_finish(pbf_world *w, const double acc[PBF_STATS_PARTIALS], int lo
  * statistics, so they are read but never integrated. */
 typedef struct pbf_world_hooks {
     void (*after_stage)(pbf_world *w, pbf_stage_id stage, void *user);
-    void (*reduce_stats)(pbf_world *w, double acc[PBF_STATS_PARTIALS], double *count, void *user);
+    /* acc, the local particle count and the local speed-limit cuts, summed in place */
+    void (*reduce_stats)(pbf_world *w, double acc[PBF_STATS_PARTIALS], double *count,
+                         double *clamps, void *user);
+    /* 1 if particle i (memory order, after the grid stage) is a ghost: its speed-limit cuts are
+     * counted by its owner, not here */
+    int (*is_ghost)(const pbf_world *w, int i, void *user);
     void *user;
 } pbf_world_hooks;
+
+/* world.c: the strength of s_corr's artificial pressure on lambda's scale for a step of dt
+ * (pbf_scorr_split's ksg, <= 0): the top particle of a rest lattice is pushed up by
+ * scorr_support |g| dt^2 per step (solver_iterations iterations, over-relaxation included), so
+ * that the pressure's effect against gravity is the same at every resolution and time step.
+ * Every backend takes this one float. */
+float pbf_scorr_support_ks(const pbf_world *w, float dt);
 
 /* world.c: grows every particle array to `capacity` (the world is unchanged on failure). */
 pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err);

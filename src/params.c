@@ -31,8 +31,9 @@ static const pbf_param_info world_params[] = {
      "XSPH viscosity c (eq. 17)"},
     {"vorticity", PBF_PARAM_FLOAT, "m/s", 0.01, {0}, 0, 100, 0, NULL, F(vorticity),
      "vorticity confinement epsilon (eq. 16); 0 disables it"},
-    {"cfl", PBF_PARAM_FLOAT, "1", 0.5, {0}, 0, 10, 1, NULL, F(cfl),
-     "speed limit: a particle moves at most cfl * h per step (FleX maxSpeed)"},
+    {"cfl", PBF_PARAM_FLOAT, "1", 2.0, {0}, 0, 10, 1, NULL, F(cfl),
+     "speed limit, a safety net: a particle moves at most cfl * h per step (FleX maxSpeed); "
+     "stats.jsonl's speed_clamps counts its cuts"},
     {"friction_static", PBF_PARAM_FLOAT, "1", 0.0, {0}, 0, 10, 0, NULL, F(friction_static),
      "static friction coefficient at walls and obstacles"},
     {"friction_dynamic", PBF_PARAM_FLOAT, "1", 0.0, {0}, 0, 10, 0, NULL, F(friction_dynamic),
@@ -63,11 +64,17 @@ static const pbf_param_info pbf_params[] = {
      "unilateral: only compression is corrected; bilateral: C_i = 0 as in the paper "
      "(needs relaxation ~1, the paper's large epsilon, to stay stable)"},
     {"scorr_k", PBF_PARAM_FLOAT, "1", 0.1, {0}, 0, 10, 0, NULL, F(pbf.scorr_k),
-     "tensile correction strength k (eq. 13), relative to a rest particle's lambda scale"},
+     "tensile correction strength k (eq. 13), relative to a rest particle's lambda scale, for "
+     "pairs closer than the rest spacing (keeps particles from clumping)"},
     {"scorr_n", PBF_PARAM_INT, "1", 4, {0}, 1, 16, 0, NULL, F(pbf.scorr_n),
      "tensile correction exponent n (eq. 13)"},
     {"scorr_dq", PBF_PARAM_FLOAT, "1", 0.2, {0}, 0, 0.99, 0, NULL, F(pbf.scorr_dq),
      "tensile correction distance |dq| as a fraction of h (eq. 13)"},
+    {"scorr_support", PBF_PARAM_FLOAT, "1", 1.0, {0}, 0, 10, 0, NULL, F(pbf.scorr_support),
+     "s_corr's artificial pressure (its part up to the value at the rest spacing) as a multiple "
+     "of gravity: a surface particle of the rest lattice is pushed up by scorr_support times its "
+     "weight per step, whatever the resolution and time step (1 holds the surface layer at the "
+     "rest spacing without lifting it; 0 = s_corr only keeps particles from clumping)"},
     {"pbf_tolerance", PBF_PARAM_FLOAT, "%", 0, {0}, 0, 100, 0, NULL, F(pbf.tolerance),
      "stop the iterations when the average density error (eq. 1, compression) is at most this; "
      "0 = always solver_iterations iterations"},

@@ -78,6 +78,7 @@ check("time after 12 frames is 0.2 s", abs(s["time"] - 0.2) < 1e-5, s["time"])
 check("48 steps", s["steps"] == 48, s["steps"])
 check("particles conserved", p.count == 2250 and s["particles"] == 2250)
 check("no non-finite or escaped particle", s["nonfinite"] == 0 and s["escaped"] == 0, s)
+check("the speed limit cut no velocity", s["speed_clamps"] == 0, s)
 check("the column falls: mean height drops", float(p.y.mean()) < y0 - 0.01,
       f"{y0:.4f} -> {float(p.y.mean()):.4f}")
 check("it moves: some particle faster than 0.5 m/s",

@@ -2,7 +2,9 @@
 # End-to-end checks of the `pbf` command on scenes/quick.json: every format writes frames
 # 0..N in id order with the right particle count, stats.jsonl has one line per frame with the
 # documented keys, the series index (frames.pvd for vtp, frames.EXT.series for ply and csv) lists
-# every frame, no NAME.tmp is left behind; --help lists every parameter; --version works.
+# every frame, no NAME.tmp is left behind; the speed limit's cuts are counted in stats.jsonl and a
+# run that the limit changes gets exactly one warning naming the parameter; --help lists every
+# parameter; --version works.
 #
 #   bash tests/run_app_quick.sh PATH/TO/pbf
 set -euo pipefail
@@ -39,7 +41,7 @@ for fmt in vtp ply csv geo bgeo; do
     keys_ok=0
     while read -r line; do
         keys=$(sed -E 's/"([a-z_]+)":[^,}]*[,}]/\1 /g' <<< "${line}" | tr -d '{}')
-        if [[ "${keys}" != "frame time particles density_error_avg density_error_max max_speed nonfinite escaped ms substeps iterations solver_error divergence_iterations divergence_error " ]]; then
+        if [[ "${keys}" != "frame time particles density_error_avg density_error_max max_speed nonfinite escaped speed_clamps ms substeps iterations solver_error divergence_iterations divergence_error " ]]; then
             echo "     bad stats line: ${line}"
             keys_ok=1
         fi
@@ -90,6 +92,38 @@ rc=0
 "${pbf}" run "${scene}" --out "${tmp}/quiet" --frames 1 --quiet > "${tmp}/q.out" 2>&1 || rc=$?
 [[ ${rc} -eq 0 && ! -s "${tmp}/q.out" ]]
 check "--quiet: exit 0 and no output" $?
+
+# The speed limit (cfl): the default never cuts a velocity of this scene (speed_clamps 0 in every
+# frame, no warning); cfl = 0.15 (|v| <= 1.44 m/s, below the flow's 2.4 m/s) cuts velocities in
+# many frames, each frame's cuts are in stats.jsonl, and exactly one warning names cfl and the
+# option that raises it.
+clamps_of() { sed -E 's/.*"speed_clamps":([0-9]+).*/\1/' "$1" | tr '\n' ' '; }
+rc=0
+"${pbf}" run "${scene}" --out "${tmp}/limit_default" --format csv > /dev/null 2> "${tmp}/limit_default.err" || rc=$?
+[[ ${rc} -eq 0 && -z "$(clamps_of "${tmp}/limit_default/stats.jsonl" | tr -d '0 ')" ]]
+check "default cfl: no velocity cut in the 10 frames (speed_clamps: $(clamps_of "${tmp}/limit_default/stats.jsonl"))" $?
+! grep -q "warning" "${tmp}/limit_default.err"
+check "default cfl: no warning" $?
+rc=0
+"${pbf}" run "${scene}" --out "${tmp}/limit_low" --format csv --frames 20 --set cfl=0.15 \
+    > /dev/null 2> "${tmp}/limit_low.err" || rc=$?
+check "cfl 0.15: exit 0 (got ${rc})" "${rc}"
+cut_frames=0
+for c in $(clamps_of "${tmp}/limit_low/stats.jsonl"); do
+    [[ ${c} -gt 0 ]] && cut_frames=$((cut_frames + 1))
+done
+[[ ${cut_frames} -ge 5 && "$(head -n 1 "${tmp}/limit_low/stats.jsonl" | grep -o '"speed_clamps":[0-9]*')" == '"speed_clamps":0' ]]
+check "cfl 0.15: speed_clamps > 0 in ${cut_frames} frames, 0 in frame 0 ($(clamps_of "${tmp}/limit_low/stats.jsonl"))" $?
+[[ $(grep -c "warning" "${tmp}/limit_low.err") -eq 1 ]] &&
+    grep -q 'speed limit cut [0-9]* particle velocities' "${tmp}/limit_low.err" &&
+    grep -q 'cfl = 0.15' "${tmp}/limit_low.err" && grep -q -- '--set cfl=0.3' "${tmp}/limit_low.err"
+check "cfl 0.15: exactly one warning, naming cfl and --set cfl=: $(cat "${tmp}/limit_low.err")" $?
+# -q keeps the warning (it says the results are not what the physics gives)
+rc=0
+"${pbf}" run "${scene}" --out "${tmp}/limit_low_q" --format csv --frames 20 --set cfl=0.15 -q \
+    > "${tmp}/limit_low_q.out" 2>&1 || rc=$?
+[[ ${rc} -eq 0 && $(grep -c "warning" "${tmp}/limit_low_q.out") -eq 1 ]]
+check "cfl 0.15 with --quiet: the one warning still printed" $?
 
 # --help names every parameter of both tables; --version prints the version.
 "${pbf}" --help > "${tmp}/help.txt"

@@ -8,7 +8,9 @@
 #     particles migrate into them across the slabs (their count becomes positive);
 #   - a run stopped at frame 6 on 2 processes resumes on 4, and then without MPI: the same frames;
 #   - the instability guard stops every process with one message naming the process and the
-#     same particle as the single-process run (exit 3).
+#     same particle as the single-process run (exit 3);
+#   - a speed limit that cuts velocities (cfl 0.15): 4 processes count the same cuts in every
+#     frame as the single-process run (owners count, ghosts do not) and warn once.
 # Skips (77) when pbf was built without MPI or mpirun is missing.
 #
 #   bash tests/run_mpi.sh PBF HAVE_MPI [MPIRUN]
@@ -123,6 +125,21 @@ id1=$(grep -o '(id [0-9]*)' g1.err)
     [[ $(grep -c 'unstable simulation' g4.out) -eq 1 ]] && grep -q 'on MPI process [0-3] of 4' g4.out &&
     grep -qF "${id1}" g4.out
 check "guard over 4 processes: exit 3, one message naming the process and the particle ${id1}" $?
+
+# the speed limit's cuts: counted by owners only, the same as one process's, one warning
+"${pbf}" run "${scene}" --out lim1 --set cfl=0.15 "${common[@]}" 2> lim1.err
+mp 4 run "${scene}" --out lim4 --set cfl=0.15 "${common[@]}" > lim4.out 2>&1
+python3 - << 'EOF'
+import json, sys
+a = [json.loads(l)["speed_clamps"] for l in open("lim1/stats.jsonl")]
+b = [json.loads(l)["speed_clamps"] for l in open("lim4/stats.jsonl")]
+print(f"  speed_clamps per frame: 1 process {a}, 4 processes {b}")
+sys.exit(0 if a == b and sum(a) > 0 else 1)
+EOF
+check "cfl 0.15 on 4 processes: the same speed-limit cuts per frame as one process" $?
+[[ $(grep -c "warning: frame [0-9]*: the speed limit cut" lim4.out) -eq 1 &&
+    $(grep -c "warning" lim1.err) -eq 1 ]]
+check "cfl 0.15 on 4 processes: one warning, as on one process" $?
 
 echo "${passed} passed, ${failed} failed"
 [[ "${failed}" -eq 0 ]]

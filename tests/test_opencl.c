@@ -256,6 +256,7 @@ static void run_and_compare(pbf_world *cpu, pbf_world *gpu, int n) {
         ENSURE_EQ_INT(b.nonfinite, 0);
         ENSURE_EQ_INT(b.escaped, 0);
         ENSURE(b.bad_stage == NULL);
+        ENSURE(b.speed_clamps == a.speed_clamps); /* the speed limit's cuts, counted alike */
         mc[0] += a.density_error_avg / n;
         mc[1] += a.density_error_max / n;
         mc[2] += a.max_speed / n;
@@ -328,6 +329,33 @@ static void test_options_and_growth_match_cpu(void) {
     ENSURE(add_block(gpu, (pbf_vec3){0.5f, 0.2f, 0.0f}, (pbf_vec3){0.7f, 0.45f, 0.2f}));
     ENSURE(state_hash(cpu) == state_hash(gpu));
     run_and_compare(cpu, gpu, 20);
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+}
+
+/* A speed limit low enough to cut velocities every step (cfl 0.1: 0.96 m/s): both backends cut
+ * the same velocities and count the same cuts in every step (stats.speed_clamps), with the CPU's
+ * bits all along. */
+static void test_speed_clamps_match_cpu(void) {
+    pbf_world_def def = scene_def();
+    def.cfl = 0.1f;
+    pbf_world *cpu = make(def, "cpu"), *gpu = make(def, "opencl");
+    ENSURE(cpu && gpu);
+    ENSURE(add_block(cpu, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.3f, 0.4f, 0.2f}));
+    ENSURE(add_block(gpu, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.3f, 0.4f, 0.2f}));
+    int64_t total = 0;
+    for (int s = 0; s < 60; ++s) {
+        ENSURE(steps(cpu, 1) && steps(gpu, 1));
+        pbf_stats a = pbf_world_stats(cpu), b = pbf_world_stats(gpu);
+        if (a.speed_clamps != b.speed_clamps)
+            printf("  step %d: %lld cuts on the CPU, %lld on OpenCL\n", s + 1,
+                   (long long)a.speed_clamps, (long long)b.speed_clamps);
+        ENSURE(a.speed_clamps == b.speed_clamps);
+        total += a.speed_clamps;
+    }
+    printf("  cfl 0.1: %lld speed-limit cuts in 60 steps on both backends\n", (long long)total);
+    ENSURE(total > 100);
+    ENSURE(state_hash(cpu) == state_hash(gpu));
     pbf_world_destroy(cpu);
     pbf_world_destroy(gpu);
 }
@@ -727,6 +755,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_dam_break_matches_cpu);
     RUN_SUBTEST(test_moving_wall_matches_cpu);
     RUN_SUBTEST(test_options_and_growth_match_cpu);
+    RUN_SUBTEST(test_speed_clamps_match_cpu);
     RUN_SUBTEST(test_determinism);
     RUN_SUBTEST(test_snapshot_opencl_to_cpu);
     RUN_SUBTEST(test_snapshot_cpu_to_opencl);

@@ -294,6 +294,7 @@ static void test_output_dir_and_stats(void) {
         s.solver_error = 0.125;
         s.divergence_iterations = 5;
         s.divergence_error = 0.0625;
+        s.speed_clamps = 4096; /* the frame's cuts by the speed limit */
         written = pbfapp_output_frame(o, 7, s.time, &f.p, &err) == PBF_OK &&
                   pbfapp_output_stats(o, 7, &s, 12.5, &err) == PBF_OK;
         written = pbfapp_output_close(o, &err) == PBF_OK && written;
@@ -305,7 +306,7 @@ static void test_output_dir_and_stats(void) {
         stats_ok = text && strcmp(text, "{\"frame\":7,\"time\":0.5,\"particles\":37,"
                                         "\"density_error_avg\":0.25,\"density_error_max\":1.5,"
                                         "\"max_speed\":2,\"nonfinite\":0,\"escaped\":0,"
-                                        "\"ms\":12.500,\"substeps\":3,\"iterations\":12,"
+                                        "\"speed_clamps\":4096,\"ms\":12.500,\"substeps\":3,\"iterations\":12,"
                                         "\"solver_error\":0.125,\"divergence_iterations\":5,"
                                         "\"divergence_error\":0.0625}\n") == 0;
         if (!stats_ok && text) printf("stats.jsonl: %s", text);

@@ -321,6 +321,132 @@ static void test_stage_timing(void) {
     ENSURE(parts <= on.total * (1.0 + 1e-9) && parts >= 0.99 * on.total);
 }
 
+/* The speed limit |v| <= cfl h / dt never cuts a velocity silently: stats.speed_clamps counts
+ * every cut, the same on every device and for any thread count, and is 0 where the flow stays
+ * below the limit. */
+static int64_t clamped_run(float cfl, int threads, float v0, int64_t *first_step,
+                           double *vmax_seen, int *particles) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = 0.015f;
+    def.domain_max = (pbf_vec3){0.8f, 0.5f, 0.2f};
+    def.cfl = cfl;
+    def.threads = threads;
+    pbf_world *w = make(&def);
+    if (!w || !add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.24f, 0.3f, 0.2f},
+                         (pbf_vec3){v0, 0.0f, 0.0f})) {
+        pbf_world_destroy(w);
+        return -1;
+    }
+    const float dt = 1.0f / 240.0f;
+    int64_t total = 0;
+    *vmax_seen = 0.0;
+    *particles = pbf_world_stats(w).particles;
+    for (int s = 0; s < 60; ++s) {
+        if (pbf_world_step(w, dt, NULL) != PBF_OK) total = -1;
+        pbf_stats st = pbf_world_stats(w);
+        if (total < 0 || st.speed_clamps < 0) break;
+        if (s == 0) *first_step = st.speed_clamps;
+        total += st.speed_clamps;
+        if (st.max_speed > *vmax_seen) *vmax_seen = st.max_speed;
+    }
+    pbf_world_destroy(w);
+    return total;
+}
+
+static void test_speed_limit_counted(void) {
+    /* cfl 0.2: |v| <= 0.2 * 0.06 m * 240 /s = 2.88 m/s; the block starts at 4 m/s, so the first
+     * step's prediction cuts every particle's velocity, and the later velocity updates of the
+     * step may cut them again */
+    const double limit = 0.2 * 0.06 * 240.0;
+    int64_t first = 0;
+    double vmax = 0.0;
+    int n = 0, n2 = 0;
+    int64_t total = clamped_run(0.2f, 1, 4.0f, &first, &vmax, &n);
+    printf("  cfl 0.2, 4 m/s: %lld cuts in the first step, %lld in 60 steps, max speed %.4f m/s "
+           "(limit %.4f)\n", (long long)first, (long long)total, vmax, limit);
+    ENSURE(n > 400);
+    ENSURE(first >= n && first <= 3 * n);
+    ENSURE(total > first);
+    ENSURE(vmax <= limit * 1.0001);
+    /* the same count with other thread counts */
+    for (int t = 2; t <= 3; ++t) {
+        int64_t f2 = 0;
+        double v2 = 0.0;
+        ENSURE_EQ_INT((int)clamped_run(0.2f, t, 4.0f, &f2, &v2, &n2), (int)total);
+        ENSURE_EQ_INT((int)f2, (int)first);
+    }
+    /* the default limit (cfl * h / dt with h = 0.06 m, dt = 1/240 s) is far above this flow: no
+     * cut at all */
+    total = clamped_run(pbf_default_world_def().cfl, 1, 1.0f, &first, &vmax, &n2);
+    printf("  default cfl, 1 m/s: %lld cuts, max speed %.4f m/s\n", (long long)total, vmax);
+    ENSURE_EQ_INT((int)total, 0);
+    ENSURE(vmax > 1.0);
+}
+
+/* s_corr (eq. 13) keeps particles from clumping: in a splashing dam break (the Koshizuka & Oka
+ * column at 18 particles across, 0.5 s) no particle comes closer than half the rest spacing to
+ * another with the default s_corr, while without it (scorr_k = scorr_support = 0) hundreds do.
+ * And its artificial pressure never lifts a column: the column's top falls from the start. */
+static int close_pairs(float scorr_k, float support, double *nearest, double *rise) {
+    pbf_world_def def = pbf_default_world_def();
+    const float L = 0.146f, s = L / 18.0f;
+    def.particle_radius = 0.5f * s;
+    def.domain_max = (pbf_vec3){5.0f * L, 3.0f * L, 4.0f * s};
+    def.pbf.scorr_k = scorr_k;
+    def.pbf.scorr_support = support;
+    pbf_world *w = make(&def);
+    if (!w || !add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){L, 2.0f * L, 4.0f * s},
+                         (pbf_vec3){0, 0, 0})) {
+        pbf_world_destroy(w);
+        return -1;
+    }
+    const float dt = 1.0f / 480.0f;
+    *rise = 0.0;
+    for (int step = 0; step < 240; ++step) {
+        if (pbf_world_step(w, dt, NULL) != PBF_OK) break;
+        pbf_particles p = pbf_world_particles(w);
+        double top = 0.0;
+        for (int i = 0; i < p.count; ++i)
+            if (p.x[i] < 2.0f * s && p.y[i] > top) top = p.y[i];
+        top += def.particle_radius;
+        if (top - 2.0 * L > *rise) *rise = top - 2.0 * L;
+    }
+    pbf_particles p = pbf_world_particles(w);
+    int close = 0;
+    *nearest = INFINITY;
+    for (int i = 0; i < p.count; ++i) {
+        double best = INFINITY;
+        for (int j = 0; j < p.count; ++j) {
+            if (j == i) continue;
+            double dx = p.x[i] - p.x[j], dy = p.y[i] - p.y[j], dz = p.z[i] - p.z[j];
+            double d2 = dx * dx + dy * dy + dz * dz;
+            if (d2 < best) best = d2;
+        }
+        best = sqrt(best) / s;
+        if (best < *nearest) *nearest = best;
+        if (best < 0.5) ++close;
+    }
+    pbf_world_destroy(w);
+    return close;
+}
+
+static void test_scorr_prevents_clumping(void) {
+    double nearest, rise;
+    const double r = 0.5 * 0.146 / 18.0;
+    int close = close_pairs(pbf_default_world_def().pbf.scorr_k,
+                            pbf_default_world_def().pbf.scorr_support, &nearest, &rise);
+    printf("  default s_corr: %d particles closer than 0.5 spacing to another, nearest %.3f "
+           "spacing; the top at the wall rose %.3f r\n",
+           close, nearest, rise / r);
+    ENSURE_EQ_INT(close, 0);
+    ENSURE(nearest > 0.6);
+    ENSURE(rise < 0.5 * r); /* a released column falls, never rises (pbf validate, section 6) */
+    int bare = close_pairs(0.0f, 0.0f, &nearest, &rise);
+    printf("  no s_corr: %d particles closer than 0.5 spacing, nearest %.3f spacing\n", bare,
+           nearest);
+    ENSURE(bare > 100);
+}
+
 static void test_determinism_threads(void) {
     uint64_t h1 = run_threads(1);
     ENSURE(h1 != 0);
@@ -500,6 +626,8 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_dam_break_contained);
     RUN_SUBTEST(test_moving_wall);
     RUN_SUBTEST(test_friction);
+    RUN_SUBTEST(test_speed_limit_counted);
+    RUN_SUBTEST(test_scorr_prevents_clumping);
     RUN_SUBTEST(test_determinism_threads);
     RUN_SUBTEST(test_stage_timing);
     RUN_SUBTEST(test_snapshot_restore);

@@ -88,9 +88,15 @@ typedef struct pbf_pbf_params {
     float relaxation;           /* epsilon of eq. 11, relative to sum |grad C|^2 of a rest lattice */
     float over_relaxation;      /* omega scaling each Jacobi correction delta p (1 = the paper) */
     pbf_constraint_mode constraint;
-    float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13) */
+    float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13), for
+                                   pairs closer than the rest spacing s (the part of s_corr above
+                                   its value at s): keeps particles from clumping */
     int scorr_n;
     float scorr_dq;             /* |dq| as a fraction of h */
+    float scorr_support;        /* s_corr up to its value at the rest spacing (an artificial
+                                   pressure) pushes a surface particle of the rest lattice up by
+                                   scorr_support times its weight per step: 1 holds the surface
+                                   layer at the rest spacing, never lifts it; 0 = none */
     float tolerance;            /* average density error to stop at, percent; 0: always
                                    solver_iterations iterations */
     int min_iterations, max_iterations; /* bounds of the iterations when tolerance > 0 */
@@ -148,7 +154,9 @@ typedef struct pbf_world_def {
     float kernel_ratio;         /* kernel radius h = kernel_ratio * spacing */
     float xsph_viscosity;       /* XSPH c (eq. 17) */
     float vorticity;            /* vorticity confinement epsilon (eq. 16), m/s */
-    float cfl;                  /* speed limit: |v| <= cfl * h / dt (FleX's maxSpeed) */
+    float cfl;                  /* speed limit: |v| <= cfl * h / dt (FleX's maxSpeed), a safety net
+                                   that the shipped scenes never reach (default 2); every cut is
+                                   counted in pbf_stats.speed_clamps */
     float friction_static;      /* wall friction coefficients (PBD friction, Macklin et al. 2014) */
     float friction_dynamic;
     int max_particles;          /* capacity reserved by pbf_world_create; 0 = grow as needed */
@@ -270,6 +278,11 @@ typedef struct pbf_stats {
     int divergence_iterations; /* DFSPH: iterations of the divergence solve, summed */
     double divergence_error;   /* DFSPH: average density change per substep from the velocity
                                   divergence that the divergence solve reached, percent */
+    int64_t speed_clamps;      /* velocities the speed limit |v| <= cfl * h / dt cut in the last
+                                  step (all its substeps; a particle counts once per velocity
+                                  update that hit the limit: prediction, velocity from the
+                                  positions, after XSPH and vorticity). 0 when the limit never
+                                  changed the motion; raise cfl (or take smaller steps) if not */
 } pbf_stats;
 
 pbf_stats pbf_world_stats(const pbf_world *world);

@@ -68,7 +68,10 @@ class _Stats(ctypes.Structure):
                 ("particles", ctypes.c_int), ("density_error_avg", ctypes.c_double),
                 ("density_error_max", ctypes.c_double), ("max_speed", ctypes.c_double),
                 ("nonfinite", ctypes.c_int), ("escaped", ctypes.c_int),
-                ("bad_stage", ctypes.c_char_p), ("_spare", ctypes.c_char * 256)]
+                ("bad_stage", ctypes.c_char_p), ("substeps", ctypes.c_int),
+                ("iterations", ctypes.c_int), ("solver_error", ctypes.c_double),
+                ("divergence_iterations", ctypes.c_int), ("divergence_error", ctypes.c_double),
+                ("speed_clamps", ctypes.c_int64), ("_spare", ctypes.c_char * 256)]
 
 
 class _ParticleView(ctypes.Structure):
@@ -312,13 +315,15 @@ class World:
 
     def stats(self):
         """Statistics of the current state: time (s), steps, particles, density_error_avg and
-        density_error_max (% above rest density), max_speed (m/s), nonfinite, escaped."""
+        density_error_max (% above rest density), max_speed (m/s), nonfinite, escaped,
+        speed_clamps (velocities the speed limit cfl * h / dt cut in the last step; 0 unless the
+        limit changed the motion)."""
         s = _world_stats(self._ptr())
         return {"time": s.time, "steps": int(s.steps), "particles": int(s.particles),
                 "density_error_avg": s.density_error_avg,
                 "density_error_max": s.density_error_max, "max_speed": s.max_speed,
                 "nonfinite": int(s.nonfinite), "escaped": int(s.escaped),
-                "bad_stage": _text(s.bad_stage)}
+                "speed_clamps": int(s.speed_clamps), "bad_stage": _text(s.bad_stage)}
 
     @property
     def time(self):

@@ -313,6 +313,12 @@ static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
     }
 }
 
+/* 1 if particle i is a ghost (after the grid stage): the speed-limit cuts are counted by owners. */
+static int is_ghost(const pbf_world *w, int i, void *user) {
+    const pbf_mpi_domain *d = user;
+    return d->owner[layer_of_cell(&w->grid, d->axis, w->cell[i])] != d->rank;
+}
+
 /* Drops the ghosts: keeps the owned particles in memory order. */
 static void drop_ghosts(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
@@ -372,17 +378,19 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     }
 }
 
-static void reduce_stats(pbf_world *w, double acc[PBF_STATS_PARTIALS], double *count, void *user) {
+static void reduce_stats(pbf_world *w, double acc[PBF_STATS_PARTIALS], double *count,
+                         double *clamps, void *user) {
     pbf_mpi_domain *d = user;
     (void)w;
-    double sum[4] = {acc[0], acc[3], acc[4], *count};
+    double sum[5] = {acc[0], acc[3], acc[4], *count, *clamps};
     double max[4] = {acc[1], acc[2], *count, -*count};
-    MPI_Allreduce(MPI_IN_PLACE, sum, 4, MPI_DOUBLE, MPI_SUM, d->comm);
+    MPI_Allreduce(MPI_IN_PLACE, sum, 5, MPI_DOUBLE, MPI_SUM, d->comm);
     MPI_Allreduce(MPI_IN_PLACE, max, 4, MPI_DOUBLE, MPI_MAX, d->comm);
     acc[0] = sum[0];
     acc[3] = sum[1];
     acc[4] = sum[2];
     *count = sum[3];
+    *clamps = sum[4];
     acc[1] = max[0];
     acc[2] = max[1];
     d->count_max = (int)max[2];
@@ -518,6 +526,7 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     w->count = k;
     d->hooks.after_stage = after_stage;
     d->hooks.reduce_stats = reduce_stats;
+    d->hooks.is_ghost = is_ghost;
     d->hooks.user = d;
     w->hooks = &d->hooks;
     pbf_update_stats(w); /* collective: the global statistics and the counts per process */

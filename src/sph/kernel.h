@@ -54,15 +54,19 @@ typedef struct pbf_sph_consts {
 #undef PBF_REAL_MAX
 #undef PBF_KFN
 
-/* Speed limit |v| <= vmax (the CFL limit of the step, FleX's maxSpeed). */
-PBF_FN void pbf_limit_speed(float *vx, float *vy, float *vz, float vmax) {
+/* Speed limit |v| <= vmax (the CFL limit of the step, FleX's maxSpeed). Returns 1 when it cut
+ * the velocity, 0 otherwise: every backend counts the cuts (pbf_stats.speed_clamps), so that a
+ * limit that changes the motion never does so silently. */
+PBF_FN int pbf_limit_speed(float *vx, float *vy, float *vz, float vmax) {
     float s2 = *vx * *vx + *vy * *vy + *vz * *vz;
     if (s2 > vmax * vmax) {
         float k = vmax / PBF_SQRTF(s2);
         *vx *= k;
         *vy *= k;
         *vz *= k;
+        return 1;
     }
+    return 0;
 }
 
 #endif

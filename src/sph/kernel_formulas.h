@@ -38,3 +38,13 @@ PBF_FN PBF_REAL PBF_KFN(pbf_scorr_shape)(PBF_REAL w, float inv_wdq, int n) {
     }
     return s;
 }
+
+/* s_corr of a pair from its shape s = (W(r) / W(dq))^n, in two parts (both on lambda's scale,
+ * negative: repulsive): ks times the part above s_rest, the shape at the rest spacing, which
+ * only pairs closer than the rest spacing have (against clumping), and ksg times the rest,
+ * min(s, s_rest), the artificial pressure that every pair within h feels (ksg scales with
+ * g dt^2: see pbf_scorr_support_ks). */
+PBF_FN PBF_REAL PBF_KFN(pbf_scorr_split)(PBF_REAL s, float s_rest, float ks, float ksg) {
+    PBF_REAL above = PBF_REAL_MAX(s - s_rest, 0.0f);
+    return ks * above + ksg * (s - above);
+}

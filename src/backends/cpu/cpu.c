@@ -333,14 +333,23 @@ static void permute(pbf_world *w, const uint32_t *perm, void **scratch, void **a
     *arr = dst;
 }
 
+/* A cut of particle i's velocity by the speed limit, counted unless i is a ghost of a
+ * distributed run (its owner counts it; predict runs before the ghosts exist). */
+static inline int64_t counted_clamp(const pbf_world *w, int i) {
+    const pbf_world_hooks *hk = w->hooks;
+    return !hk || !hk->is_ghost || !hk->is_ghost(w, i, hk->user);
+}
+
 static int stage_predict(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+    int64_t clamps = 0;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad) \
+    reduction(+ : clamps)
     for (int i = 0; i < n; ++i) {
         float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
-        pbf_limit_speed(&vx, &vy, &vz, vmax);
+        clamps += pbf_limit_speed(&vx, &vy, &vz, vmax);
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
@@ -349,6 +358,7 @@ static int stage_predict(pbf_world *w, float dt, float vmax) {
         w->qz[i] = w->pz[i] + dt * vz;
         if (!isfinite(w->qx[i] + w->qy[i] + w->qz[i]) && i < bad) bad = i;
     }
+    w->solve.speed_clamps += clamps;
     return bad;
 }
 
@@ -453,11 +463,13 @@ static int stage_lambda(pbf_world *w) {
     return bad;
 }
 
-static int stage_delta_p(pbf_world *w) {
+static int stage_delta_p(pbf_world *w, float dt) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict LAMBDA = w->lambda;
     const int n = w->count;
-    const pbf_vf ks = vf_set1(-w->def.pbf.scorr_k / w->lattice_grad2); /* s_corr on lambda's scale */
+    /* s_corr on lambda's scale: against clumping, and the artificial pressure (pbf_scorr_split) */
+    const float ks = -w->def.pbf.scorr_k / w->lattice_grad2, ksg = pbf_scorr_support_ks(w, dt);
+    const float s_rest = w->scorr_s_rest;
     const pbf_vf inv_wdq = vf_set1(w->scorr_inv_wdq);
     const int sn = w->def.pbf.scorr_n;
     const float om = w->def.pbf.over_relaxation;
@@ -500,7 +512,7 @@ int bad_c = INT_MAX;
                 s = ratio;
                 for (int e = 1; e < sn; ++e) s *= ratio;
             }
-            pbf_vf scorr = ks * s; /* eq. 13 */
+            pbf_vf scorr = pbf_scorr_split_v(s, s_rest, ks, ksg); /* eq. 13 */
             pbf_vf f = (vli + lj + scorr) * vol * v_spiky(k, r2, in);
             f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
             ax += vf_and(f * dx, in);
@@ -556,11 +568,13 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     int bad = INT_MAX;
     /* the packed copy for the curl pass: (x*, y*, z*, v_x) */
     float *restrict PK = pack_reserve(w) ? LISTS(w)->pack : NULL;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+    int64_t clamps = 0;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad) \
+    reduction(+ : clamps)
     for (int i = 0; i < n; ++i) {
         float vx = (w->qx[i] - w->px[i]) * inv_dt, vy = (w->qy[i] - w->py[i]) * inv_dt,
               vz = (w->qz[i] - w->pz[i]) * inv_dt;
-        pbf_limit_speed(&vx, &vy, &vz, vmax);
+        if (pbf_limit_speed(&vx, &vy, &vz, vmax)) clamps += counted_clamp(w, i);
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
@@ -572,6 +586,7 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
         }
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
+    w->solve.speed_clamps += clamps;
     const float *P = PK;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
@@ -649,7 +664,8 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
         }
     }
     const float *P = PK;
-#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    int64_t clamps = 0;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
     {
     nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(dynamic, 256)
@@ -695,13 +711,14 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
             vy += dt * eps * (nz * oxi - nx * ozi);
             vz += dt * eps * (nx * oyi - ny * oxi);
         }
-        pbf_limit_speed(&vx, &vy, &vz, vmax);
+        if (pbf_limit_speed(&vx, &vy, &vz, vmax)) clamps += counted_clamp(w, i);
         w->px[i] = vx;
         w->py[i] = vy;
         w->pz[i] = vz;
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
     }
+    w->solve.speed_clamps += clamps;
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
     swapf(&w->px, &w->qx);
     swapf(&w->py, &w->qy);
@@ -734,10 +751,12 @@ static int stage_gravity(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad)
+    int64_t clamps = 0;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad) \
+    reduction(+ : clamps)
     for (int i = 0; i < n; ++i) {
         float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
-        pbf_limit_speed(&vx, &vy, &vz, vmax);
+        clamps += pbf_limit_speed(&vx, &vy, &vz, vmax);
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
@@ -746,6 +765,7 @@ static int stage_gravity(pbf_world *w, float dt, float vmax) {
         w->qz[i] = w->pz[i];
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
+    w->solve.speed_clamps += clamps;
     return bad;
 }
 
@@ -1127,7 +1147,7 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     case PBF_STAGE_PREDICT: return stage_predict(w, c->dt, c->vmax);
     case PBF_STAGE_GRID: stage_grid(w, 1); return INT_MAX;
     case PBF_STAGE_LAMBDA: return stage_lambda(w);
-    case PBF_STAGE_DELTA_P: return stage_delta_p(w);
+    case PBF_STAGE_DELTA_P: return stage_delta_p(w, c->dt);
     case PBF_STAGE_COLLIDE: return stage_collide(w);
     case PBF_STAGE_VELOCITY: return stage_velocity(w, c->dt, c->vmax);
     case PBF_STAGE_VORTICITY_XSPH: return stage_vorticity_xsph(w, c->dt, c->vmax);

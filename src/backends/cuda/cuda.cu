@@ -58,11 +58,11 @@ typedef struct cuda_state {
     float *F, *G;
     pbf_wall_box *boxes;
 
-    int *bad; /* step.nslots + 1 */
+    int *bad; /* step.nslots + 2: the guard's slots, the predict slot, the speed-limit cuts */
     pbf_gpu_bad *bad_info;
     int map_slot;
     pbf_gpu_step step;    /* the slots' stages and the measured solves (gpu_host.h) */
-    int *host_none;       /* step.nslots + 1 INT_MAX, the source of the guard's reset */
+    int *host_none;       /* step.nslots + 1 INT_MAX and a 0, the source of the guard's reset */
     pbf_gpu_bad nobody;   /* likewise */
     double *solve_out;    /* the solves' errors (percent): density, divergence */
 
@@ -136,7 +136,9 @@ int pbf_cuda_list(pbf_device_info *out, int max, char *note, size_t note_size) {
 /* ---- launching ------------------------------------------------------------------------------ */
 
 static pbf_gpu_params params(const pbf_world *w, const pbf_step_ctx *c) {
-    return pbf_gpu_make_params(w, c);
+    pbf_gpu_params P = pbf_gpu_make_params(w, c);
+    P.clamp_at = DEV(w)->step.nslots + 1;
+    return P;
 }
 
 /* In-place exclusive scan of count uints (level: which block-sum buffer to use). */
@@ -226,7 +228,9 @@ static int next_slot(cuda_state *d, pbf_stage_id stage) {
 static void begin_substep(cuda_state *d) {
     const int first = pbf_gpu_begin_substep(&d->step);
     if (d->error != cudaSuccess) return;
-    keep(d, cudaMemcpyAsync(d->bad, d->host_none, (size_t)(d->step.nslots + 1) * sizeof(int),
+    /* every substep: the guard's slots; the first of a step also the speed-limit cuts */
+    keep(d, cudaMemcpyAsync(d->bad, d->host_none,
+                            (size_t)(d->step.nslots + (first ? 2 : 1)) * sizeof(int),
                             cudaMemcpyHostToDevice, d->stream));
     if (first)
         keep(d, cudaMemcpyAsync(d->bad_info, &d->nobody, sizeof d->nobody,
@@ -455,6 +459,7 @@ static void cu_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) 
      * last errors */
     pbf_gpu_bad info = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
     double err[2] = {0.0, 0.0};
+    unsigned int clamps = 0u;
     enqueue_stats(w);
     if (d->error == cudaSuccess)
         keep(d, cudaMemcpyAsync(&info, d->bad_info, sizeof info, cudaMemcpyDeviceToHost,
@@ -462,6 +467,9 @@ static void cu_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) 
     if (d->error == cudaSuccess && (d->step.measured[0] || d->step.measured[1]))
         keep(d, cudaMemcpyAsync(err, d->solve_out, sizeof err, cudaMemcpyDeviceToHost,
                                 d->stream));
+    if (d->error == cudaSuccess) /* the step's speed-limit cuts */
+        keep(d, cudaMemcpyAsync(&clamps, d->bad + d->step.nslots + 1, sizeof clamps,
+                                cudaMemcpyDeviceToHost, d->stream));
     cu_sync(w);
     w->host_stale = 1;
     if (d->error != cudaSuccess) {
@@ -472,6 +480,7 @@ static void cu_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) 
     d->stats_ready = 1;
     if (d->step.measured[0]) w->solve.error = err[0];
     if (d->step.measured[1]) w->solve.divergence_error = err[1];
+    w->solve.speed_clamps = clamps;
     const pbf_stage_id stage = pbf_gpu_logged_stage(&d->step, info.slot);
     if (info.slot >= 0 && stage < PBF_STAGE_COUNT) {
         pbf_bad_particle *b = &bad[stage];
@@ -576,7 +585,7 @@ static size_t fixed_bytes(const pbf_world *w, int nslots) {
     }
     const size_t n3 = (size_t)w->walls.n * (size_t)w->walls.n * (size_t)w->walls.n;
     bytes += 2 * n3 * sizeof(float) + PBF_MAX_BOXES * sizeof(pbf_wall_box);
-    bytes += (size_t)(nslots + 1) * sizeof(int) + sizeof(pbf_gpu_bad) + 2 * sizeof(double);
+    bytes += (size_t)(nslots + 2) * sizeof(int) + sizeof(pbf_gpu_bad) + 2 * sizeof(double);
     return bytes;
 }
 
@@ -746,12 +755,14 @@ static pbf_status fixed_buffers(pbf_world *w, pbf_error *err) {
     d->F = (float *)new_buffer(d, n3 * sizeof(float), w->walls.F);
     d->G = (float *)new_buffer(d, n3 * sizeof(float), w->walls.G);
     d->boxes = (pbf_wall_box *)new_buffer(d, PBF_MAX_BOXES * sizeof(pbf_wall_box), NULL);
-    d->host_none = (int *)malloc((size_t)(d->step.nslots + 1) * sizeof(int));
-    if (d->host_none)
+    d->host_none = (int *)malloc((size_t)(d->step.nslots + 2) * sizeof(int));
+    if (d->host_none) {
         for (int s = 0; s <= d->step.nslots; ++s) d->host_none[s] = INT_MAX;
+        d->host_none[d->step.nslots + 1] = 0; /* the speed-limit cuts */
+    }
     d->nobody.slot = -1;
     d->nobody.index = INT_MAX;
-    d->bad = (int *)new_buffer(d, (size_t)(d->step.nslots + 1) * sizeof(int), NULL);
+    d->bad = (int *)new_buffer(d, (size_t)(d->step.nslots + 2) * sizeof(int), NULL);
     d->solve_out = (double *)new_buffer(d, 2 * sizeof(double), NULL);
     d->bad_info = (pbf_gpu_bad *)new_buffer(d, sizeof(pbf_gpu_bad), NULL);
     if (d->scan_levels > MAX_SCAN_LEVELS || !d->host_none ||

@@ -58,6 +58,8 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.inv_rho0 = 1.0f / w->k.rest_density;
     P.eps_abs = w->eps_abs;
     P.ks = -w->def.pbf.scorr_k / w->lattice_grad2;
+    P.ksg = pbf_scorr_support_ks(w, dt);
+    P.s_rest = w->scorr_s_rest;
     P.inv_wdq = w->scorr_inv_wdq;
     P.omega = w->def.pbf.over_relaxation;
     P.vorticity = w->def.vorticity;

@@ -109,7 +109,9 @@ typedef struct pbf_gpu_params {
     float vmax;     /* CFL speed limit */
     float inv_rho0; /* 1 / rho_0 */
     float eps_abs;  /* relaxation of eq. 11, 1/m^2 */
-    float ks;       /* -scorr_k / lattice_grad2: s_corr on lambda's scale */
+    float ks;       /* -scorr_k / lattice_grad2: s_corr on lambda's scale, against clumping */
+    float ksg;      /* s_corr's artificial pressure (pbf_scorr_support_ks) */
+    float s_rest;   /* s_corr's shape at the rest spacing */
     float inv_wdq;  /* 1 / W(dq) */
     float omega;    /* over-relaxation of delta p */
     float vorticity, xsph;
@@ -118,6 +120,7 @@ typedef struct pbf_gpu_params {
     float wcsph_b, wcsph_gamma; /* Tait equation: stiffness B, exponent gamma */
     float wcsph_nu;  /* dt V alpha h c_s: the artificial viscosity's factor over a substep */
     float dfsph_eps; /* DFSPH factor: denominators below this give 0 */
+    int clamp_at;   /* index in `bad` of the step's count of speed-limit cuts */
 } pbf_gpu_params;
 
 #endif

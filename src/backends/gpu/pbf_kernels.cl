@@ -29,7 +29,9 @@
  *
  * Non-finite values: a stage atomic_min's the index of a particle for which it produced one into
  * its launch's slot of `bad` (deterministic); pbf_capture_bad keeps the first one, with its id and
- * position, at the end of each substep, for the host's single read at the end of the step.
+ * position, at the end of each substep, for the host's single read at the end of the step. The
+ * speed limit's cuts are counted by an atomic add into bad[P.clamp_at] (a sum of ones: the same
+ * count in any order, the CPU backend's), read with them.
  */
 #include "gpu_prelude.h"
 
@@ -342,7 +344,7 @@ PBF_KERNEL pbf_k_predict(const pbf_gpu_params P, const PBF_GLOBAL float *px,
     const int i = PBF_GID;
     if (i >= P.n) return;
     float ux = vx[i] + P.gdt[0], uy = vy[i] + P.gdt[1], uz = vz[i] + P.gdt[2];
-    pbf_limit_speed(&ux, &uy, &uz, P.vmax);
+    if (pbf_limit_speed(&ux, &uy, &uz, P.vmax)) PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
     vx[i] = ux;
     vy[i] = uy;
     vz[i] = uz;
@@ -472,7 +474,8 @@ PBF_KERNEL pbf_k_delta_p(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const float r2 = dx * dx + dy * dy + dz * dz;                                                  \
     const int in = valid && r2 < k.h2;                                                             \
     const float w = in ? pbf_poly6(&k, r2) : 0.0f;                                                 \
-    const float scorr = P.ks * pbf_scorr_shape(w, P.inv_wdq, (n)); /* eq. 13 */                    \
+    const float scorr = /* eq. 13 */                                                               \
+        pbf_scorr_split(pbf_scorr_shape(w, P.inv_wdq, (n)), P.s_rest, P.ks, P.ksg);                \
     const float f = (li + lambda[j] + scorr) * k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);         \
     ax[l] += in ? f * dx : 0.0f;                                                                   \
     ay[l] += in ? f * dy : 0.0f;                                                                   \
@@ -524,7 +527,7 @@ PBF_KERNEL pbf_k_velocity(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     if (i >= P.n) return;
     float ux = (qx[i] - px[i]) * P.inv_dt, uy = (qy[i] - py[i]) * P.inv_dt,
           uz = (qz[i] - pz[i]) * P.inv_dt;
-    pbf_limit_speed(&ux, &uy, &uz, P.vmax);
+    if (pbf_limit_speed(&ux, &uy, &uz, P.vmax)) PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
     vx[i] = ux;
     vy[i] = uy;
     vz[i] = uz;
@@ -634,7 +637,7 @@ PBF_KERNEL pbf_k_vorticity_xsph(const pbf_gpu_params P, const PBF_GLOBAL float *
         uy += P.dt * P.vorticity * (nz * oxi - nx * ozi);
         uz += P.dt * P.vorticity * (nx * oyi - ny * oxi);
     }
-    pbf_limit_speed(&ux, &uy, &uz, P.vmax);
+    if (pbf_limit_speed(&ux, &uy, &uz, P.vmax)) PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
     outx[i] = ux;
     outy[i] = uy;
     outz[i] = uz;
@@ -656,7 +659,7 @@ PBF_KERNEL pbf_k_gravity(const pbf_gpu_params P, const PBF_GLOBAL float *px,
     const int i = PBF_GID;
     if (i >= P.n) return;
     float ux = vx[i] + P.gdt[0], uy = vy[i] + P.gdt[1], uz = vz[i] + P.gdt[2];
-    pbf_limit_speed(&ux, &uy, &uz, P.vmax);
+    if (pbf_limit_speed(&ux, &uy, &uz, P.vmax)) PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
     vx[i] = ux;
     vy[i] = uy;
     vz[i] = uz;

@@ -120,8 +120,9 @@ typedef struct ocl_state {
     cl_mem F, G, boxes;
 
     /* non-finite guard: one int slot per launch of a substep (atomic_min of a particle index),
-     * plus the predict slot followed through the sort, plus the captured particle; the slots'
-     * stages and the measured solves on the host (gpu_host.h) */
+     * plus the predict slot followed through the sort, plus the step's count of speed-limit cuts
+     * (clamp_at = nslots + 1), plus the captured particle; the slots' stages and the measured
+     * solves on the host (gpu_host.h) */
     cl_mem bad, bad_info;
     int map_slot;
     pbf_gpu_step step;
@@ -360,7 +361,9 @@ static void launch(ocl_state *d, int k, size_t items, size_t local, int nargs, c
 }
 
 static pbf_gpu_params params(const pbf_world *w, const pbf_step_ctx *c) {
-    return pbf_gpu_make_params(w, c);
+    pbf_gpu_params P = pbf_gpu_make_params(w, c);
+    P.clamp_at = DEV(w)->step.nslots + 1;
+    return P;
 }
 
 #define FB(f) (d->field[PBF_F_##f])
@@ -492,15 +495,19 @@ static cl_int next_slot(ocl_state *d, pbf_stage_id stage) {
 }
 
 /* The first stage of a substep (predict, gravity): its slots are cleared; at the start of a step
- * also the captured particle. The earlier substeps' slots were captured at their end (velocity
- * and vorticity_xsph stages). */
+ * also the captured particle and the count of speed-limit cuts. The earlier substeps' slots were
+ * captured at their end (velocity and vorticity_xsph stages). */
 static void begin_substep(ocl_state *d) {
-    const cl_int none = INT_MAX;
+    const cl_int none = INT_MAX, zero = 0;
     const pbf_gpu_bad nobody = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
     const int first = pbf_gpu_begin_substep(&d->step);
     if (d->error != CL_SUCCESS) return;
     cl_int e = clEnqueueFillBuffer(d->queue, d->bad, &none, sizeof none, 0,
                                    (size_t)(d->step.nslots + 1) * sizeof(cl_int), 0, NULL, NULL);
+    if (e == CL_SUCCESS && first) /* the speed-limit cuts of the step */
+        e = clEnqueueFillBuffer(d->queue, d->bad, &zero, sizeof zero,
+                                (size_t)(d->step.nslots + 1) * sizeof(cl_int), sizeof zero, 0,
+                                NULL, NULL);
     if (e == CL_SUCCESS && first) {
         e = clEnqueueWriteBuffer(d->queue, d->bad_info, CL_FALSE, 0, sizeof nobody, &nobody, 0,
                                  NULL, NULL);
@@ -734,9 +741,10 @@ static void ocl_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT])
         bad[s].position = (pbf_vec3){0.0f, 0.0f, 0.0f};
     }
     pbf_gpu_end_step(&d->step);
-    /* one round trip: the statistics partials, the first non-finite particle and the solves'
-     * last errors */
+    /* one round trip: the statistics partials, the first non-finite particle, the count of
+     * speed-limit cuts and the solves' last errors */
     pbf_gpu_bad info = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
+    cl_int clamps = 0;
     union {
         double d[2];
         float f[2];
@@ -749,6 +757,10 @@ static void ocl_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT])
             e = clEnqueueReadBuffer(d->queue, d->solve_out, CL_FALSE, 0,
                                     2 * (d->fp64 ? sizeof(double) : sizeof(float)), &err, 0, NULL,
                                     NULL);
+        if (e == CL_SUCCESS)
+            e = clEnqueueReadBuffer(d->queue, d->bad, CL_FALSE,
+                                    (size_t)(d->step.nslots + 1) * sizeof(cl_int), sizeof clamps,
+                                    &clamps, 0, NULL, NULL);
         if (e == CL_SUCCESS) e = clFinish(d->queue);
         if (e != CL_SUCCESS) d->error = e;
     }
@@ -760,6 +772,7 @@ static void ocl_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT])
     d->stats_ready = 1;
     if (d->step.measured[0]) w->solve.error = d->fp64 ? err.d[0] : (double)err.f[0];
     if (d->step.measured[1]) w->solve.divergence_error = d->fp64 ? err.d[1] : (double)err.f[1];
+    w->solve.speed_clamps = (uint32_t)clamps; /* the kernels add unsigned ones */
     const pbf_stage_id st = pbf_gpu_logged_stage(&d->step, info.slot);
     if (info.slot >= 0 && st < PBF_STAGE_COUNT) {
         pbf_bad_particle *b = &bad[st];
@@ -898,7 +911,7 @@ static size_t fixed_bytes(const pbf_world *w) {
     }
     const size_t n3 = (size_t)w->walls.n * (size_t)w->walls.n * (size_t)w->walls.n;
     bytes += 2 * n3 * sizeof(float) + PBF_MAX_BOXES * sizeof(pbf_wall_box);
-    bytes += (size_t)(pbf_gpu_slots_per_substep(&w->def) + 1) * sizeof(cl_int) +
+    bytes += (size_t)(pbf_gpu_slots_per_substep(&w->def) + 2) * sizeof(cl_int) +
              sizeof(pbf_gpu_bad) + 2 * sizeof(double);
     return bytes;
 }
@@ -1150,10 +1163,10 @@ static pbf_status fixed_buffers(pbf_world *w, pbf_error *err) {
     d->G = new_buffer(d, n3 * sizeof(float), w->walls.G);
     d->boxes = new_buffer(d, PBF_MAX_BOXES * sizeof(pbf_wall_box), NULL);
     /* the launches of a substep: predict or gravity, the solve's iterations, velocity and curl,
-     * post */
+     * post; then the predict slot followed through the sort and the speed-limit cuts */
     d->step.nslots = pbf_gpu_slots_per_substep(&w->def);
     d->map_slot = d->step.nslots;
-    d->bad = new_buffer(d, (size_t)(d->step.nslots + 1) * sizeof(cl_int), NULL);
+    d->bad = new_buffer(d, (size_t)(d->step.nslots + 2) * sizeof(cl_int), NULL);
     d->solve_out = new_buffer(d, 2 * sizeof(double), NULL);
     d->bad_info = new_buffer(d, sizeof(pbf_gpu_bad), NULL);
     if (d->error == CL_SUCCESS) ocl_sync(w);
