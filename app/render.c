@@ -350,7 +350,7 @@ static pbf_status draw_spheres(pbfapp_image *img, const pbfapp_view *v, const pb
         for (int b = b0; b <= b1; ++b) list[fill[b]++] = k;
     }
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(monotonic : dynamic, 1)
 #endif
     for (int b = 0; b < nbands; ++b) {
         int y_hi = (b + 1) * BAND_ROWS < h ? (b + 1) * BAND_ROWS : h;

@@ -428,7 +428,7 @@ pbf_status pbfapp_render_surface(const pbfapp_render_input *in, pbfapp_image *im
                 failed = 1;
             }
 #ifdef _OPENMP
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(monotonic : dynamic, 1)
 #endif
             for (int b = 0; b < nbands; ++b) {
                 if (!ok) continue;

@@ -529,7 +529,7 @@ static pbf_status anisotropy(pbf_surface *s, int n, float *max_ext, pbf_error *e
         return PBF_ERR_INVALID_ARGUMENT;
     }
     const float side = BS * s->c;
-#pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1) reduction(max : mx)
+#pragma omp parallel for num_threads(s->threads) schedule(monotonic : dynamic, 1) reduction(max : mx)
     for (int b = 0; b < s->nblocks; ++b) {
         int bx, by, bz;
         unpack_key(bk[b], &bx, &by, &bz);
@@ -975,7 +975,7 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
         }
     }
     float *field = BUF(s, B_FIELD, float), *minmax = BUF(s, B_MINMAX, float);
-#pragma omp parallel for num_threads(s->threads) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(s->threads) schedule(monotonic : dynamic, 1)
     for (int b = 0; b < nb; ++b) {
         float *val = field + (size_t)b * BS3;
         field_block(s, b, K, aniso, val);
@@ -1000,7 +1000,7 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
 #pragma omp atomic write
             failed = 1;
         }
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(monotonic : dynamic, 4)
         for (int b = 0; b < nb; ++b) {
             if (!pad) continue;
             /* the cells of b reach into the +x, +y, +z neighbours: a surface needs a value
@@ -1041,7 +1041,7 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
     float *pads = BUF(s, B_PAD, float);
     uint16_t *etab = BUF(s, B_ETAB, uint16_t);
     int32_t *vbase = BUF(s, B_VBASE, int32_t), *tbase = BUF(s, B_TBASE, int32_t);
-#pragma omp parallel for num_threads(s->threads) schedule(dynamic, 2)
+#pragma omp parallel for num_threads(s->threads) schedule(monotonic : dynamic, 2)
     for (int q = 0; q < ns; ++q) {
         float *pad = pads + (size_t)q * PS3;
         padded_block(s, slist[q], pad);
@@ -1072,7 +1072,7 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
     float *pos = BUF(s, B_POS, float), *nrm = BUF(s, B_NRM, float);
     uint32_t *tri = BUF(s, B_TRI, uint32_t);
     int bad = 0;
-#pragma omp parallel for num_threads(s->threads) schedule(dynamic, 2) reduction(| : bad)
+#pragma omp parallel for num_threads(s->threads) schedule(monotonic : dynamic, 2) reduction(| : bad)
     for (int q = 0; q < ns; ++q) bad |= emit_block(s, slist[q], q, pos, nrm, tri) != 0;
     if (bad) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,

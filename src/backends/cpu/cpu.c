@@ -2,6 +2,10 @@
  * The CPU backend: the stages of the step (core.c) on the host arrays, with OpenMP threads and
  * SIMD neighbour loops (src/simd.h), on the kernel math of src/sph/.
  *
+ * Dynamic schedules are monotonic: LLVM's libomp runs the default (nonmonotonic) one by work
+ * stealing, which aborts on an internal assertion now and then under load (llvm-project issues
+ * 54422, 86995); monotonic is its plain shared counter, and what libgomp does anyway.
+ *
  * Every pass is a gather over neighbours computed per particle in a fixed order (the cell order),
  * with no atomics and no reductions across threads, so results are bit-identical for any number
  * of threads. Sums of statistics use fixed chunks (see stage_stats).
@@ -150,7 +154,7 @@ static void build_lists(pbf_world *w) {
             nb_ranges cache = NB_RANGES_INIT;
             uint16_t *buf = NULL;
             size_t buf_cap = 0;
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(monotonic : dynamic, 1)
             for (int b = 0; b < nblocks; ++b) {
                 const int i0 = b * LIST_BLOCK, i1 = i0 + LIST_BLOCK < n ? i0 + LIST_BLOCK : n;
                 const size_t len = unusable ? SIZE_MAX : list_block(w, i0, i1, &cache, &buf, &buf_cap);
@@ -442,21 +446,21 @@ static int stage_lambda(pbf_world *w) {
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
-    nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(dynamic, 256)
-    for (int i = 0; i < n; ++i) {
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
-        float wall = pbf_world_wall_density(w, p, gw);
-        density_grad_sums(w, i, &rho, g, &s2, P, &cache);
-        float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
-        float r = w->k.mass * rho + w->k.rest_density * wall;
-        w->density[i] = r;
-        float c = r * inv_rho0 - 1.0f; /* eq. 1 */
-        if (unilateral && c < 0.0f) c = 0.0f;
-        float sum2 = s2 + gix * gix + giy * giy + giz * giz;
-        w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
-        if (!isfinite(w->lambda[i]) && i < bad) bad = i;
-    }
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
+            float wall = pbf_world_wall_density(w, p, gw);
+            density_grad_sums(w, i, &rho, g, &s2, P, &cache);
+            float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
+            float r = w->k.mass * rho + w->k.rest_density * wall;
+            w->density[i] = r;
+            float c = r * inv_rho0 - 1.0f; /* eq. 1 */
+            if (unilateral && c < 0.0f) c = 0.0f;
+            float sum2 = s2 + gix * gix + giy * giy + giz * giz;
+            w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
+            if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+        }
     }
     /* the error of the iteration (compression only, as the statistics count it) */
     w->solve_error = 100.0 * mean_excess(w, w->density, inv_rho0, -1.0f);
@@ -482,57 +486,59 @@ int bad_c = INT_MAX;
     const float *restrict PX = w->px, *restrict PY = w->py, *restrict PZ = w->pz;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad, bad_c)
     {
-    nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(dynamic, 256)
-    for (int i = 0; i < n; ++i) {
-        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-        const float li = LAMBDA[i];
-        const pbf_vf vli = vf_set1(li);
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-        pbf_world_wall_density(w, p, gw);
-        pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
-        FOR_NEIGHBOURS_R(w, i, &cache, 
-            pbf_vf xj, yj, zj, lj;
-            if (P) {
-                load_packed(P, jv, &xj, &yj, &zj, &lj);
-            } else {
-                xj = LOAD(QX);
-                yj = LOAD(QY);
-                zj = LOAD(QZ);
-                lj = LOAD(LAMBDA);
-            }
-            pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
-            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < h2v);
-            pbf_vf ratio = v_poly6(k, r2, in) * inv_wdq, s;
-            if (sn == 4) { /* the default n: two squarings, no loop in the hot path */
-                s = ratio * ratio;
-                s = s * s;
-            } else {
-                s = ratio;
-                for (int e = 1; e < sn; ++e) s *= ratio;
-            }
-            pbf_vf scorr = pbf_scorr_split_v(s, s_rest, ks, ksg); /* eq. 13 */
-            pbf_vf f = (vli + lj + scorr) * vol * v_spiky(k, r2, in);
-            f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
-            ax += vf_and(f * dx, in);
-            ay += vf_and(f * dy, in);
-            az += vf_and(f * dz, in);
-        );
-        /* over-relaxation of the Jacobi step (successive over-relaxation): omega = 1 is the paper */
-        float dpx = om * (li * gw[0] + vf_hsum(ax)), dpy = om * (li * gw[1] + vf_hsum(ay)),
-              dpz = om * (li * gw[2] + vf_hsum(az));
-        if (!isfinite(dpx + dpy + dpz) && i < bad) bad = i;
-        /* the collision stage's work, done here: x* + delta p (eq. 14) pushed out of the walls,
-         * into s; the collision stage then swaps s and x* (delta p's neighbours read x*, so it
-         * cannot be written in place) */
-        float q[3] = {p[0] + dpx, p[1] + dpy, p[2] + dpz}, o[3] = {PX[i], PY[i], PZ[i]};
-        if (!isfinite(q[0] + q[1] + q[2]) && i < bad_c) bad_c = i; /* before the clamp hides it */
-        pbf_collide(&w->wc, w->wall_boxes, q, o);
-        w->sx[i] = q[0];
-        w->sy[i] = q[1];
-        w->sz[i] = q[2];
-    }
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+            const float li = LAMBDA[i];
+            const pbf_vf vli = vf_set1(li);
+            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+            pbf_world_wall_density(w, p, gw);
+            pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
+            FOR_NEIGHBOURS_R(w, i, &cache, 
+                pbf_vf xj, yj, zj, lj;
+                if (P) {
+                    load_packed(P, jv, &xj, &yj, &zj, &lj);
+                } else {
+                    xj = LOAD(QX);
+                    yj = LOAD(QY);
+                    zj = LOAD(QZ);
+                    lj = LOAD(LAMBDA);
+                }
+                pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
+                pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+                pbf_vi in = valid & (r2 < h2v);
+                pbf_vf ratio = v_poly6(k, r2, in) * inv_wdq, s;
+                if (sn == 4) { /* the default n: two squarings, no loop in the hot path */
+                    s = ratio * ratio;
+                    s = s * s;
+                } else {
+                    s = ratio;
+                    for (int e = 1; e < sn; ++e) s *= ratio;
+                }
+                pbf_vf scorr = pbf_scorr_split_v(s, s_rest, ks, ksg); /* eq. 13 */
+                pbf_vf f = (vli + lj + scorr) * vol * v_spiky(k, r2, in);
+                f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
+                ax += vf_and(f * dx, in);
+                ay += vf_and(f * dy, in);
+                az += vf_and(f * dz, in);
+            );
+            /* over-relaxation of the Jacobi step (successive over-relaxation): omega = 1 is the
+             * paper */
+            float dpx = om * (li * gw[0] + vf_hsum(ax)), dpy = om * (li * gw[1] + vf_hsum(ay)),
+                  dpz = om * (li * gw[2] + vf_hsum(az));
+            if (!isfinite(dpx + dpy + dpz) && i < bad) bad = i;
+            /* the collision stage's work, done here: x* + delta p (eq. 14) pushed out of the walls,
+             * into s; the collision stage then swaps s and x* (delta p's neighbours read x*, so it
+             * cannot be written in place) */
+            float q[3] = {p[0] + dpx, p[1] + dpy, p[2] + dpz}, o[3] = {PX[i], PY[i], PZ[i]};
+            /* before the clamp hides it */
+            if (!isfinite(q[0] + q[1] + q[2]) && i < bad_c) bad_c = i;
+            pbf_collide(&w->wc, w->wall_boxes, q, o);
+            w->sx[i] = q[0];
+            w->sy[i] = q[1];
+            w->sz[i] = q[2];
+        }
     }
     LISTS(w)->collided = 1;
     LISTS(w)->collide_bad = bad_c;
@@ -596,45 +602,45 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     int bad2 = INT_MAX;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
     {
-    nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(dynamic, 256)
-    for (int i = 0; i < n; ++i) {
-        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-        const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-        float wall = pbf_world_wall_density(w, p, gw);
-        pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
-        FOR_NEIGHBOURS_R(w, i, &cache, 
-            pbf_vf xj, yj, zj, vxj;
-            if (P) {
-                load_packed(P, jv, &xj, &yj, &zj, &vxj);
-            } else {
-                xj = LOAD(QX);
-                yj = LOAD(QY);
-                zj = LOAD(QZ);
-                vxj = LOAD(VX);
-            }
-            pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
-            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < h2v);
-            rho += v_poly6(k, r2, in);
-            /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
-            pbf_vf f = vol * v_spiky(k, r2, in);
-            pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
-            pbf_vf ux = vf_and(vxj - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
-                   uz = vf_and(LOAD(VZ) - vzi, in);
-            ox += gy * uz - gz * uy;
-            oy += gz * ux - gx * uz;
-            oz += gx * uy - gy * ux;
-        );
-        w->density[i] = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
-        float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
-        w->sx[i] = wx;
-        w->sy[i] = wy;
-        w->sz[i] = wz;
-        w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
-        if (!isfinite(w->lambda[i]) && i < bad2) bad2 = i;
-    }
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+            const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
+            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+            float wall = pbf_world_wall_density(w, p, gw);
+            pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
+            FOR_NEIGHBOURS_R(w, i, &cache, 
+                pbf_vf xj, yj, zj, vxj;
+                if (P) {
+                    load_packed(P, jv, &xj, &yj, &zj, &vxj);
+                } else {
+                    xj = LOAD(QX);
+                    yj = LOAD(QY);
+                    zj = LOAD(QZ);
+                    vxj = LOAD(VX);
+                }
+                pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
+                pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+                pbf_vi in = valid & (r2 < h2v);
+                rho += v_poly6(k, r2, in);
+                /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
+                pbf_vf f = vol * v_spiky(k, r2, in);
+                pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
+                pbf_vf ux = vf_and(vxj - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
+                       uz = vf_and(LOAD(VZ) - vzi, in);
+                ox += gy * uz - gz * uy;
+                oy += gz * ux - gx * uz;
+                oz += gx * uy - gy * ux;
+            );
+            w->density[i] = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
+            float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
+            w->sx[i] = wx;
+            w->sy[i] = wy;
+            w->sz[i] = wz;
+            w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
+            if (!isfinite(w->lambda[i]) && i < bad2) bad2 = i;
+        }
     }
     return bad < bad2 ? bad : bad2;
 }
@@ -667,56 +673,57 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     int64_t clamps = 0;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
     {
-    nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(dynamic, 256)
-    for (int i = 0; i < n; ++i) {
-        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-        const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
-        const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
-        const float oxi = w->sx[i], oyi = w->sy[i], ozi = w->sz[i];
-        const pbf_vf wi = vf_set1(OMEGA[i]);
-        pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
-        FOR_NEIGHBOURS_R(w, i, &cache, 
-            pbf_vf xj, yj, zj, mj;
-            if (P) {
-                load_packed(P, jv, &xj, &yj, &zj, &mj); /* m / rho_j, divided per particle */
-            } else {
-                xj = LOAD(QX);
-                yj = LOAD(QY);
-                zj = LOAD(QZ);
-                mj = mass / LOAD(RHO);
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+            const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
+            const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
+            const float oxi = w->sx[i], oyi = w->sy[i], ozi = w->sz[i];
+            const pbf_vf wi = vf_set1(OMEGA[i]);
+            pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
+            FOR_NEIGHBOURS_R(w, i, &cache, 
+                pbf_vf xj, yj, zj, mj;
+                if (P) {
+                    load_packed(P, jv, &xj, &yj, &zj, &mj); /* m / rho_j, divided per particle */
+                } else {
+                    xj = LOAD(QX);
+                    yj = LOAD(QY);
+                    zj = LOAD(QZ);
+                    mj = mass / LOAD(RHO);
+                }
+                pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
+                pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+                pbf_vi in = valid & (r2 < h2v);
+                pbf_vf vj = vf_and(mj, in);
+                /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
+                pbf_vf wk = vj * v_poly6(k, r2, in);
+                sx += vf_and(wk * (LOAD(VX) - vxi), in);
+                sy += vf_and(wk * (LOAD(VY) - vyi), in);
+                sz += vf_and(wk * (LOAD(VZ) - vzi), in);
+                /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
+                pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(k, r2, in);
+                ex += vf_and(f * dx, in);
+                ey += vf_and(f * dy, in);
+                ez += vf_and(f * dz, in);
+            );
+            float vx = vxs + c * vf_hsum(sx), vy = vys + c * vf_hsum(sy),
+                  vz = vzs + c * vf_hsum(sz);
+            float hx = vf_hsum(ex), hy = vf_hsum(ey), hz = vf_hsum(ez);
+            float el = sqrtf(hx * hx + hy * hy + hz * hz);
+            if (eps > 0.0f && el > 1e-20f) {
+                float nx = hx / el, ny = hy / el, nz = hz / el;
+                /* f = eps (N x omega), applied as an acceleration over dt */
+                vx += dt * eps * (ny * ozi - nz * oyi);
+                vy += dt * eps * (nz * oxi - nx * ozi);
+                vz += dt * eps * (nx * oyi - ny * oxi);
             }
-            pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
-            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < h2v);
-            pbf_vf vj = vf_and(mj, in);
-            /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
-            pbf_vf wk = vj * v_poly6(k, r2, in);
-            sx += vf_and(wk * (LOAD(VX) - vxi), in);
-            sy += vf_and(wk * (LOAD(VY) - vyi), in);
-            sz += vf_and(wk * (LOAD(VZ) - vzi), in);
-            /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(k, r2, in);
-            ex += vf_and(f * dx, in);
-            ey += vf_and(f * dy, in);
-            ez += vf_and(f * dz, in);
-        );
-        float vx = vxs + c * vf_hsum(sx), vy = vys + c * vf_hsum(sy), vz = vzs + c * vf_hsum(sz);
-        float hx = vf_hsum(ex), hy = vf_hsum(ey), hz = vf_hsum(ez);
-        float el = sqrtf(hx * hx + hy * hy + hz * hz);
-        if (eps > 0.0f && el > 1e-20f) {
-            float nx = hx / el, ny = hy / el, nz = hz / el;
-            /* f = eps (N x omega), applied as an acceleration over dt */
-            vx += dt * eps * (ny * ozi - nz * oyi);
-            vy += dt * eps * (nz * oxi - nx * ozi);
-            vz += dt * eps * (nx * oyi - ny * oxi);
+            if (pbf_limit_speed(&vx, &vy, &vz, vmax)) clamps += counted_clamp(w, i);
+            w->px[i] = vx;
+            w->py[i] = vy;
+            w->pz[i] = vz;
+            if (!isfinite(vx + vy + vz) && i < bad) bad = i;
         }
-        if (pbf_limit_speed(&vx, &vy, &vz, vmax)) clamps += counted_clamp(w, i);
-        w->px[i] = vx;
-        w->py[i] = vy;
-        w->pz[i] = vz;
-        if (!isfinite(vx + vy + vz) && i < bad) bad = i;
-    }
     }
     w->solve.speed_clamps += clamps;
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
@@ -782,7 +789,7 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
     const pbf_vf nu = vf_set1(dt * w->k.volume * pbf_wcsph_viscosity(w->def.wcsph.viscosity, B, gamma, k->h, rho0));
     const pbf_vf eps_h2 = vf_set1(0.01f * k->h2), zero = vf_set1(0.0f);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+#pragma omp parallel for schedule(monotonic : dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
@@ -823,17 +830,17 @@ static int stage_dfsph_factor(pbf_world *w) {
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
-    nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(dynamic, 256)
-    for (int i = 0; i < n; ++i) {
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
-        float wall = pbf_world_wall_density(w, p, gw);
-        density_grad_sums(w, i, &rho, g, &s2, P, &cache);
-        float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
-        w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
-        w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, eps);
-        if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
-    }
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
+            float wall = pbf_world_wall_density(w, p, gw);
+            density_grad_sums(w, i, &rho, g, &s2, P, &cache);
+            float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
+            w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
+            w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, eps);
+            if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
+        }
     }
     return bad;
 }
@@ -868,7 +875,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence) {
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+#pragma omp parallel for schedule(monotonic : dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         pbf_world_wall_density(w, p, gw);
@@ -901,7 +908,7 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
     const pbf_vf h2v = vf_set1(k->h2), dtv = vf_set1(dt);
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+#pragma omp parallel for schedule(monotonic : dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         float g[3] = {p[0], p[1], p[2]}; /* where the gradients are taken */
@@ -1012,7 +1019,7 @@ static int stage_pcisph_pressure(pbf_world *w, float dt) {
     const int n = w->count;
     const float delta = pbf_pcisph_delta(w->lattice_grad2);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+#pragma omp parallel for schedule(monotonic : dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float p[3] = {w->qx[i] + dt * w->vx[i], w->qy[i] + dt * w->vy[i],
                       w->qz[i] + dt * w->vz[i]},
@@ -1041,7 +1048,7 @@ static int stage_iisph_diagonal(pbf_world *w) {
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(dynamic, 256)
+#pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
@@ -1064,7 +1071,7 @@ static int stage_iisph_pressure(pbf_world *w, float dt) {
     const float inv_rho0 = 1.0f / w->k.rest_density, omega = w->def.iisph.omega;
     const float eps = 1e-6f * w->lattice_grad2;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
+#pragma omp parallel for schedule(monotonic : dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
     for (int i = 0; i < n; ++i) {
         float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
         pbf_world_wall_density(w, p, gw);
