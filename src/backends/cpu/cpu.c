@@ -317,6 +317,22 @@ static inline PBF_SIMD_INLINE void load_packed(const float *P, const uint32_t *j
 #endif
 }
 
+/* x, y, z and a fourth value of the neighbours jv[]: from the packed copy P when there is one,
+ * else gathered from the arrays (W may be NULL when w is). */
+static inline PBF_SIMD_INLINE void load_neighbours(const float *P, const uint32_t *jv,
+                                                   const float *X, const float *Y, const float *Z,
+                                                   const float *W, pbf_vf *x, pbf_vf *y, pbf_vf *z,
+                                                   pbf_vf *w) {
+    if (P) {
+        load_packed(P, jv, x, y, z, w);
+        return;
+    }
+    *x = vf_gather_idx(X, jv);
+    *y = vf_gather_idx(Y, jv);
+    *z = vf_gather_idx(Z, jv);
+    if (w) *w = vf_gather_idx(W, jv);
+}
+
 static double mean_excess(const pbf_world *w, const float *a, float scale, float offset);
 
 static void swapf(float **a, float **b) {
@@ -411,13 +427,7 @@ static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float 
     pbf_vf rho = vf_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
     FOR_NEIGHBOURS_R(w, i, cache,
         pbf_vf xj, yj, zj;
-        if (P) {
-            load_packed(P, jv, &xj, &yj, &zj, NULL);
-        } else {
-            xj = LOAD(QX);
-            yj = LOAD(QY);
-            zj = LOAD(QZ);
-        }
+        load_neighbours(P, jv, QX, QY, QZ, NULL, &xj, &yj, &zj, NULL);
         pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
@@ -497,14 +507,7 @@ int bad_c = INT_MAX;
             pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
             FOR_NEIGHBOURS_R(w, i, &cache, 
                 pbf_vf xj, yj, zj, lj;
-                if (P) {
-                    load_packed(P, jv, &xj, &yj, &zj, &lj);
-                } else {
-                    xj = LOAD(QX);
-                    yj = LOAD(QY);
-                    zj = LOAD(QZ);
-                    lj = LOAD(LAMBDA);
-                }
+                load_neighbours(P, jv, QX, QY, QZ, LAMBDA, &xj, &yj, &zj, &lj);
                 pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 pbf_vi in = valid & (r2 < h2v);
@@ -612,14 +615,7 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
             pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
             FOR_NEIGHBOURS_R(w, i, &cache, 
                 pbf_vf xj, yj, zj, vxj;
-                if (P) {
-                    load_packed(P, jv, &xj, &yj, &zj, &vxj);
-                } else {
-                    xj = LOAD(QX);
-                    yj = LOAD(QY);
-                    zj = LOAD(QZ);
-                    vxj = LOAD(VX);
-                }
+                load_neighbours(P, jv, QX, QY, QZ, VX, &xj, &yj, &zj, &vxj);
                 pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 pbf_vi in = valid & (r2 < h2v);
@@ -684,14 +680,8 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
             pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
             FOR_NEIGHBOURS_R(w, i, &cache, 
                 pbf_vf xj, yj, zj, mj;
-                if (P) {
-                    load_packed(P, jv, &xj, &yj, &zj, &mj); /* m / rho_j, divided per particle */
-                } else {
-                    xj = LOAD(QX);
-                    yj = LOAD(QY);
-                    zj = LOAD(QZ);
-                    mj = mass / LOAD(RHO);
-                }
+                load_neighbours(P, jv, QX, QY, QZ, RHO, &xj, &yj, &zj, &mj);
+                if (!P) mj = mass / mj; /* packed: m / rho_j, divided per particle */
                 pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 pbf_vi in = valid & (r2 < h2v);
