@@ -528,6 +528,32 @@ step_failed:
     free(times);
 }
 
+/* Writes all of buf to fd (retrying on EINTR); 1 on success. */
+static int write_all(int fd, const void *buf, size_t size) {
+    const char *p = buf;
+    while (size > 0) {
+        ssize_t n = write(fd, p, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return 0;
+        p += n;
+        size -= (size_t)n;
+    }
+    return 1;
+}
+
+/* Reads up to size bytes from fd into buf until end of file (retrying on EINTR); the count. */
+static size_t read_all(int fd, void *buf, size_t size) {
+    char *p = buf;
+    size_t got = 0;
+    while (got < size) {
+        ssize_t n = read(fd, p + got, size - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    return got;
+}
+
 /* The same in a forked child; the result comes back through a pipe. */
 static void run_forked(const bench_options *o, int ci, int threads, bench_result *r) {
     int fd[2];
@@ -551,27 +577,12 @@ static void run_forked(const bench_options *o, int ci, int threads, bench_result
         close(fd[0]);
         bench_result res;
         run_one(o, ci, threads, &res);
-        const char *p = (const char *)&res;
-        size_t left = sizeof res;
-        while (left > 0) {
-            ssize_t n = write(fd[1], p, left);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) _exit(1);
-            p += n;
-            left -= (size_t)n;
-        }
+        const int ok = write_all(fd[1], &res, sizeof res);
         close(fd[1]);
-        _exit(0);
+        _exit(ok ? 0 : 1);
     }
     close(fd[1]);
-    char *p = (char *)r;
-    size_t got = 0;
-    while (got < sizeof *r) {
-        ssize_t n = read(fd[0], p + got, sizeof *r - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += (size_t)n;
-    }
+    const size_t got = read_all(fd[0], r, sizeof *r);
     close(fd[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
@@ -611,27 +622,12 @@ static void measure_limits(const bench_options *o, pbfapp_machine_limits *m) {
         close(fd[0]);
         pbfapp_machine_limits res;
         pbfapp_measure_limits(o->threads, o->nthreads, &res);
-        const char *p = (const char *)&res;
-        size_t left = sizeof res;
-        while (left > 0) {
-            ssize_t n = write(fd[1], p, left);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) _exit(1);
-            p += n;
-            left -= (size_t)n;
-        }
+        const int ok = write_all(fd[1], &res, sizeof res);
         close(fd[1]);
-        _exit(0);
+        _exit(ok ? 0 : 1);
     }
     close(fd[1]);
-    char *p = (char *)m;
-    size_t got = 0;
-    while (got < sizeof *m) {
-        ssize_t n = read(fd[0], p + got, sizeof *m - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += (size_t)n;
-    }
+    const size_t got = read_all(fd[0], m, sizeof *m);
     close(fd[0]);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
