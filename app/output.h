@@ -19,6 +19,8 @@
  *   stats.jsonl      one JSON object per frame: frame, time, particles, density_error_avg,
  *                    density_error_max, max_speed, nonfinite, escaped, ms; under mpirun
  *                    also ranks, rank_particles_min, rank_particles_max
+ *   frame_00000.pvtp under mpirun with mpi_output = pieces: the index of the frame's pieces
+ *                    frame_00000_RRRRR.vtp, one per process (see pbfapp_output_pieces)
  *   frames.pvd       (vtp) ParaView collection of the frames with their simulated times
  *   frames.EXT.series (ply, csv) ParaView's file series index of the frames with their times
  *
@@ -72,6 +74,16 @@ pbf_status pbfapp_output_sync(pbfapp_output *o, pbf_error *err);
  * adds it to the series index. */
 pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const pbf_particles *p,
                                pbf_error *err);
+
+/* Under MPI (scene key mpi_output = pieces): every process writes its particles as the piece
+ * DIR/frame_NNNNN_RRRRR.vtp (RRRRR its rank; in id order, as a frame), then process 0, once every
+ * piece is complete, the index DIR/frame_NNNNN.pvtp (VTK's parallel PolyData: ParaView and
+ * vtkXMLPPolyDataReader read the pieces as one data set) naming `pieces` pieces, and lists it in
+ * frames.pvd. vtp only. */
+pbf_status pbfapp_write_piece(const char *dir, int frame, int piece, double time,
+                              const pbf_particles *p, pbf_error *err);
+pbf_status pbfapp_output_pieces(pbfapp_output *o, int frame, double time, int pieces,
+                                pbf_error *err);
 
 /* Appends one line to stats.jsonl and flushes it. `ms` is the wall-clock time of the frame;
  * s->speed_clamps is written as the frame's count (the caller sums its steps'). On a failed write
