@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # `mpirun -np N pbf run` (src/mpi/domain.c, app/mpi_run.c) against the single-process run of
 # scenes/quick.json (a dam break, 2250 particles, 12 frames, one thread per process):
-#   - 1, 2 and 4 processes write frames and checkpoints byte-identical to the single-process
-#     run's, and stats.jsonl lines equal to its own apart from ms, plus ranks and the particle
-#     counts per process;
+#   - 1, 2, 3 and 4 processes (recursive coordinate bisection, the default) write frames and
+#     checkpoints byte-identical to the single-process run's, and stats.jsonl lines equal to its
+#     own apart from ms, plus ranks and the particle counts per process;
+#   - 4 processes in slabs (mpi_decomposition = slabs): byte-identical too, and with more ghosts
+#     per process than bisection's boxes; 8 processes: boxes cut across all three axes (a box
+#     with 7 or more neighbours: faces, edges and corners), byte-identical;
 #   - 4 processes in slabs of equal width (rank_imbalance = 0): processes start empty, and
 #     particles migrate into them across the slabs (their count becomes positive);
+#   - mpi_output = pieces on 3 processes: VTK's parallel reader reads each frame_NNNNN.pvtp as
+#     the single-process frame (tests/pvtp_reader_check.py: count, ids, values by id), the
+#     checkpoint is byte-identical; with format = ply it is refused (exit 2);
 #   - a run stopped at frame 6 on 2 processes resumes on 4, and then without MPI: the same frames;
 #   - the instability guard stops every process with one message naming the process and the
 #     same particle as the single-process run (exit 3);
@@ -82,7 +88,7 @@ EOF
 "${pbf}" run "${scene}" --out ref --checkpoint-every 6 "${common[@]}"
 check "single-process reference run" $?
 
-for n in 1 2 4; do
+for n in 1 2 3 4; do
     mp "${n}" run "${scene}" --out "np${n}" --checkpoint-every 6 "${common[@]}"
     check "mpirun -np ${n}: exit 0" $?
     same_files "np${n}"
@@ -96,7 +102,43 @@ s = [json.loads(l) for l in open("np2/stats.jsonl")]
 sys.exit(0 if all(x["rank_particles_min"] > 0 for x in s) else 1)'
 check "mpirun -np 2: balanced slabs, no process empty" $?
 
-mp 4 run "${scene}" --out eq4 --set rank_imbalance=0 --checkpoint-every 6 "${common[@]}"
+# slabs against bisection's boxes: the same files, more ghosts
+mp 4 run "${scene}" --out sl4 --set mpi_decomposition=slabs --checkpoint-every 6 --set threads=1 \
+    --frames 12 > sl4.out 2>&1
+check "mpirun -np 4, slabs: exit 0" $?
+same_files sl4
+check "mpirun -np 4, slabs: frames and checkpoint byte-identical to the single-process run" $?
+mp 4 run "${scene}" --out bi4 --set threads=1 --frames 12 > bi4.out 2>&1
+ghosts() { grep -o '[0-9]* ghosts' "$1" | grep -o '[0-9]*'; }
+neighbours() { grep -o 'up to [0-9]* neighbours' "$1" | grep -o '[0-9]*'; }
+gs=$(ghosts sl4.out)
+gb=$(ghosts bi4.out)
+echo "  ghosts per process and step on 4 processes: slabs ${gs}, bisection ${gb}"
+[[ -n "${gs}" && -n "${gb}" && "${gb}" -lt "${gs}" ]]
+check "mpirun -np 4: bisection's boxes receive fewer ghosts than slabs" $?
+mp 8 run "${scene}" --out bi8 --checkpoint-every 6 --set threads=1 --frames 12 > bi8.out 2>&1
+check "mpirun -np 8, bisection: exit 0" $?
+same_files bi8
+check "mpirun -np 8, bisection: frames and checkpoint byte-identical to the single-process run" $?
+nb=$(neighbours bi8.out)
+echo "  8 processes: up to ${nb} neighbours"
+[[ -n "${nb}" && "${nb}" -ge 7 ]]
+check "mpirun -np 8, bisection: boxes cut across three axes (a box with >= 7 neighbours)" $?
+
+# frames written in pieces, read back with VTK's parallel reader
+mp 3 run "${scene}" --out pc3 --set mpi_output=pieces --checkpoint-every 6 "${common[@]}"
+check "mpirun -np 3, mpi_output = pieces: exit 0" $?
+/usr/bin/python3 "${here}/pvtp_reader_check.py" pc3 ref 3 0 1 6 12
+check "mpirun -np 3, pieces: VTK reads each .pvtp as the single-process frame" $?
+cmp -s ref/checkpoint_00012.pbfck pc3/checkpoint_00012.pbfck
+check "mpirun -np 3, pieces: checkpoint byte-identical" $?
+mp 2 run "${scene}" --out pcply --set mpi_output=pieces --set format=ply "${common[@]}" > pcply.out 2>&1
+rc=$?
+[[ "${rc}" -ne 0 ]] && grep -q 'mpi_output = "pieces" needs format = "vtp"' pcply.out
+check "mpi_output = pieces with format = ply: refused, naming both keys" $?
+
+mp 4 run "${scene}" --out eq4 --set mpi_decomposition=slabs --set rank_imbalance=0 \
+    --checkpoint-every 6 "${common[@]}"
 check "mpirun -np 4, slabs of equal width: exit 0" $?
 same_files eq4
 check "mpirun -np 4, slabs of equal width: byte-identical frames" $?
