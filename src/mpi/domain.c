@@ -149,18 +149,26 @@ static inline int box_empty(const node *b) {
     return b->lo[0] >= b->hi[0] || b->lo[1] >= b->hi[1] || b->lo[2] >= b->hi[2];
 }
 
+/* 1 if the 26 cells around the cell at x (clipped to the grid) all lie in the box of its owner
+ * o: most particles, whose cell is no process's ghost. */
+static inline int interior(const pbf_mpi_domain *d, const int x[3], int o) {
+    const node *own = &d->tree[d->leaf[o]];
+    for (int a = 0; a < 3; ++a) {
+        if (x[a] > 0 && x[a] - 1 < own->lo[a]) return 0;
+        if (x[a] + 1 < d->dim[a] && x[a] + 1 >= own->hi[a]) return 0;
+    }
+    return 1;
+}
+
 /* The processes, other than the owner o of the cell at x, whose boxes hold one of the 26 cells
  * around it: they need the cell's particles as ghosts. Boxes are disjoint and each holds a whole
  * number of the 27 cells, so there are at most 26. */
-static int ghost_targets(const pbf_mpi_domain *d, const int x[3], int o, int t[MAX_TARGETS]) {
-    int q0[3], q1[3], inside = 1; /* the 27 cells, clipped to the grid: [q0, q1] */
-    const node *own = &d->tree[d->leaf[o]];
+static int border_targets(const pbf_mpi_domain *d, const int x[3], int o, int t[MAX_TARGETS]) {
+    int q0[3], q1[3]; /* the 27 cells, clipped to the grid: [q0, q1] */
     for (int a = 0; a < 3; ++a) {
         q0[a] = x[a] > 0 ? x[a] - 1 : 0;
         q1[a] = x[a] + 1 < d->dim[a] ? x[a] + 1 : x[a];
-        inside = inside && q0[a] >= own->lo[a] && q1[a] < own->hi[a];
     }
-    if (inside) return 0; /* most particles: deep inside their owner's box */
     int stack[TREE_STACK], sp = 0, n = 0;
     stack[sp++] = 0;
     while (sp > 0) {
@@ -174,6 +182,10 @@ static int ghost_targets(const pbf_mpi_domain *d, const int x[3], int o, int t[M
         if (q0[a] < nd->cut && sp < TREE_STACK) stack[sp++] = nd->child[0];
     }
     return n;
+}
+
+static inline int ghost_targets(const pbf_mpi_domain *d, const int x[3], int o, int t[MAX_TARGETS]) {
+    return interior(d, x, o) ? 0 : border_targets(d, x, o, t);
 }
 
 /* 1 on every process if any process passes fail != 0. */
@@ -451,12 +463,15 @@ static void migrate(pbf_mpi_domain *d) {
     if (agree_failed(d, fail)) return;
     for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->qx[i], w->qy[i], w->qz[i]);
     maybe_rebalance(d, n);
-    if (d->failed) return;
+    fail = !grow((void **)&d->part, &d->part_cap, (size_t)n + 1, sizeof *d->part);
+    if (d->failed || agree_failed(d, fail)) return;
+    /* part[i]: the owner, times 2, plus 1 when some other process needs the particle as a ghost */
     memset(d->scount, 0, (size_t)P * sizeof *d->scount);
     for (int i = 0; i < n; ++i) {
         int x[3], t[MAX_TARGETS];
         cell_xyz(d, d->pcell[i], x);
         const int o = owner_of(d, x), nt = ghost_targets(d, x, o, t);
+        d->part[i] = 2 * o + (nt > 0);
         d->scount[o] += 1;
         for (int k = 0; k < nt; ++k) d->scount[t[k]] += 1;
     }
@@ -482,9 +497,12 @@ static void migrate(pbf_mpi_domain *d) {
     /* pack in memory order: every destination receives its particles in ascending key order */
     memcpy(d->cursor, d->sdispl, (size_t)P * sizeof *d->cursor);
     for (int i = 0; i < n; ++i) {
-        int x[3], t[MAX_TARGETS];
-        cell_xyz(d, d->pcell[i], x);
-        const int o = owner_of(d, x), nt = ghost_targets(d, x, o, t);
+        int x[3], t[MAX_TARGETS], nt = 0;
+        const int o = d->part[i] >> 1;
+        if (d->part[i] & 1) {
+            cell_xyz(d, d->pcell[i], x);
+            nt = border_targets(d, x, o, t);
+        }
         pack(d, d->sbuf + (size_t)d->cursor[o]++ * W, i);
         for (int k = 0; k < nt; ++k) pack(d, d->sbuf + (size_t)d->cursor[t[k]]++ * W, i);
     }
