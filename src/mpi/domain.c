@@ -87,9 +87,10 @@ struct pbf_mpi_domain {
     int *hs_n, *hs_off, *hr_n, *hr_off;
     int *hs_idx, *hr_idx;
     size_t hs_cap, hr_cap;
-    unsigned char *owned; /* per particle, between the grid stage and the ghosts' removal */
-    size_t owned_cap;
-    int ghosts_in;        /* 1 while ghosts are held (owned[] valid) */
+    unsigned char *ghost; /* per particle, 1 for a ghost: from the grid stage's sort to the
+                             ghosts' removal */
+    size_t ghost_cap;
+    int ghosts_in;        /* 1 while ghost[] is valid */
     MPI_Request *req;
     /* gathered state (root) */
     uint32_t *garr[STATE_WORDS];
@@ -543,26 +544,41 @@ static void migrate(pbf_mpi_domain *d) {
 
 /* ---- halos, after the sort ----------------------------------------------------------------- */
 
+/* ghost[i] for the particles in the order of the grid stage's sort (their cell is w->cell[i]);
+ * 0 when out of memory. */
+static int mark_ghosts(pbf_mpi_domain *d) {
+    pbf_world *w = d->w;
+    const int n = w->count;
+    if (!grow((void **)&d->ghost, &d->ghost_cap, (size_t)n + 1, sizeof *d->ghost)) return 0;
+    for (int i = 0; i < n; ++i) d->ghost[i] = owner_of_cell(d, w->cell[i]) != d->rank;
+    d->ghosts_in = 1;
+    return 1;
+}
+
+/* The hook of the grid stage: the ghosts, which get empty neighbour lists. */
+static const unsigned char *ghost_mask(pbf_world *w, void *user) {
+    pbf_mpi_domain *d = user;
+    (void)w;
+    d->ghosts_in = 0;
+    return mark_ghosts(d) ? d->ghost : NULL;
+}
+
 static void halo_lists(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
     const int n = w->count, P = d->size, me = d->rank;
     memset(d->hs_n, 0, (size_t)P * sizeof *d->hs_n);
     memset(d->hr_n, 0, (size_t)P * sizeof *d->hr_n);
-    int fail = !grow((void **)&d->owned, &d->owned_cap, (size_t)n + 1, sizeof *d->owned);
-    if (agree_failed(d, fail)) return;
+    if (agree_failed(d, !d->ghosts_in && !mark_ghosts(d))) return;
     for (int i = 0; i < n; ++i) {
         int x[3], t[MAX_TARGETS];
         cell_xyz(d, w->cell[i], x);
-        const int o = owner_of(d, x);
-        d->owned[i] = o == me;
-        if (o != me) {
-            d->hr_n[o] += 1;
+        if (d->ghost[i]) {
+            d->hr_n[owner_of(d, x)] += 1;
             continue;
         }
-        const int nt = ghost_targets(d, x, o, t);
+        const int nt = ghost_targets(d, x, me, t);
         for (int k = 0; k < nt; ++k) d->hs_n[t[k]] += 1;
     }
-    d->ghosts_in = 1;
     size_t ns = 0, nr = 0;
     for (int r = 0; r < P; ++r) {
         d->hs_off[r] = (int)ns;
@@ -571,7 +587,7 @@ static void halo_lists(pbf_mpi_domain *d) {
         nr += (size_t)d->hr_n[r];
     }
     /* buffers for up to 3 words per particle (the widest halo update) */
-    fail = !grow((void **)&d->hs_idx, &d->hs_cap, ns, sizeof *d->hs_idx) ||
+    int fail = !grow((void **)&d->hs_idx, &d->hs_cap, ns, sizeof *d->hs_idx) ||
                !grow((void **)&d->hr_idx, &d->hr_cap, nr, sizeof *d->hr_idx) ||
                !grow((void **)&d->sbuf, &d->scap, 3 * ns, sizeof *d->sbuf) ||
                !grow((void **)&d->rbuf, &d->rcap, 3 * nr, sizeof *d->rbuf);
@@ -582,7 +598,7 @@ static void halo_lists(pbf_mpi_domain *d) {
     for (int i = 0; i < n; ++i) {
         int x[3], t[MAX_TARGETS];
         cell_xyz(d, w->cell[i], x);
-        if (!d->owned[i]) {
+        if (d->ghost[i]) {
             d->hr_idx[cr[owner_of(d, x)]++] = i;
             continue;
         }
@@ -629,7 +645,7 @@ static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
 static int is_ghost(const pbf_world *w, int i, void *user) {
     const pbf_mpi_domain *d = user;
     (void)w;
-    return d->ghosts_in && !d->owned[i];
+    return d->ghosts_in && d->ghost[i];
 }
 
 /* Drops the ghosts: keeps the owned particles in memory order. */
@@ -638,7 +654,7 @@ static void drop_ghosts(pbf_mpi_domain *d) {
     const int n = w->count;
     int k = 0;
     for (int i = 0; i < n; ++i) {
-        if (d->ghosts_in ? !d->owned[i] : owner_of_cell(d, w->cell[i]) != d->rank) continue;
+        if (d->ghosts_in ? d->ghost[i] : owner_of_cell(d, w->cell[i]) != d->rank) continue;
         if (k != i)
             for (int f = 0; f < PBF_FIELD_COUNT; ++f)
                 if (f != PBF_F_NBR_START) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
@@ -657,7 +673,7 @@ static void global_solve_error(pbf_mpi_domain *d) {
     const float inv_rho0 = 1.0f / w->k.rest_density;
     double v[2] = {0.0, 0.0};
     for (int i = 0; i < w->count; ++i) {
-        if (!d->owned[i]) continue;
+        if (d->ghost[i]) continue;
         const float e = w->density[i] * inv_rho0 - 1.0f;
         if (e > 0.0f) v[0] += e;
         v[1] += 1.0;
@@ -724,7 +740,7 @@ void pbf_mpi_domain_destroy(pbf_mpi_domain *d) {
     free(d->tree);
     free(d->bhist);
     free(d->pcell);
-    free(d->owned);
+    free(d->ghost);
     free(d->sbuf);
     free(d->rbuf);
     free(d->req);
@@ -858,6 +874,7 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     d->hooks.after_stage = after_stage;
     d->hooks.reduce_stats = reduce_stats;
     d->hooks.is_ghost = is_ghost;
+    d->hooks.ghost_mask = ghost_mask;
     d->hooks.user = d;
     w->hooks = &d->hooks;
     pbf_update_stats(w); /* collective: the global statistics and the counts per process */
