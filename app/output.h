@@ -56,7 +56,8 @@ pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_outp
 pbf_status pbfapp_output_open_append(const char *dir, pbfapp_format format, pbfapp_output **out,
                                      pbf_error *err);
 
-/* Makes the directory this run's: deletes the frame files frame_NNNNN.{vtp,ply,csv,geo,bgeo}, the
+/* Makes the directory this run's: deletes the frame files frame_NNNNN.{vtp,ply,csv,geo,bgeo} (and
+ * under MPI frame_NNNNN.pvtp and the pieces frame_NNNNN_RRRRR.vtp), the
  * images frame_NNNNN.png (and the .tmp of any of them) of frames after `keep_last`, and the
  * series indexes (all of them for a fresh run, keep_last = -1; those of other formats on a
  * resume). A resumed run (keep_last = its checkpoint's frame) then rebuilds its index from

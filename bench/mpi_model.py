@@ -17,9 +17,15 @@ p = argparse.ArgumentParser()
 p.add_argument("--tp", type=float, default=2.8e-6,
                help="compute per particle and step, one core, s (README: 164 ms per step for "
                     "59,319 particles on one thread)")
-p.add_argument("--tdd", type=float, default=0.2e-6,
-               help="the decomposition's own work per owned particle and step, one core, s "
-                    "(migration's pack, exchange and merge, the halo lists: measured, see docs)")
+p.add_argument("--tdd", type=float, default=0.035,
+               help="the decomposition's own work per owned particle and step (migration's "
+                    "pack, exchange and merge, the halo lists, the ghosts' removal), as a "
+                    "fraction of t_p (measured: mpirun -np 1 executes 3.5 %% more instructions "
+                    "per step than a run without MPI)")
+p.add_argument("--ghost-cost", type=float, default=0.24,
+               help="work per ghost particle and step as a fraction of t_p (a ghost has an "
+                    "empty neighbour list: its sort, per-particle stage work, packing and "
+                    "unpacking; measured at 2 processes, see docs/mpi.md)")
 p.add_argument("--alpha", type=float, default=2e-6, help="message latency, s")
 p.add_argument("--beta", type=float, default=10e9, help="bandwidth per process, B/s")
 p.add_argument("--iterations", type=int, default=4, help="solver iterations per step")
@@ -108,7 +114,7 @@ def model(N, P, shape, speedup=1.0, dd_speedup=1.0):
     sent = g * GHOST_BYTES + moved * MIGRATE_BYTES
     comm = messages * a.alpha + sent / a.beta + (collectives(P) if P > 1 else 0.0)
     t_serial = n * a.tp / speedup
-    comp = (n + g) * a.tp / speedup + n * a.tdd / dd_speedup
+    comp = (n + a.ghost_cost * g) * a.tp / speedup + n * a.tdd * a.tp / dd_speedup
     step = comp + comm
     return dict(n=n, g=g, nbr=nbr, msgs=messages, bpp=sent / n, share=sent / n / a.traffic,
                 comm=comm, comp=comp, eff=t_serial / step,
@@ -137,7 +143,8 @@ HEAD = ("| particles | processes | decomposition | particles/process | ghosts/pa
         "16-core node | 16-core node, decomposition threaded |")
 SEP = "| --- " * 13 + "|"
 
-print(f"t_p = {a.tp * 1e6:.2f} us, t_dd = {a.tdd * 1e6:.2f} us per particle and step on one core; "
+print(f"t_p = {a.tp * 1e6:.2f} us per particle and step on one core, t_dd = {a.tdd:.3f} t_p, "
+      f"a ghost {a.ghost_cost:.2f} t_p; "
       f"alpha = {a.alpha * 1e6:.1f} us, beta = {a.beta / 1e9:.0f} GB/s; {I} iterations, "
       f"{GHOST_BYTES} B per ghost and step, {MIGRATE_BYTES} B per migrating particle "
       f"({a.move} spacings per step); memory traffic {a.traffic:.0f} B per particle and step; "
@@ -160,22 +167,44 @@ if a.check:
     r = json.load(open(a.check))
     runs = {(x["config"], x["length_m"]): x for x in r["runs"]}
     s06, s12 = runs[("serial", 0.6)], runs[("serial", 1.2)]
-    tp = s06["ms_per_step"] * 1e-3 / s06["particles"]
-    tdd = max(runs[("np1", 0.6)]["ms_per_step"] - s06["ms_per_step"], 0.0) * 1e-3 / s06["particles"]
     b = runs[("np2 bisection", 1.2)]
+    print(f"\nCheck against {a.check} ({r['machine']['cpu']}, {r['machine']['cores_online']} "
+          f"cores, load average {r['machine']['load_average_1min_during']} during the runs):")
+    ins = r.get("instructions")
+    if ins:
+        # calibrate t_dd on 1 process and the ghost cost on 2, predict the work of 4
+        cg = ins["runs"]
+        w_s12 = cg["serial 1.2"][0]["work_instructions"]
+        tdd = ins["np1_overhead"]
+        N = s12["particles"]
+        per = w_s12 / N  # instructions per particle over the counted steps
+        g2 = b["ghosts_per_process"] * 2
+        w2 = sum(x["work_instructions"] for x in cg["np2 1.2"])
+        cgh = (w2 - w_s12 * (1 + tdd)) / (g2 * per)
+        g4 = ins["np4_run"]["ghosts_per_process"] * 4
+        w4 = sum(x["work_instructions"] for x in cg["np4 1.2"])
+        pred4 = w_s12 * (1 + tdd) + cgh * g4 * per
+        print(f"  instructions (callgrind): t_dd = {100 * tdd:.1f} % of t_p (1 process against no "
+              f"MPI); a ghost costs {cgh:.2f} t_p (2 processes, {b['ghosts_per_process']} ghosts "
+              f"each); so 4 processes ({ins['np4_run']['ghosts_per_process']} ghosts each) should "
+              f"execute {pred4 / 1e9:.3f} G instructions in all: measured {w4 / 1e9:.3f} G "
+              f"({100 * (w4 / pred4 - 1):+.1f} %)")
+        print(f"  work efficiency at 2 processes (the busier one): {100 * ins['np2_work_efficiency']:.1f} %")
     n = b["particles"] / 2
     g = b["ghosts_per_process"]
     msgs = b["messages_per_process"]
+    tp = s06["ms_per_step"] * 1e-3 / s06["particles"]
     sent = (b["migration_bytes_per_particle"] + b["halo_bytes_per_particle"]) * n
-    # shared memory on one machine: alpha 1 us, beta 5 GB/s (Open MPI's vader transport)
+    # shared memory on one machine: alpha 1 us, beta 5 GB/s (Open MPI's shared-memory transport)
     comm = msgs * 1e-6 + sent / 5e9 + (7 + I) * 2 * 1e-6
-    pred = n * tp / ((n + g) * tp + n * tdd + comm)
-    print(f"\nCheck against {a.check} ({r['machine']['cpu']}, {r['machine']['cores_online']} "
-          f"cores, load average {r['machine']['load_average_1min_during']}):")
-    print(f"  measured t_p = {tp * 1e6:.2f} us, t_dd = {tdd * 1e6:.2f} us per particle and step; "
-          f"2 processes: {g} ghosts per process ({100 * g / n:.1f} %), {msgs:.1f} messages")
+    pred = n * tp / ((n * (1 + a.tdd) + a.ghost_cost * g) * tp + comm)
+    print(f"  wall clock: t_p = {tp * 1e6:.2f} us per particle and step (serial, 0.6 m); "
+          f"2 processes: {g} ghosts each ({100 * g / n:.1f} %), {msgs:.1f} messages, "
+          f"{sent / n:.1f} B per particle and step")
     print(f"  weak scaling at 2 processes: model {100 * pred:.1f} %, measured "
-          f"{100 * r['efficiency']['weak_np2_bisection']:.1f} % (wall clock, minimum of "
-          f"{r['settings']['repeats']})")
-    print(f"  strong scaling at 2 processes: model {100 * pred * s06['ms_per_step'] * 2 / s12['ms_per_step'] / 2:.1f} %, "
+          f"{100 * r['efficiency']['weak_np2_bisection']:.1f} % (minimum of "
+          f"{r['settings']['repeats']} runs)")
+    tp12 = s12["ms_per_step"] * 1e-3 / s12["particles"]
+    pred12 = n * tp12 / ((n * (1 + a.tdd) + a.ghost_cost * g) * tp12 + comm)
+    print(f"  strong scaling at 2 processes: model {100 * pred12:.1f} %, "
           f"measured {100 * r['efficiency']['strong_np2_bisection']:.1f} %")

@@ -39,6 +39,10 @@ p.add_argument("--radius", type=float, default=0.0075)
 p.add_argument("--repeats", type=int, default=5)
 p.add_argument("--frames", type=int, default=10)
 p.add_argument("--json", default=None)
+p.add_argument("--callgrind", default=None, metavar="PBF",
+               help="also count instructions (valgrind's callgrind; a pbf built with "
+                    "-DPBF_NATIVE=OFF: valgrind does not know every AVX-512 instruction)")
+p.add_argument("--callgrind-frames", type=int, default=2)
 a = p.parse_args()
 pbf = os.path.abspath(a.pbf)
 env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -82,6 +86,38 @@ def run(np_, length, extra=()):
                    ghosts_per_process=int(m.group(5)), messages_per_process=float(m.group(6)),
                    migration_bytes_per_particle=float(m.group(7)),
                    halo_bytes_per_particle=float(m.group(8)))
+    return res
+
+
+def callgrind_step(pbf_cg, np_, length):
+    """Instructions inside pbf_world_step per process, less those inside MPI calls (waiting
+    polls, and how long it polls depends on the other jobs): the work each process does."""
+    out = os.path.join(tmp, "cg")
+    files = os.path.join(tmp, "cg.%q{OMPI_COMM_WORLD_RANK}" if np_ else "cg.serial")
+    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + files, pbf_cg, "run",
+           scene(length), "--out", out, "--frames", str(a.callgrind_frames), "--set", "threads=1",
+           "-q"]
+    if np_ > 0:
+        cmd = ["mpirun", "--oversubscribe", "-np", str(np_)] + cmd
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=True)
+    res = []
+    for r in range(max(np_, 1)):
+        f = os.path.join(tmp, "cg.%d" % r if np_ else "cg.serial")
+        txt = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", f],
+                             stdout=subprocess.PIPE, universal_newlines=True).stdout
+        step = mpi = 0
+        for line in txt.splitlines():
+            m = re.match(r"\s*([\d,]+) \(.*?\)\s+\S*?:(\S+) \[", line)
+            if not m:
+                continue
+            v, fn = int(m.group(1).replace(",", "")), m.group(2)
+            if fn == "pbf_world_step":
+                step = v
+            elif fn.startswith("PMPI_") and fn not in ("PMPI_Init_thread", "PMPI_Finalize"):
+                mpi += v  # the Allreduce of the guard after each step is counted too: < 1 %
+        res.append({"rank": r, "step_instructions": step, "mpi_instructions": mpi,
+                    "work_instructions": step - mpi})
+        os.remove(f)
     return res
 
 
@@ -139,6 +175,27 @@ res = {
         "note": "weak: serial(0.6 m) / np2(1.2 m); strong: serial(1.2 m) / (2 np2(1.2 m)); "
                 "np1 overhead: mpirun -np 1 over serial, the decomposition's own per-particle cost"},
 }
+if a.callgrind:
+    cg = {c: callgrind_step(os.path.abspath(a.callgrind), n, L)
+          for c, n, L in (("serial 0.6", 0, 0.6), ("serial 1.2", 0, 1.2), ("np1 1.2", 1, 1.2),
+                          ("np2 1.2", 2, 1.2), ("np4 1.2", 4, 1.2))}
+    # the traffic figures of 4 processes (deterministic; the wall time of 4 processes on this
+    # machine's 2 cores means nothing)
+    np4 = run(4, 1.2)
+    steps = a.callgrind_frames * 4
+    w06 = cg["serial 0.6"][0]["work_instructions"]
+    n06 = rows[0]["particles"]
+    res["instructions"] = {
+        "note": "valgrind --tool=callgrind, %d frames (%d steps), a pbf built with "
+                "-DPBF_NATIVE=OFF; work_instructions: inclusive count of pbf_world_step less the "
+                "MPI calls inside it (their polling depends on the load)" % (a.callgrind_frames, steps),
+        "runs": cg,
+        "per_particle_step_serial": w06 / (n06 * steps),
+        "np1_overhead": cg["np1 1.2"][0]["work_instructions"] / cg["serial 1.2"][0]["work_instructions"] - 1,
+        "np2_work_efficiency": w06 / max(x["work_instructions"] for x in cg["np2 1.2"]),
+        "np4_run": {k: v for k, v in np4.items() if k not in ("ms_per_step", "cpu_s_whole_run")},
+    }
+    print(json.dumps({k: v for k, v in res["instructions"].items() if k != "runs"}, indent=1))
 print(json.dumps(res["efficiency"], indent=1))
 if a.json:
     with open(a.json, "w") as f:
