@@ -151,6 +151,7 @@ static void build_lists(pbf_world *w) {
         int failed = 0, unusable = 0;
 #pragma omp parallel num_threads(w->nthreads) reduction(| : failed, unusable)
         {
+            const unsigned fp_mode = pbf_denormals_off();
             nb_ranges cache = NB_RANGES_INIT;
             uint16_t *buf = NULL;
             size_t buf_cap = 0;
@@ -177,6 +178,7 @@ static void build_lists(pbf_world *w) {
                 L->block_end[b] = (uint32_t)(at + len);
             }
             free(buf);
+            pbf_denormals_restore(fp_mode);
         }
         if (unusable) return;
         if (!failed) {
@@ -456,6 +458,7 @@ static int stage_lambda(pbf_world *w) {
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -471,6 +474,7 @@ static int stage_lambda(pbf_world *w) {
             w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;
         }
+        pbf_denormals_restore(fp_mode);
     }
     /* the error of the iteration (compression only, as the statistics count it) */
     w->solve_error = 100.0 * mean_excess(w, w->density, inv_rho0, -1.0f);
@@ -496,6 +500,7 @@ int bad_c = INT_MAX;
     const float *restrict PX = w->px, *restrict PY = w->py, *restrict PZ = w->pz;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad, bad_c)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -542,6 +547,7 @@ int bad_c = INT_MAX;
             w->sy[i] = q[1];
             w->sz[i] = q[2];
         }
+        pbf_denormals_restore(fp_mode);
     }
     LISTS(w)->collided = 1;
     LISTS(w)->collide_bad = bad_c;
@@ -605,6 +611,7 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     int bad2 = INT_MAX;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -637,6 +644,7 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
             w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
             if (!isfinite(w->lambda[i]) && i < bad2) bad2 = i;
         }
+        pbf_denormals_restore(fp_mode);
     }
     return bad < bad2 ? bad : bad2;
 }
@@ -669,6 +677,7 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     int64_t clamps = 0;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -714,6 +723,7 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
             w->pz[i] = vz;
             if (!isfinite(vx + vy + vz) && i < bad) bad = i;
         }
+        pbf_denormals_restore(fp_mode);
     }
     w->solve.speed_clamps += clamps;
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
@@ -820,6 +830,7 @@ static int stage_dfsph_factor(pbf_world *w) {
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -831,6 +842,7 @@ static int stage_dfsph_factor(pbf_world *w) {
             w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, eps);
             if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
         }
+        pbf_denormals_restore(fp_mode);
     }
     return bad;
 }
@@ -1037,6 +1049,7 @@ static int stage_iisph_diagonal(pbf_world *w) {
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -1049,6 +1062,7 @@ static int stage_iisph_diagonal(pbf_world *w) {
             w->sy[i] = 0.0f;
             if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
         }
+        pbf_denormals_restore(fp_mode);
     }
     return bad;
 }
