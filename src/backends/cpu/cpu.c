@@ -48,21 +48,26 @@ static inline PBF_SIMD_INLINE pbf_vf v_spiky(const pbf_sph_consts *k, pbf_vf r2,
  * 1, line 6), in one scan of the 9 ranges. A neighbour is stored as a 12-bit code, range index
  * << 8 | offset inside the range, decoded against the particle's own ranges; two codes share 3
  * bytes, so a list costs 1.5 bytes per neighbour whatever the particle count (a list of odd
- * length ends with one unused code, flagged in bit 0 of nbr_start, whose other bits count codes
- * and are even). Particles are listed in blocks of LIST_BLOCK:
+ * length ends with one unused code). Particles are listed in blocks of LIST_BLOCK, each block's
+ * lists one run of codes; a particle's list starts at its block's start plus a 16-bit offset
+ * (even; bit 0 flags the unused code), so the lists' index costs 2 bytes per particle:
  * a thread lists a block into its own buffer, then takes the block's room in the shared array
  * (an atomic cursor) and copies it there. Where a block lands depends on the threads' timing;
  * what a particle's list holds, and so every result, does not. When the array is too small the
  * scan is made again after growing it to the exact total (the first step, or a denser step).
- * A range longer than 255 particles (absurd compression) or a failed allocation switches the
+ * A range longer than 255 particles or a block of more than 65,534 codes (absurd compression), or
+ * a failed allocation, switches the
  * step to scanning the ranges directly: slower, same neighbours, never a dropped one. */
 #define CODE_OFFSET_BITS 8
 #define LIST_BLOCK 256
 
 /* The CPU backend's state: the neighbour lists of the step. */
 typedef struct cpu_lists {
-    uint8_t *nbr;   /* codes c of particle i's neighbours: c in [nbr_start[i] & ~1, list_end(i)),
+    uint8_t *nbr;   /* codes c of particle i's neighbours, c in [list_start(i), list_end(i));
                      * codes 2m and 2m + 1 in bytes 3m .. 3m + 2 */
+    uint16_t *start; /* particle i's list: offset in its block's codes | 1 if it ends unused */
+    size_t start_cap;
+    uint32_t *block_start; /* each block's first code in nbr */
     size_t cap;     /* codes room in nbr, padding excluded (even) */
     int ok;         /* 0: this step scans the grid ranges instead */
     uint32_t *block_end; /* end of each block's lists in nbr */
@@ -80,8 +85,10 @@ typedef struct cpu_lists {
 /* End of particle i's list: the next particle's start inside a block, the block's end at its
  * last particle. */
 static inline uint32_t list_end(const pbf_world *w, int i) {
-    return ((unsigned)(i + 1) % LIST_BLOCK) ? w->nbr_start[i + 1] & ~1u
-                                            : LISTS(w)->block_end[(unsigned)i / LIST_BLOCK];
+    const cpu_lists *L = LISTS(w);
+    const unsigned b = (unsigned)i / LIST_BLOCK;
+    return ((unsigned)(i + 1) % LIST_BLOCK) ? L->block_start[b] + (L->start[i + 1] & ~1u)
+                                            : L->block_end[b];
 }
 
 /* The 9 cell ranges around a particle's cell, kept while consecutive particles share the cell
@@ -104,7 +111,7 @@ static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int
 }
 
 /* One scan of the candidates of the particles [i0, i1) into *buf (grown as needed): sets
- * nbr_start[i] to the offset of i's list inside the buffer and returns the block's length, or
+ * start[i] to the offset of i's list inside the buffer and returns the block's length, or
  * SIZE_MAX (a range too long for the codes, or out of memory). */
 static size_t list_block(pbf_world *w, int i0, int i1, nb_ranges *cache, uint16_t **buf,
                          size_t *cap) {
@@ -138,7 +145,8 @@ static size_t list_block(pbf_world *w, int i0, int i1, nb_ranges *cache, uint16_
         }
         const uint32_t odd = (uint32_t)(len - start) & 1u;
         if (odd) (*buf)[len++] = 0; /* the unused code (room: PBF_LANES were kept) */
-        w->nbr_start[i] = (uint32_t)start | odd;
+        if (len > UINT16_MAX - 1) return SIZE_MAX;
+        LISTS(w)->start[i] = (uint16_t)((uint32_t)start | odd);
     }
     return len;
 }
@@ -163,7 +171,17 @@ static void build_lists(pbf_world *w) {
         uint32_t *grown = realloc(L->block_end, ((size_t)nblocks + 1) * sizeof *grown);
         if (!grown) return;
         L->block_end = grown;
+        grown = realloc(L->block_start, ((size_t)nblocks + 1) * sizeof *grown);
+        if (!grown) return;
+        L->block_start = grown;
         L->block_cap = (size_t)nblocks + 1;
+    }
+    if ((size_t)n + 1 > L->start_cap) {
+        free(L->start);
+        L->start_cap = 0;
+        L->start = malloc(((size_t)w->capacity + 1) * sizeof *L->start);
+        if (!L->start) return;
+        L->start_cap = (size_t)w->capacity + 1;
     }
     for (int attempt = 0; attempt < 2; ++attempt) {
         size_t cursor = 0;
@@ -193,15 +211,15 @@ static void build_lists(pbf_world *w) {
                     continue;
                 }
                 pack_codes(L->nbr + CODE_BYTES(at), buf, len);
-                for (int i = i0; i < i1; ++i) w->nbr_start[i] += (uint32_t)at;
+                L->block_start[b] = (uint32_t)at;
                 L->block_end[b] = (uint32_t)(at + len);
+                if (i1 == n) L->start[n] = (uint16_t)len; /* list_end of a short last block */
             }
             free(buf);
             pbf_denormals_restore(fp_mode);
         }
         if (unusable) return;
         if (!failed) {
-            w->nbr_start[n] = nblocks ? L->block_end[nblocks - 1] : 0;
             L->ok = 1;
             return;
         }
@@ -260,7 +278,8 @@ static inline PBF_SIMD_INLINE void decode_chunk(const uint8_t *codes, const uint
         const nb_ranges *nb_ = ranges_of((w), (i), (cache));                                       \
         uint32_t jv[PBF_LANES];                                                                    \
         if (LISTS(w)->ok) {                                                                        \
-            const uint32_t nb_f_ = (w)->nbr_start[i], nb_s_ = nb_f_ & ~1u;                          \
+            const uint32_t nb_f_ = LISTS(w)->start[i];                                             \
+            const uint32_t nb_s_ = LISTS(w)->block_start[(unsigned)(i) / LIST_BLOCK] + (nb_f_ & ~1u); \
             const uint32_t nb_n_ = list_end((w), (i)) - nb_s_ - (nb_f_ & 1u);                      \
             const uint8_t *nb_c_ = LISTS(w)->nbr + CODE_BYTES(nb_s_);                              \
             for (uint32_t nb_k_ = 0; nb_k_ < nb_n_; nb_k_ += PBF_LANES) {                          \
@@ -568,15 +587,15 @@ int bad_c = INT_MAX;
                   dpz = om * (li * gw[2] + vf_hsum(az));
             if (!isfinite(dpx + dpy + dpz) && i < bad) bad = i;
             /* the collision stage's work, done here: x* + delta p (eq. 14) pushed out of the walls,
-             * into s; the collision stage then swaps s and x* (delta p's neighbours read x*, so it
-             * cannot be written in place) */
+             * into v, dead from the prediction to the velocity stage; the collision stage then
+             * swaps v and x* (delta p's neighbours read x*, so it cannot be written in place) */
             float q[3] = {p[0] + dpx, p[1] + dpy, p[2] + dpz}, o[3] = {PX[i], PY[i], PZ[i]};
             /* before the clamp hides it */
             if (!isfinite(q[0] + q[1] + q[2]) && i < bad_c) bad_c = i;
             pbf_collide(&w->wc, w->wall_boxes, q, o);
-            w->sx[i] = q[0];
-            w->sy[i] = q[1];
-            w->sz[i] = q[2];
+            w->vx[i] = q[0];
+            w->vy[i] = q[1];
+            w->vz[i] = q[2];
         }
         pbf_denormals_restore(fp_mode);
     }
@@ -586,11 +605,11 @@ int bad_c = INT_MAX;
 }
 
 static int stage_collide(pbf_world *w) {
-    if (LISTS(w)->collided) { /* PBF: delta p has collided x* + delta p into s */
+    if (LISTS(w)->collided) { /* PBF: delta p has collided x* + delta p into v */
         LISTS(w)->collided = 0;
-        swapf(&w->qx, &w->sx);
-        swapf(&w->qy, &w->sy);
-        swapf(&w->qz, &w->sz);
+        swapf(&w->qx, &w->vx);
+        swapf(&w->qy, &w->vy);
+        swapf(&w->qz, &w->vz);
         return LISTS(w)->collide_bad;
     }
     const int n = w->count;
@@ -669,9 +688,11 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
             );
             w->density[i] = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
             float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
-            w->sx[i] = wx;
-            w->sy[i] = wy;
-            w->sz[i] = wz;
+            /* omega into x, dead since the velocity pass; the next pass reads each particle's
+             * own only, then writes the new velocity over it */
+            w->px[i] = wx;
+            w->py[i] = wy;
+            w->pz[i] = wz;
             w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
             if (!isfinite(w->lambda[i]) && i < bad2) bad2 = i;
         }
@@ -715,7 +736,7 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
             const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
             const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
             const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
-            const float oxi = w->sx[i], oyi = w->sy[i], ozi = w->sz[i];
+            const float oxi = w->px[i], oyi = w->py[i], ozi = w->pz[i]; /* omega_i */
             const pbf_vf wi = vf_set1(OMEGA[i]);
             pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
             FOR_NEIGHBOURS_R(w, i, &cache, 
@@ -1225,6 +1246,8 @@ static void cpu_release(pbf_world *w) {
     if (w->dev) {
         free(LISTS(w)->nbr);
         free(LISTS(w)->block_end);
+        free(LISTS(w)->block_start);
+        free(LISTS(w)->start);
         free(LISTS(w)->pack);
     }
     free(w->dev);
@@ -1245,7 +1268,8 @@ pbf_status pbf_cpu_open(pbf_world *w, pbf_error *err) {
 static size_t cpu_list_bytes(const pbf_world *w) {
     if (!w->dev) return 0;
     const cpu_lists *L = LISTS(w);
-    return CODE_BYTES(L->cap) + LIST_PADDING + L->block_cap * sizeof(uint32_t) +
+    return CODE_BYTES(L->cap) + LIST_PADDING + L->block_cap * 2 * sizeof(uint32_t) +
+           L->start_cap * sizeof(uint16_t) +
            L->pack_cap * 4 * sizeof(float);
 }
 
