@@ -77,7 +77,6 @@ struct pbf_world {
             float *sx, *sy, *sz;  /* scratch: delta p, then vorticity omega */
             float *density, *lambda;
             uint32_t *id, *cell;
-            uint32_t *nbr_start;
         };
         void *field[PBF_FIELD_COUNT];
     };

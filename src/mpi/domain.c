@@ -328,7 +328,7 @@ static void drop_ghosts(pbf_mpi_domain *d) {
         if (d->owner[layer_of_cell(&w->grid, d->axis, w->cell[i])] != d->rank) continue;
         if (k != i)
             for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-                if (f != PBF_F_NBR_START) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
+                if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
         ++k;
     }
     w->count = k;
@@ -519,7 +519,7 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     for (int i = 0; i < n; ++i) {
         if (d->owner[d->layer[i]] != rank) continue;
         for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-            if (f != PBF_F_NBR_START) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
+            if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
         w->cell[k] = (uint32_t)i;
         ++k;
     }
