@@ -675,10 +675,11 @@ int64_t pbf_world_neighbour_pairs(const pbf_world *w) {
     pbf_grid g = w->grid;
     g.cell_start = calloc((size_t)g.ncells + 1, sizeof *g.cell_start);
     uint32_t *key = malloc((size_t)n * sizeof *key), *perm = malloc((size_t)n * sizeof *perm);
+    uint32_t *rank = malloc((size_t)n * sizeof *rank);
     float *x = malloc((size_t)n * 3 * sizeof *x);
     int64_t pairs = -1;
-    if (g.cell_start && key && perm && x) {
-        pbf_grid_build(&g, n, w->px, w->py, w->pz, key, perm, w->nthreads);
+    if (g.cell_start && key && perm && rank && x) {
+        pbf_grid_build(&g, n, w->px, w->py, w->pz, key, rank, perm, w->nthreads);
         for (int k = 0; k < n; ++k) { /* positions in cell order: ranges are contiguous */
             x[3 * k + 0] = w->px[perm[k]];
             x[3 * k + 1] = w->py[perm[k]];
@@ -704,6 +705,7 @@ int64_t pbf_world_neighbour_pairs(const pbf_world *w) {
     free(g.cell_start);
     free(key);
     free(perm);
+    free(rank);
     free(x);
     return pairs;
 }

@@ -439,7 +439,8 @@ static void stage_grid(pbf_world *w, int in_step) {
      * as the sort permutation and the reorder scratch: no memory is set aside for sorting */
     uint32_t *perm = (uint32_t *)w->lambda;
     void *scratch = w->density;
-    pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, perm, w->nthreads);
+    pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, (uint32_t *)scratch, perm,
+                   w->nthreads);
     /* PBF recomputes the velocity from the positions after its solve (eq. 14 onwards): the
      * velocity is dead from the prediction to then, and is not moved */
     const int v_dead = in_step && w->def.solver == PBF_SOLVER_PBF;
@@ -795,14 +796,31 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
 
 /* Mean of max(a_i * scale + offset, 0) over the particles, summed in index order (the order is
  * the cell order, which depends only on the state): deterministic for any thread count. */
+#define EXCESS_CHUNKS 1024
+
+/* Mean of max(a_i scale + offset, 0): sums of fixed chunks of particles (at most EXCESS_CHUNKS,
+ * at least 4096 particles each) in parallel, added in chunk order, so that the result does not
+ * depend on the thread count. */
 static double mean_excess(const pbf_world *w, const float *a, float scale, float offset) {
     const int n = w->count;
-    double sum = 0.0;
-    for (int i = 0; i < n; ++i) {
-        float e = a[i] * scale + offset;
-        if (e > 0.0f) sum += e;
+    if (n <= 0) return 0.0;
+    int size = (n + EXCESS_CHUNKS - 1) / EXCESS_CHUNKS;
+    if (size < 4096) size = 4096;
+    const int chunks = (n + size - 1) / size;
+    double part[EXCESS_CHUNKS];
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int c = 0; c < chunks; ++c) {
+        const int i0 = c * size, i1 = n - i0 > size ? i0 + size : n;
+        double sum = 0.0;
+        for (int i = i0; i < i1; ++i) {
+            float e = a[i] * scale + offset;
+            if (e > 0.0f) sum += e;
+        }
+        part[c] = sum;
     }
-    return n > 0 ? sum / n : 0.0;
+    double total = 0.0;
+    for (int c = 0; c < chunks; ++c) total += part[c];
+    return total / n;
 }
 
 /* v += dt g, |v| <= vmax; x* = x: the SPH solvers find neighbours and densities at x. */
