@@ -7,8 +7,9 @@
  * (one per row of the field registry except the CPU's neighbour-list offsets, indexed by role;
  * the sort's gather and the end of the step swap pointers, never data), the same grid, block and
  * argument lists, the same deterministic sort, non-finite guard and statistics partials, every
- * solver's stages (PBF, WCSPH, DFSPH), and the host bookkeeping they share (gpu/gpu_host.h: the
- * kernels' parameters, guard slots per substep, the solves' errors). One stream; host traffic only
+ * solver's stages (PBF, WCSPH, DFSPH, PCISPH, IISPH), and the host bookkeeping they share
+ * (gpu/gpu_host.h: the kernels' parameters, guard slots per substep, the solves' errors). One
+ * stream; host traffic only
  * in upload/download, boxes_changed, the read of a solve's error per iteration where a tolerance
  * stops it, and the end-of-step read of the statistics, the first non-finite particle and the
  * solves' last errors.
@@ -424,22 +425,61 @@ static int cu_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c)
         break;
     }
     case PBF_STAGE_PRESSURE_ACCEL: {
-        int slot = next_slot(d, stage), viscous = w->def.solver == PBF_SOLVER_WCSPH;
+        /* PCISPH: gradients at x + dt v, the new velocities into s, then s and v swap roles */
+        int slot = next_slot(d, stage), viscous = w->def.solver == PBF_SOLVER_WCSPH,
+            predicted = w->def.solver == PBF_SOLVER_PCISPH;
+        float *o[3] = {predicted ? FF(SX) : FF(VX), predicted ? FF(SY) : FF(VY),
+                       predicted ? FF(SZ) : FF(VZ)};
         pbf_k_pressure_accel<<<pb, wg, 0, st>>>(
             P, FF(QX), FF(QY), FF(QZ), FU(CELL), d->cell_start, FF(QX), FF(QY), FF(QZ), d->F, d->G,
-            d->boxes, FF(LAMBDA), FF(SX), FF(SY), FF(SZ), viscous, FF(VX), FF(VY), FF(VZ), d->bad,
-            slot);
+            d->boxes, FF(LAMBDA), FF(SX), FF(SY), FF(SZ), viscous, predicted, FF(VX), FF(VY),
+            FF(VZ), o[0], o[1], o[2], d->bad, slot);
+        for (int a = 0; a < 3 && predicted; ++a) {
+            void *v = d->field[PBF_F_VX + a];
+            d->field[PBF_F_VX + a] = d->field[PBF_F_SX + a];
+            d->field[PBF_F_SX + a] = v;
+        }
         break;
     }
     case PBF_STAGE_ADVECT:
         pbf_k_advect<<<pb, wg, 0, st>>>(P, FF(PX), FF(PY), FF(PZ), FF(VX), FF(VY), FF(VZ), FF(SX),
                                         FF(SY), FF(SZ));
         break;
+    /* PCISPH, IISPH: buffers as opencl.c */
+    case PBF_STAGE_PCISPH_INIT: {
+        int slot = next_slot(d, stage);
+        pbf_k_pcisph_init<<<pb, wg, 0, st>>>(P, FF(QX), FF(QY), FF(QZ), d->boxes, FF(VX), FF(VY),
+                                             FF(VZ), FF(DENSITY), d->bad, slot);
+        break;
+    }
+    case PBF_STAGE_PCISPH_PRESSURE: {
+        int slot = next_slot(d, stage);
+        pbf_k_pcisph_pressure<<<pb, wg, 0, st>>>(
+            P, FF(QX), FF(QY), FF(QZ), FU(CELL), d->cell_start, FF(QX), FF(QY), FF(QZ), d->F, d->G,
+            d->boxes, FF(VX), FF(VY), FF(VZ), FF(DENSITY), FF(SX), FF(LAMBDA), d->bad, slot);
+        CHECK_LAUNCH(d);
+        measure(w, stage, FF(SX), 1.0f, 0.0f, c->need_error);
+        break;
+    }
+    case PBF_STAGE_IISPH_DIAGONAL: {
+        int slot = next_slot(d, stage);
+        pbf_k_iisph_diagonal<<<pb, wg, 0, st>>>(P, FF(QX), FF(QY), FF(QZ), FU(CELL),
+                                                d->cell_start, FF(QX), FF(QY), FF(QZ), d->F, d->G,
+                                                d->boxes, FF(DENSITY), FF(SX), FF(SY), d->bad,
+                                                slot);
+        break;
+    }
+    case PBF_STAGE_IISPH_PRESSURE: {
+        int slot = next_slot(d, stage);
+        pbf_k_iisph_pressure<<<pb, wg, 0, st>>>(
+            P, FF(QX), FF(QY), FF(QZ), FU(CELL), d->cell_start, FF(QX), FF(QY), FF(QZ), d->F, d->G,
+            d->boxes, FF(VX), FF(VY), FF(VZ), FF(DENSITY), FF(SX), FF(SY), FF(SZ), FF(LAMBDA),
+            d->bad, slot);
+        CHECK_LAUNCH(d);
+        measure(w, stage, FF(SZ), 1.0f, 0.0f, c->need_error);
+        break;
+    }
     case PBF_STAGE_STATS:
-    case PBF_STAGE_PCISPH_INIT: /* PCISPH, IISPH: CPU only so far (refused by pbf_backend_open) */
-    case PBF_STAGE_PCISPH_PRESSURE:
-    case PBF_STAGE_IISPH_DIAGONAL:
-    case PBF_STAGE_IISPH_PRESSURE:
     case PBF_STAGE_COUNT: break;
     }
     CHECK_LAUNCH(d);

@@ -16,15 +16,16 @@
  * neighbour sets are defined on (grid()): the device holds 16 arrays per particle, as
  * pbf_world_memory counts, plus the grid's cell starts and small fixed buffers.
  *
- * Every solver of the family runs here: PBF's stages, and the pressure stages of WCSPH and DFSPH
- * (gravity, wcsph_pressure, dfsph_factor, divergence, density_adv, pressure_accel, advect) with
+ * Every solver of the family runs here: PBF's stages, and the pressure stages of WCSPH, DFSPH,
+ * PCISPH and IISPH (gravity, wcsph_pressure, dfsph_factor, divergence, density_adv, pcisph_init,
+ * pcisph_pressure, iisph_diagonal, iisph_pressure, pressure_accel, advect) with
  * the shared collide, velocity and vorticity_xsph stages; the stage runner (core.c) sequences them,
  * with the CFL substeps from the statistics' maximum speed.
  *
  * Host traffic per step: the boxes (boxes_changed, once per substep, only when there are boxes),
  * on CPU devices the size of the neighbour lists (one value per grid build), and at the end one
  * read of the statistics partials, of the first non-finite particle and of the solves' last
- * errors (finish_step). A solve that stops at a tolerance (DFSPH's, PBF's pbf_tolerance) reads
+ * errors (finish_step). A solve that stops at a tolerance (DFSPH's, PCISPH's, IISPH's, PBF's pbf_tolerance) reads
  * its error, one value reduced on the device, once per iteration (gpu_host.h). Otherwise the host
  * only enqueues (core.c's timing laps wait with clFinish after each stage). The host arrays (the
  * world's) are a copy of the device's STATE fields, refreshed on demand (download via
@@ -78,6 +79,10 @@ enum {
     K_ADVECT,
     K_EXCESS,
     K_EXCESS_TOTAL,
+    K_PCISPH_INIT,
+    K_PCISPH_PRESSURE,
+    K_IISPH_DIAGONAL,
+    K_IISPH_PRESSURE,
     K_COUNT
 };
 static const char *const kernel_names[K_COUNT] = {
@@ -87,7 +92,8 @@ static const char *const kernel_names[K_COUNT] = {
     "pbf_k_curl",       "pbf_k_vorticity_xsph", "pbf_k_capture_bad", "pbf_k_stats",
     "pbf_k_layout",     "pbf_k_list_count",     "pbf_k_list_fill",   "pbf_k_gravity",
     "pbf_k_wcsph_pressure", "pbf_k_dfsph_factor", "pbf_k_dfsph_source", "pbf_k_pressure_accel",
-    "pbf_k_advect",     "pbf_k_excess",         "pbf_k_excess_total",
+    "pbf_k_advect",     "pbf_k_excess",         "pbf_k_excess_total", "pbf_k_pcisph_init",
+    "pbf_k_pcisph_pressure", "pbf_k_iisph_diagonal", "pbf_k_iisph_pressure",
 };
 
 #define MAX_SCAN_LEVELS 8
@@ -713,20 +719,55 @@ static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c
         break;
     }
     case PBF_STAGE_PRESSURE_ACCEL: {
-        cl_int slot = next_slot(d, stage), viscous = w->def.solver == PBF_SOLVER_WCSPH;
+        /* PCISPH: gradients at x + dt v, the new velocities into s, then s and v swap roles */
+        cl_int slot = next_slot(d, stage), viscous = w->def.solver == PBF_SOLVER_WCSPH,
+               predicted = w->def.solver == PBF_SOLVER_PCISPH;
+        const cl_mem o[3] = {predicted ? FB(SX) : FB(VX), predicted ? FB(SY) : FB(VY),
+                             predicted ? FB(SZ) : FB(VZ)};
         LAUNCH(d, K_PRESSURE_ACCEL, n, wg, NB(q0q), A(FB(LAMBDA)), A(FB(SX)), A(FB(SY)),
-               A(FB(SZ)), A(viscous), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(d->bad), A(slot));
+               A(FB(SZ)), A(viscous), A(predicted), A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(o[0]),
+               A(o[1]), A(o[2]), A(d->bad), A(slot));
+        for (int a = 0; a < 3 && predicted; ++a) {
+            cl_mem v = d->field[PBF_F_VX + a];
+            d->field[PBF_F_VX + a] = d->field[PBF_F_SX + a];
+            d->field[PBF_F_SX + a] = v;
+        }
         break;
     }
     case PBF_STAGE_ADVECT:
         LAUNCH(d, K_ADVECT, n, wg, A(P), A(FB(PX)), A(FB(PY)), A(FB(PZ)), A(FB(VX)), A(FB(VY)),
                A(FB(VZ)), A(FB(SX)), A(FB(SY)), A(FB(SZ)));
         break;
+    /* PCISPH: accumulated k in density, the error in s.x; IISPH: a_ii in s.x, accumulated k in
+     * s.y, the error in s.z; both: the increment in lambda (pbf_kernels.cl) */
+    case PBF_STAGE_PCISPH_INIT: {
+        cl_int slot = next_slot(d, stage);
+        LAUNCH(d, K_PCISPH_INIT, n, wg, A(P), A(FB(QX)), A(FB(QY)), A(FB(QZ)), A(d->boxes),
+               A(FB(VX)), A(FB(VY)), A(FB(VZ)), A(FB(DENSITY)), A(d->bad), A(slot));
+        break;
+    }
+    case PBF_STAGE_PCISPH_PRESSURE: {
+        cl_int slot = next_slot(d, stage);
+        LAUNCH(d, K_PCISPH_PRESSURE, n, wg, NB(q0q), A(FB(VX)), A(FB(VY)), A(FB(VZ)),
+               A(FB(DENSITY)), A(FB(SX)), A(FB(LAMBDA)), A(d->bad), A(slot));
+        measure(w, stage, FB(SX), one, zero, c->need_error);
+        break;
+    }
+    case PBF_STAGE_IISPH_DIAGONAL: {
+        cl_int slot = next_slot(d, stage);
+        LAUNCH(d, K_IISPH_DIAGONAL, n, wg, NB(q0q), A(FB(DENSITY)), A(FB(SX)), A(FB(SY)),
+               A(d->bad), A(slot));
+        break;
+    }
+    case PBF_STAGE_IISPH_PRESSURE: {
+        cl_int slot = next_slot(d, stage);
+        LAUNCH(d, K_IISPH_PRESSURE, n, wg, NB(q0q), A(FB(VX)), A(FB(VY)), A(FB(VZ)),
+               A(FB(DENSITY)), A(FB(SX)), A(FB(SY)), A(FB(SZ)), A(FB(LAMBDA)), A(d->bad),
+               A(slot));
+        measure(w, stage, FB(SZ), one, zero, c->need_error);
+        break;
+    }
     case PBF_STAGE_STATS:
-    case PBF_STAGE_PCISPH_INIT: /* PCISPH, IISPH: CPU only so far (refused by pbf_backend_open) */
-    case PBF_STAGE_PCISPH_PRESSURE:
-    case PBF_STAGE_IISPH_DIAGONAL:
-    case PBF_STAGE_IISPH_PRESSURE:
     case PBF_STAGE_COUNT: break;
     }
     return INT_MAX;
