@@ -304,6 +304,12 @@ PBF_KERNEL pbf_k_gather(int n, const PBF_GLOBAL unsigned int *perm, int nf,
     if (map >= 0 && (int)j == bad[0]) bad[map] = k;
 }
 
+/* a[from + i] = value for i < n (the hosts' fills: the histogram, the guard's slots). */
+PBF_KERNEL pbf_k_fill(PBF_GLOBAL int *a, int from, int n, int value) {
+    const int i = PBF_GID;
+    if (i < n) a[from + i] = value;
+}
+
 /* Neighbour lists (PBF_LISTS): counts[i] = the number of neighbours of i within h at q (the
  * positions the grid was built on), then, after an exclusive scan of counts into off, their
  * indices in the neighbour loops' order. Compiled in every build; run only with PBF_LISTS. */
