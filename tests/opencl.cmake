@@ -4,6 +4,6 @@
 # Included by tests/CMakeLists.txt; registered when the backend is built (cmake/opencl.cmake);
 # exits 77 (ctest: skipped, with the reason) where no OpenCL device can be opened.
 if(PBF_HAVE_OPENCL)
-  pbf_add_test(test_opencl LABELS unit opencl TIMEOUT 300)
+  pbf_add_test(test_opencl LABELS unit opencl TIMEOUT 600)
   set_tests_properties(test_opencl PROPERTIES SKIP_RETURN_CODE 77)
 endif()
