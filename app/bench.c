@@ -231,7 +231,7 @@ void pbfapp_bench_print_help(FILE *f) {
         "flops per step; over the stage's time they are GB/s and GFLOP/s, shares of those\n"
         "limits, and the bound: memory or compute where that share is the larger and at least\n"
         "50 %%, else latency/other (gathers, shuffles, the divider, synchronisation). The model\n"
-        "assumes: bytes are the per-particle arrays each pass reads and writes, plus 2 per\n"
+        "assumes: bytes are the per-particle arrays each pass reads and writes, plus 1.5 per\n"
         "neighbour-list entry; the neighbours' data (packed 16-byte copies) hits in cache, as\n"
         "particles are sorted by cell, and is counted once per pass, so DRAM bytes = streamed\n"
         "bytes, a lower bound (a share above 100 %% means the data stayed in cache); flops count\n"

@@ -289,7 +289,7 @@ const char *pbfapp_stage_bound(double bandwidth_pct, double peak_pct, int has_wo
  * lower bound.
  *
  * Bytes: the per-particle arrays each pass reads and writes as the code names them, once per
- * particle (4 bytes a float or index), plus 2 bytes per listed neighbour (the 16-bit codes),
+ * particle (4 bytes a float or index), plus 1.5 bytes per listed neighbour (12-bit codes),
  * STREAM's convention (a written line's read for ownership is not counted, on either side of
  * the comparison). Data gathered from neighbours (the packed 16-byte copies, velocities) is
  * assumed to hit in cache: particles are sorted by cell, so the neighbours of consecutive
@@ -313,7 +313,7 @@ const char *pbfapp_stage_bound(double bandwidth_pct, double peak_pct, int has_wo
 const char *const pbfapp_stage_model_note =
     "stage_limits: a model of the CPU backend's PBF stages (app/bench_limits.c, counted from "
     "src/backends/cpu/cpu.c) over each stage's time. bytes_per_step: the per-particle arrays "
-    "each pass reads and writes, once per particle, plus 2 bytes per neighbour-list entry; data "
+    "each pass reads and writes, once per particle, plus 1.5 bytes per neighbour-list entry; data "
     "gathered from neighbours (the packed 16-byte copies) is assumed to hit in cache because the "
     "particles are sorted by cell, only its first use per pass counted: a lower bound of the "
     "memory traffic, compared with the triad's bandwidth counted the same way (no write-allocate "
@@ -358,31 +358,31 @@ void pbfapp_stage_model(const pbfapp_model_input *in, pbfapp_stage_work w[PBFAPP
      * permutation, 8 B), and the cell starts (clear, prefix sum, shift: 20 B per cell); the
      * reorder of the 8 sorted fields PBF keeps live (x, x*, id, cell; the velocity is dead until
      * the velocity stage): read the permutation and the field, write it (12 B each); the lists
-     * (build_lists): read x* and the cell (16 B), write the list start then add the block's
-     * place (12 B), write 2 B per entry; 8 flops per candidate tested. */
-    set_work(&w[PBFAPP_MS_GRID], S, CANDIDATES_PER_NEIGHBOUR * F_DIST, 6, 2,
-             16 + 4 + 8 + 8 * 12 + 16 + 12, 20, in);
+     * (build_lists): read x* and the cell (16 B), write the 2-byte list start, write 1.5 B per
+     * entry (12-bit codes); 8 flops per candidate tested. */
+    set_work(&w[PBFAPP_MS_GRID], S, CANDIDATES_PER_NEIGHBOUR * F_DIST, 6, 1.5,
+             16 + 4 + 8 + 8 * 12 + 16 + 2, 20, in);
 
     /* lambda (stage_lambda, density_grad_sums), per entry: distance, W, rho += W, f = V grad W
      * (1 + spiky), f dx, dy, dz (3), the gradient sum (3), |f d|^2 summed (6) = 31; per particle:
      * the wall test, 5 horizontal sums, the wall gradient (3), rho (3), C (2), the sum of squares
      * (6), lambda (add, div), the error's mean (3) = 60. Bytes: the packed copy (read x*, write
-     * 12 B of it), then read x*, the cell, the list start, the packed copy once (16 B), write
-     * density and lambda, read the density for the error: 72 B, and 2 B per entry. */
+     * 12 B of it), then read x*, the cell, the list start (2 B), the packed copy once (16 B),
+     * write density and lambda, read the density for the error: 70 B, and 1.5 B per entry. */
     set_work(&w[PBFAPP_MS_LAMBDA], I + (in->tolerance ? S : 0.0),
              F_DIST + F_POLY6 + 1 + 1 + F_SPIKY + 3 + 3 + 6,
-             F_WALL_TEST + 5 * F_HSUM + 3 + 3 + 2 + 6 + 2 + 3, 2, 72, 0, in);
+             F_WALL_TEST + 5 * F_HSUM + 3 + 3 + 2 + 6 + 2 + 3, 1.5, 70, 0, in);
 
     /* delta_p (stage_delta_p), per entry: distance, W, W / W(dq) (1), its power (2 for n = 4),
      * s_corr (1), lambda_i + lambda_j + s_corr (2), times V and grad W (2 + spiky), f d (3), the
      * sums (3) = 31; per particle: the wall test, 3 horizontal sums, delta p with omega (9), the
      * non-finite tests (2 + 2), x* + delta p (3), the container's collision bounds (12) = 55.
      * Bytes: the packed copy with lambda (read 16, write 16), then read x*, lambda, the cell, the
-     * list start, x (friction), the packed copy once, write x* + delta p into s: 96 B, and 2 B
-     * per entry. */
+     * list start (2 B), x (friction), the packed copy once, write x* + delta p into v (dead until
+     * the velocity stage): 94 B, and 1.5 B per entry. */
     set_work(&w[PBFAPP_MS_DELTA_P], I,
              F_DIST + F_POLY6 + 1 + scorr_muls + 1 + 2 + 2 + F_SPIKY + 3 + 3,
-             F_WALL_TEST + 3 * F_HSUM + 9 + 4 + 3 + 12, 2, 96, 0, in);
+             F_WALL_TEST + 3 * F_HSUM + 9 + 4 + 3 + 12, 1.5, 94, 0, in);
 
     /* collide (stage_collide): PBF's delta p has collided; a swap of buffers, no work. */
     set_work(&w[PBFAPP_MS_COLLIDE], I, 0, 0, 0, 0, 0, in);
@@ -392,19 +392,19 @@ void pbfapp_stage_model(const pbfapp_model_input *in, pbfapp_stage_work w[PBFAPP
      * the packed (x*, v_x): 52 B. The curl pass per entry: distance, W, rho += W, f = V grad W,
      * f d (3), v_j - v_i (3), the cross product summed (12) = 37; per particle: the wall test,
      * 4 horizontal sums, the density (3), |omega| (6) = 43; reads x*, v, the cell, the list
-     * start, the packed copy once, writes the density, omega and |omega|: 68 B. The packed
+     * start (2 B), the packed copy once, writes the density, omega and |omega|: 66 B. The packed
      * (x*, m / rho): 1 division; reads x*, rho, writes 16 B: 32 B. The vorticity and XSPH pass
      * per entry: distance, m/rho W (1 + W), XSPH's sum (9), (|omega_j| - |omega_i|) m/rho grad W
      * (3 + spiky), eta's sum (6) = 36; per particle: 6 horizontal sums, XSPH (6), |eta| (6),
      * with confinement N and eps (N x omega) dt (21), the speed limit (5), the test (2) = 61 +
      * 21; reads x*, v, omega, |omega|, the cell, the list start, the packed copy once, writes
-     * the new velocity: 76 B. And 2 B per entry in each of the two passes. */
+     * the new velocity: 74 B. And 1.5 B per entry in each of the two passes. */
     set_work(&w[PBFAPP_MS_VELOCITY], S,
              (F_DIST + F_POLY6 + 1 + 1 + F_SPIKY + 3 + 3 + 12) +
                  (F_DIST + 1 + F_POLY6 + 9 + 3 + F_SPIKY + 6),
              13 + (F_WALL_TEST + 4 * F_HSUM + 3 + 6) + 1 +
                  (6 * F_HSUM + 6 + 6 + 5 + 2 + (in->vorticity ? 21 : 0)),
-             4, 52 + 68 + 32 + 76, 0, in);
+             3, 52 + 66 + 32 + 74, 0, in);
 
     /* stats (stage_stats), per particle: the density error (2) summed (1), |v|^2 (5); reads the
      * density, v and x: 28 B. Once per step. */

@@ -5,6 +5,7 @@
 
 #define S PBF_FIELD_SORTED
 #define T PBF_FIELD_STATE
+#define SPH PBF_FIELD_SPH
 
 /* clang-format off */
 const pbf_field_desc pbf_fields[PBF_FIELD_COUNT] = {
@@ -17,14 +18,13 @@ const pbf_field_desc pbf_fields[PBF_FIELD_COUNT] = {
     [PBF_F_VX] = {"vx", 0, S | T, 1, 0, "velocity v_i"},
     [PBF_F_VY] = {"vy", 0, S | T, 1, 1, "velocity v_i"},
     [PBF_F_VZ] = {"vz", 0, S | T, 1, 2, "velocity v_i"},
-    [PBF_F_SX] = {"sx", 0, 0, -1, 0, "scratch: delta p, then vorticity omega"},
-    [PBF_F_SY] = {"sy", 0, 0, -1, 1, "scratch: delta p, then vorticity omega"},
-    [PBF_F_SZ] = {"sz", 0, 0, -1, 2, "scratch: delta p, then vorticity omega"},
+    [PBF_F_SX] = {"sx", 0, SPH, -1, 0, "scratch of the pressure stages (GPU PBF: delta p, omega)"},
+    [PBF_F_SY] = {"sy", 0, SPH, -1, 1, "scratch of the pressure stages (GPU PBF: delta p, omega)"},
+    [PBF_F_SZ] = {"sz", 0, SPH, -1, 2, "scratch of the pressure stages (GPU PBF: delta p, omega)"},
     [PBF_F_DENSITY] = {"density", 0, T, 2, 0, "density rho_i (recomputed after the sort)"},
     [PBF_F_LAMBDA] = {"lambda", 0, 0, -1, 0, "lambda_i; the sort's permutation"},
     [PBF_F_ID] = {"id", 1, S | T, 3, 0, "stable identity"},
     [PBF_F_CELL] = {"cell", 1, S, -1, 0, "grid cell of x_i*"},
-    [PBF_F_NBR_START] = {"nbr_start", 1, PBF_FIELD_CPU, -1, 0, "offset of the neighbour list"},
 };
 /* clang-format on */
 

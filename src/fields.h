@@ -24,18 +24,20 @@ typedef enum pbf_field_id {
     PBF_F_PX, PBF_F_PY, PBF_F_PZ, /* positions x_i */
     PBF_F_QX, PBF_F_QY, PBF_F_QZ, /* predicted positions x_i* */
     PBF_F_VX, PBF_F_VY, PBF_F_VZ, /* velocities v_i */
-    PBF_F_SX, PBF_F_SY, PBF_F_SZ, /* scratch: delta p, then vorticity omega */
+    PBF_F_SX, PBF_F_SY, PBF_F_SZ, /* scratch of the pressure stages */
     PBF_F_DENSITY,                /* rho_i */
     PBF_F_LAMBDA,                 /* lambda_i; the sort borrows it for its permutation */
     PBF_F_ID,                     /* stable identity: order of creation */
     PBF_F_CELL,                   /* grid cell of x_i* */
-    PBF_F_NBR_START,              /* CPU backend: offset of particle i's neighbour list */
     PBF_FIELD_COUNT
 } pbf_field_id;
 
 #define PBF_FIELD_SORTED 1u
 #define PBF_FIELD_STATE 2u
 #define PBF_FIELD_CPU 4u
+/* used by the SPH solvers' stages only: the CPU backend keeps no host array of it for PBF, whose
+ * stages put their intermediate results in arrays that are dead at the time (see cpu.c) */
+#define PBF_FIELD_SPH 8u
 
 typedef struct pbf_field_desc {
     const char *name;

@@ -6,6 +6,7 @@
  * neighbour query visits 9 contiguous particle ranges (see solver.c).
  */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,18 +68,61 @@ uint32_t pbf_grid_cell_of(const pbf_grid *g, float x, float y, float z) {
 }
 
 void pbf_grid_build(pbf_grid *g, int n, const float *x, const float *y, const float *z,
-                    uint32_t *key, uint32_t *perm, int nthreads) {
+                    uint32_t *key, uint32_t *rank, uint32_t *perm, int nthreads) {
     uint32_t *start = g->cell_start;
-#pragma omp parallel for schedule(static) num_threads(nthreads)
-    for (int i = 0; i < n; ++i) key[i] = pbf_grid_cell_of(g, x[i], y[i], z[i]);
-
-    /* Counting sort: histogram, exclusive prefix sum, stable scatter. Sequential and O(n +
-     * cells); it is a small share of a step and keeps the order independent of threads. */
-    memset(start, 0, ((size_t)g->ncells + 1) * sizeof *start);
-    for (int i = 0; i < n; ++i) start[key[i] + 1]++;
-    for (uint32_t c = 0; c < g->ncells; ++c) start[c + 1] += start[c];
-    /* scatter with start[] as running cursors, then shift the cursors back into starts */
-    for (int i = 0; i < n; ++i) perm[start[key[i]]++] = (uint32_t)i;
-    for (uint32_t c = g->ncells; c > 0; --c) start[c] = start[c - 1];
-    start[0] = 0;
+    const long long nc = (long long)g->ncells;
+    /* Counting sort in parallel, with the order of a sequential stable one (particles of a cell
+     * by their old index), so that it never depends on the thread count: the histogram by atomic
+     * increments (a count does not depend on their order; each particle keeps its rank among
+     * its cell's, in the order the threads came), a blocked prefix sum, the scatter to
+     * start + rank, then each cell's slice sorted by old index (as the GPU backends do). */
+#pragma omp parallel num_threads(nthreads)
+    {
+#pragma omp for schedule(static)
+        for (long long c = 0; c <= nc; ++c) start[c] = 0;
+#pragma omp for schedule(static)
+        for (int i = 0; i < n; ++i) {
+            const uint32_t k = pbf_grid_cell_of(g, x[i], y[i], z[i]);
+            uint32_t r;
+            key[i] = k;
+#pragma omp atomic capture
+            r = start[k + 1]++;
+            rank[i] = r;
+        }
+    }
+    /* start[c + 1] = count of c, into exclusive starts: each thread sums its block of cells,
+     * then scans it from the sum of the blocks before */
+    enum { MAX_SCAN_BLOCKS = 256 };
+    uint32_t block_sum[MAX_SCAN_BLOCKS + 1];
+    const int nb = nthreads < 1 ? 1 : nthreads > MAX_SCAN_BLOCKS ? MAX_SCAN_BLOCKS : nthreads;
+#pragma omp parallel num_threads(nb)
+    {
+        const int t = omp_get_thread_num(), T = omp_get_num_threads();
+        const long long c0 = 1 + nc * t / T, c1 = 1 + nc * (t + 1) / T;
+        uint32_t sum = 0;
+        for (long long c = c0; c < c1; ++c) sum += start[c];
+        block_sum[t] = sum;
+#pragma omp barrier
+        uint32_t run = 0;
+        for (int b = 0; b < t; ++b) run += block_sum[b];
+        for (long long c = c0; c < c1; ++c) {
+            run += start[c];
+            start[c] = run;
+        }
+    }
+#pragma omp parallel num_threads(nthreads)
+    {
+#pragma omp for schedule(static)
+        for (int i = 0; i < n; ++i) perm[start[key[i]] + rank[i]] = (uint32_t)i;
+#pragma omp for schedule(static)
+        for (long long c = 0; c < nc; ++c) { /* insertion sort: a cell holds a few particles */
+            const uint32_t b = start[c], e = start[c + 1];
+            for (uint32_t k = b + 1; k < e; ++k) {
+                const uint32_t v = perm[k];
+                uint32_t m = k;
+                for (; m > b && perm[m - 1] > v; --m) perm[m] = perm[m - 1];
+                perm[m] = v;
+            }
+        }
+    }
 }

@@ -77,7 +77,6 @@ struct pbf_world {
             float *sx, *sy, *sz;  /* scratch: delta p, then vorticity omega */
             float *density, *lambda;
             uint32_t *id, *cell;
-            uint32_t *nbr_start;
         };
         void *field[PBF_FIELD_COUNT];
     };
@@ -114,9 +113,10 @@ void pbf_grid_free(pbf_grid *g);
 uint32_t pbf_grid_cell_of(const pbf_grid *g, float x, float y, float z);
 /* Counting sort of particles by the cell of (x, y, z): fills key[i] and perm so that
  * perm[k] is the old index of the particle that goes to position k; cell_start as prefix sums.
- * Stable: particles of one cell keep their previous relative order. */
+ * Stable: particles of one cell keep their previous relative order, for any thread count.
+ * rank: n entries of scratch. */
 void pbf_grid_build(pbf_grid *g, int n, const float *x, const float *y, const float *z,
-                    uint32_t *key, uint32_t *perm, int nthreads);
+                    uint32_t *key, uint32_t *rank, uint32_t *perm, int nthreads);
 
 /* The 9 contiguous index ranges holding every particle of the 27 cells around `cell`. */
 static inline int pbf_grid_neighbour_ranges(const pbf_grid *g, uint32_t cell, uint32_t begin[9],

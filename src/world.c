@@ -32,14 +32,23 @@ const char *pbf_status_string(pbf_status status) {
 }
 
 size_t pbf_bytes_per_particle(void) {
-    /* every array of the field registry, plus the neighbour lists at a typical 40 neighbours of
-     * 2 bytes */
-    return pbf_fields_bytes(0, 0) + 40 * sizeof(uint16_t);
+    /* every array of the field registry (the SPH solvers' scratch included), plus the CPU
+     * backend's packed neighbour copy (16 B), list start (2 B) and lists at a generous 40
+     * neighbours of 1.5 bytes */
+    return pbf_fields_bytes(0, 0) + 16 + 2 + 40 * 3 / 2;
 }
 
 /* Is field f kept in host memory by the world's backend? */
 static int on_host(const pbf_world *w, int f) {
+    if ((pbf_fields[f].flags & PBF_FIELD_SPH) && w->def.solver == PBF_SOLVER_PBF) return 0;
     return w->backend->host_keep == 0 || (pbf_fields[f].flags & w->backend->host_keep) != 0;
+}
+
+/* Bytes per particle of the host arrays the world keeps. */
+static size_t host_bytes_per_particle(const pbf_world *w) {
+    size_t bytes = 0;
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) bytes += on_host(w, f) ? 4 : 0;
+    return bytes;
 }
 
 static void free_particles(pbf_world *w) {
@@ -55,7 +64,7 @@ static pbf_status reserve(pbf_world *w, int capacity, pbf_error *err) {
     if (capacity <= w->capacity) return PBF_OK;
     void *fresh[PBF_FIELD_COUNT] = {0};
     int ok = 1;
-    size_t host_bytes = pbf_fields_bytes(0, w->backend->host_keep);
+    size_t host_bytes = host_bytes_per_particle(w);
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
         if (!on_host(w, f)) continue;
         /* padded: the neighbour loops read whole 8-lane chunks (src/simd.h) */
@@ -648,7 +657,7 @@ pbf_memory pbf_world_memory(const pbf_world *w) {
     m.device = w->backend->name;
     int gpu = w->backend != &pbf_backend_cpu;
     size_t cap = (size_t)(w->capacity > 0 ? w->capacity : 0) + PBF_ARRAY_PADDING;
-    size_t arrays = cap * pbf_fields_bytes(gpu ? PBF_FIELD_CPU : 0, 0);
+    size_t arrays = cap * (gpu ? pbf_fields_bytes(PBF_FIELD_CPU, 0) : host_bytes_per_particle(w));
     size_t lists = w->backend->list_bytes ? w->backend->list_bytes(w) : 0;
     m.grid_bytes = ((size_t)w->grid.ncells + 1) * sizeof(uint32_t);
     m.total_bytes = arrays + lists + m.grid_bytes;
@@ -666,10 +675,11 @@ int64_t pbf_world_neighbour_pairs(const pbf_world *w) {
     pbf_grid g = w->grid;
     g.cell_start = calloc((size_t)g.ncells + 1, sizeof *g.cell_start);
     uint32_t *key = malloc((size_t)n * sizeof *key), *perm = malloc((size_t)n * sizeof *perm);
+    uint32_t *rank = malloc((size_t)n * sizeof *rank);
     float *x = malloc((size_t)n * 3 * sizeof *x);
     int64_t pairs = -1;
-    if (g.cell_start && key && perm && x) {
-        pbf_grid_build(&g, n, w->px, w->py, w->pz, key, perm, w->nthreads);
+    if (g.cell_start && key && perm && rank && x) {
+        pbf_grid_build(&g, n, w->px, w->py, w->pz, key, rank, perm, w->nthreads);
         for (int k = 0; k < n; ++k) { /* positions in cell order: ranges are contiguous */
             x[3 * k + 0] = w->px[perm[k]];
             x[3 * k + 1] = w->py[perm[k]];
@@ -695,6 +705,7 @@ int64_t pbf_world_neighbour_pairs(const pbf_world *w) {
     free(g.cell_start);
     free(key);
     free(perm);
+    free(rank);
     free(x);
     return pairs;
 }

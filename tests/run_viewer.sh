@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `pbf view` end to end: screenshots under Xvfb with Mesa's software rasteriser (llvmpipe), in
-# sphere and in screen-space fluid mode, checked by tests/viewer_png_check.py, their text overlay
+# sphere and in screen-space fluid mode, checked by tests/viewer_png_check.py, the fluid one
+# against the sphere one by tests/viewer_fluid_check.py, their text overlay
 # read back by tests/viewer_overlay_check.py; and the error
 # paths (no display: exit 1 with a message; bad option: exit 2). Fails, never skips, when
 # xvfb-run or python3 is missing or pbf was built without the viewer.
@@ -76,6 +77,20 @@ for mode in spheres fluid; do
             "${t}" "${fps:-0}" || fail "${mode}: overlay of ${png}"
     fi
 done
+
+# The fluid surface against the spheres of the same state: no NaN pixels, the liquid where the
+# particles are, and a smooth surface (tests/viewer_fluid_check.py).
+if [[ -s "${work}/shot_spheres.png" && -s "${work}/shot_fluid.png" ]]; then
+    "${py}" "${here}/viewer_fluid_check.py" "${work}/shot_spheres.png" "${work}/shot_fluid.png" ||
+        fail "fluid surface against the spheres"
+fi
+
+# --checkpoint: a file that is no checkpoint is refused by name (exit status 2), before any window.
+printf 'not a checkpoint' > "${work}/bad.pbfck"
+out=$(env -u DISPLAY -u WAYLAND_DISPLAY "${pbf}" view "${scene}" --checkpoint "${work}/bad.pbfck" 2>&1)
+rc=$?
+[[ ${rc} -eq 2 && "${out}" == *"--checkpoint ${work}/bad.pbfck"* ]] ||
+    fail "--checkpoint of a damaged file: exit status ${rc}, expected 2 naming it; output: ${out}"
 
 # The camera and the colour range from the command line change the picture.
 png="${work}/shot_camera.png"

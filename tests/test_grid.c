@@ -33,8 +33,9 @@ static int check_set(const pbf_world_def *def, float h, int n, const float *x, c
     }
     uint32_t *key = malloc((size_t)n * 4), *perm = malloc((size_t)n * 4), *skey = malloc((size_t)n * 4);
     float *sx = malloc((size_t)n * 4), *sy = malloc((size_t)n * 4), *sz = malloc((size_t)n * 4);
-    uint32_t *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
-    pbf_grid_build(&g, n, x, y, z, key, perm, 2);
+    uint32_t *a = malloc((size_t)n * 4), *b = malloc((size_t)n * 4), *rank = malloc((size_t)n * 4);
+    pbf_grid_build(&g, n, x, y, z, key, rank, perm, 2); /* parallel: must still be stable */
+    free(rank);
     int bad = 0;
     *pairs = 0;
     for (int k = 0; k < n; ++k) {
@@ -171,8 +172,8 @@ static void test_non_finite(void) {
     pbf_grid g;
     ENSURE(pbf_grid_init(&g, &def, 0.05f, NULL) == PBF_OK);
     float x[3] = {NAN, INFINITY, -INFINITY}, y[3] = {0.1f, NAN, 0.1f}, z[3] = {1.1f, 1.1f, NAN};
-    uint32_t key[3], perm[3];
-    pbf_grid_build(&g, 3, x, y, z, key, perm, 1);
+    uint32_t key[3], perm[3], rank[3];
+    pbf_grid_build(&g, 3, x, y, z, key, rank, perm, 1);
     for (int i = 0; i < 3; ++i) ENSURE(key[i] < g.ncells);
     ENSURE_EQ_INT(g.cell_start[g.ncells], 3);
     pbf_grid_free(&g);

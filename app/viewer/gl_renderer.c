@@ -4,17 +4,20 @@
  *  - sprites: every particle is a GL_POINTS sprite whose size is the projected diameter of its
  *    sphere; the fragment shader rebuilds the sphere normal from gl_PointCoord, discards outside
  *    the disc, shades with Blinn-Phong and writes the depth of the sphere surface.
- *  - fluid (screen-space fluid rendering, S. Green, "Screen Space Fluid Rendering for Games",
- *    GDC 2010): (0) background and lines into a colour + depth texture; (1) sprite eye depth
- *    into an R32F texture; (2) bilateral blur of that depth, separable, two iterations;
- *    (3) sprite thickness added up with additive blending; (4) composite: normals from the
- *    blurred depth by finite differences, Schlick Fresnel between a refracted, Beer-Lambert
- *    tinted view of the background and a sky reflection, plus a specular highlight, into a
- *    premultiplied RGBA texture; (5) that texture over the background into the window.
- *    The thickness is blurred too (a Gaussian over two particle radii), so that a regular
- *    lattice of particles does not show as lines of lesser thickness. Passes 1-4 run at the
- *    window's resolution up to 1280x720 pixels, at half of it above (SSF_SCALE): the surface is
- *    smooth anyway, and a software rasteriser (Mesa llvmpipe) is 4x faster so.
+ *  - fluid (screen-space fluid rendering: S. Green, "Screen Space Fluid Rendering for Games",
+ *    GDC 2010; van der Laan, Green and Sainz, I3D 2009): (0) background and lines into a
+ *    colour + depth texture; (1) sprite eye depth into an R32F texture; (2) the narrow-range
+ *    filter of that depth (Truong and Yuksel, I3D 2018): 1D along x, 1D along y, then a small
+ *    2D pass that removes the streaks separable passes leave; its radius is fixed in metres
+ *    (6 particle radii) at every window size, its taps spread out beyond 16 pixels;
+ *    (3) sprite thickness added up with additive blending, blurred over three particle radii
+ *    (a lattice of particles otherwise shows lines of lesser thickness); (4) composite: normals
+ *    from the smoothed depth, Schlick Fresnel between the background refracted by the
+ *    thickness and tinted by Beer-Lambert absorption and a sky reflection, plus a specular
+ *    highlight, into a premultiplied RGBA texture; (5) that texture over the background into
+ *    the window. Passes 1-4 run at the window's resolution up to 1280x720 pixels, at half of
+ *    it above (SSF_SCALE): the surface is smooth anyway, and a software rasteriser (Mesa
+ *    llvmpipe) is 4x faster so.
  *
  * The colour value t of a particle is computed in the vertex shader with the normalisation of
  * app/colormap.h (pbf_color_value): t = (q - lo) / (hi - lo) for the quantity q (density, or the
@@ -40,11 +43,12 @@ enum { RAMP_TEXELS = 256 };
 /* Screen-space fluid parameters (in particle radii where they are lengths). */
 #define SSF_SCALE 2 /* passes 1-4 at 1 / SSF_SCALE of the window's resolution above ... */
 #define SSF_FULL_RES_PIXELS (1280 * 720) /* ... this many pixels, at full resolution up to it */
-#define SSF_FILTER_RADII 3.0f  /* spatial radius of the bilateral blur */
-#define SSF_FALLOFF_RADII 8.0f /* depth difference scale of the blur weights */
-#define SSF_MAX_TAPS 12        /* taps per side: the blur radius in pixels is capped to this */
-#define SSF_ITERATIONS 2
-#define SSF_THICK_BLUR_RADII 2.0f /* spatial radius of the thickness blur */
+#define SSF_FILTER_RADII 6.0f    /* radius (3 sigma) of the narrow-range depth filter */
+#define SSF_THRESHOLD_RADII 10.0f /* its depth range around the centre (widened by each sample) */
+#define SSF_CLAMP_RADII 1.0f     /* samples behind the range count as this far behind */
+#define SSF_MAX_TAPS 16          /* taps per side and pass; wider filters spread their taps */
+#define SSF_FINAL_PX 4.0f        /* radius in pixels of the final 2D pass of the filter */
+#define SSF_THICK_BLUR_RADII 3.0f /* radius (3 sigma) of the thickness blur */
 
 struct pbfview_renderer {
     GLuint prog_sprite, prog_depth, prog_thick, prog_bg, prog_lines, prog_blur, prog_thick_blur,
@@ -191,54 +195,97 @@ static const char *const lines_fs =
     "out vec4 o_color;\n"
     "void main() { o_color = u_color; }\n";
 
-/* Bilateral filter along u_dir. Background texels (0) stay background. A tap that falls on the
- * background is replaced by the mirror image of the opposite tap (2 d - s), so that a sloped
- * surface keeps its slope up to its silhouette instead of being bent by a one-sided average
- * (which shows as streaks along the blur direction). */
-static const char *const blur_fs =
+/* Narrow-range filter (N. Truong and C. Yuksel, "A Narrow-Range Filter for Screen-Space Fluid
+ * Rendering", I3D 2018), one 1D pass along u_dir (a unit vector: the axes, then the diagonals,
+ * so that the separable passes leave no axis-aligned boxes). The filter's radius is
+ * u_filter_m metres at the pixel's depth, 3 sigma of a Gaussian; above u_max_taps pixels the
+ * taps are spread out (stride > 1 pixel) rather than the radius cut, so the smoothing is the
+ * same in world units at every window size. Depths are eye distances (> 0; 0 = background).
+ * Each side keeps a depth range [lo, hi] around the centre (threshold u_threshold_m), widened
+ * by every sample inside it (range extension), so a slope is followed outwards. A sample in
+ * front of its range (another surface), or background, is dropped together with its mirror
+ * tap (the filter stays symmetric: no streaks at silhouettes); one behind its range is clamped
+ * to u_clamp_m behind the centre, so edges round off instead of sinking into what is behind. */
+static const char *const nrf_fs =
     GLSL_VERSION
     "uniform sampler2D u_depth;\n"
-    "uniform ivec2 u_dir;\n"
+    "uniform vec2 u_dir;\n"      /* 1D: the unit direction; (0, 0): the 2D pass */
     "uniform float u_px_per_m;\n" /* pixels per metre at eye depth 1 m */
     "uniform float u_filter_m;\n"
-    "uniform float u_falloff_m;\n"
+    "uniform float u_threshold_m;\n"
+    "uniform float u_clamp_m;\n"
     "uniform int u_max_taps;\n"
+    "uniform float u_max_px;\n" /* the radius in pixels is capped to this */
     "out float o_depth;\n"
+    "float d, behind, thr;\n"
+    "ivec2 c, size;\n"
+    /* one sample against the range [lo, hi]: its weight is 0 if it is dropped */
+    "float sample_nrf(ivec2 o, inout float lo, inout float hi, out float s) {\n"
+    "    s = texelFetch(u_depth, clamp(c + o, ivec2(0), size - 1), 0).r;\n"
+    "    if (s <= 0.0 || s < lo) return 0.0;\n"
+    "    if (s > hi) { s = behind; return 1.0; }\n"
+    "    lo = min(lo, s - thr);\n"
+    "    hi = max(hi, s + thr);\n"
+    "    return 1.0;\n"
+    "}\n"
     "void main() {\n"
-    "    ivec2 c = ivec2(gl_FragCoord.xy);\n"
-    "    ivec2 size = textureSize(u_depth, 0);\n"
-    "    float d = texelFetch(u_depth, c, 0).r;\n"
+    "    c = ivec2(gl_FragCoord.xy);\n"
+    "    size = textureSize(u_depth, 0);\n"
+    "    d = texelFetch(u_depth, c, 0).r;\n"
     "    if (d <= 0.0) { o_depth = 0.0; return; }\n"
-    "    float radius = min(u_filter_m * u_px_per_m / d, float(u_max_taps));\n"
+    "    float radius = min(u_filter_m * u_px_per_m / d, u_max_px);\n"
     "    if (radius < 1.0) { o_depth = d; return; }\n"
-    "    int taps = int(radius);\n"
-    "    float sigma = radius * 0.5;\n"
-    "    float sum = d, wsum = 1.0;\n"
-    "    for (int i = 1; i <= taps; ++i) {\n"
-    "        float sp = texelFetch(u_depth, clamp(c + i * u_dir, ivec2(0), size - 1), 0).r;\n"
-    "        float sm = texelFetch(u_depth, clamp(c - i * u_dir, ivec2(0), size - 1), 0).r;\n"
-    "        if (sp <= 0.0 && sm <= 0.0) break;\n"
-    "        if (sp <= 0.0) sp = 2.0 * d - sm;\n"
-    "        if (sm <= 0.0) sm = 2.0 * d - sp;\n"
-    "        float x = float(i) / sigma;\n"
-    "        float ws = exp(-0.5 * x * x);\n"
-    "        float dp = (sp - d) / u_falloff_m, dm = (sm - d) / u_falloff_m;\n"
-    "        float wp = ws * exp(-dp * dp), wm = ws * exp(-dm * dm);\n"
-    "        sum += sp * wp + sm * wm;\n"
-    "        wsum += wp + wm;\n"
+    "    float stride = max(1.0, radius / float(u_max_taps));\n"
+    "    int taps = int(radius / stride);\n"
+    "    float two_sigma2 = 2.0 * (radius / 3.0) * (radius / 3.0);\n"
+    "    thr = u_threshold_m;\n"
+    "    behind = d + u_clamp_m;\n"
+    "    float lo_p = d - thr, hi_p = d + thr, lo_m = lo_p, hi_m = hi_p;\n"
+    "    float sum = d, wsum = 1.0, sp, sm;\n"
+    "    if (u_dir != vec2(0.0)) {\n"
+    "        for (int i = 1; i <= taps; ++i) {\n"
+    "            float x = float(i) * stride;\n"
+    "            ivec2 o = ivec2(floor(u_dir * x + 0.5));\n"
+    "            float w = exp(-x * x / two_sigma2);\n"
+    "            float kp = sample_nrf(o, lo_p, hi_p, sp), km = sample_nrf(-o, lo_m, hi_m, sm);\n"
+    "            float k = kp * km;\n" /* a dropped sample drops its mirror too */
+    "            sum += w * k * (sp + sm);\n"
+    "            wsum += 2.0 * w * k;\n"
+    "        }\n"
+    "    } else {\n"
+    "        for (int j = -taps; j <= taps; ++j) {\n"
+    "            for (int i = 1; i <= taps; ++i) {\n" /* half plane, each with its mirror */
+    "                vec2 x = vec2(float(i), float(j)) * stride;\n"
+    "                float w = exp(-dot(x, x) / two_sigma2);\n"
+    "                ivec2 o = ivec2(floor(x + 0.5));\n"
+    "                float kp = sample_nrf(o, lo_p, hi_p, sp), km = sample_nrf(-o, lo_m, hi_m, sm);\n"
+    "                float k = kp * km;\n"
+    "                sum += w * k * (sp + sm);\n"
+    "                wsum += 2.0 * w * k;\n"
+    "            }\n"
+    "        }\n"
+    "        for (int j = 1; j <= taps; ++j) {\n" /* the column i = 0 */
+    "            float y = float(j) * stride;\n"
+    "            float w = exp(-y * y / two_sigma2);\n"
+    "            ivec2 o = ivec2(0, int(floor(y + 0.5)));\n"
+    "            float kp = sample_nrf(o, lo_p, hi_p, sp), km = sample_nrf(-o, lo_m, hi_m, sm);\n"
+    "            float k = kp * km;\n"
+    "            sum += w * k * (sp + sm);\n"
+    "            wsum += 2.0 * w * k;\n"
+    "        }\n"
     "    }\n"
     "    o_depth = sum / wsum;\n"
     "}\n";
 
 /* Gaussian blur of the thickness along u_dir (radius u_filter_m at the liquid's depth there,
- * sigma half of it): the sum of sprite chords is bumpy where rays pass between the particles
- * of a regular lattice (lighter lines across the liquid) until it is spread over a couple of
- * particle radii. */
+ * sigma a third of it, taps spread out above u_max_taps pixels as in the depth filter): the
+ * sum of sprite chords is bumpy where rays pass between the particles of a regular lattice
+ * (lighter lines across the liquid) until it is spread over a couple of particle radii. */
 static const char *const thick_blur_fs =
     GLSL_VERSION
     "uniform sampler2D u_thick;\n"
     "uniform sampler2D u_depth;\n"
-    "uniform ivec2 u_dir;\n"
+    "uniform vec2 u_dir;\n"
     "uniform float u_px_per_m;\n"
     "uniform float u_filter_m;\n"
     "uniform int u_max_taps;\n"
@@ -247,19 +294,33 @@ static const char *const thick_blur_fs =
     "    ivec2 c = ivec2(gl_FragCoord.xy);\n"
     "    ivec2 size = textureSize(u_thick, 0);\n"
     "    float d = texelFetch(u_depth, c, 0).r;\n"
-    "    float u_radius_px = d > 0.0 ? min(u_filter_m * u_px_per_m / d, float(u_max_taps)) : 0.0;\n"
-    "    int taps = int(u_radius_px);\n"
-    "    float sigma = max(0.5 * u_radius_px, 0.5);\n"
-    "    float sum = texelFetch(u_thick, c, 0).r, wsum = 1.0;\n"
+    "    float t0 = texelFetch(u_thick, c, 0).r;\n"
+    "    float radius = d > 0.0 ? u_filter_m * u_px_per_m / d : 0.0;\n"
+    "    if (radius < 1.0) { o_thickness = t0; return; }\n"
+    "    float stride = max(1.0, radius / float(u_max_taps));\n"
+    "    int taps = int(radius / stride);\n"
+    "    float two_sigma2 = 2.0 * (radius / 3.0) * (radius / 3.0);\n"
+    "    float sum = t0, wsum = 1.0;\n"
     "    for (int i = 1; i <= taps; ++i) {\n"
-    "        float x = float(i) / sigma, w = exp(-0.5 * x * x);\n"
-    "        sum += w * (texelFetch(u_thick, clamp(c + i * u_dir, ivec2(0), size - 1), 0).r +\n"
-    "                    texelFetch(u_thick, clamp(c - i * u_dir, ivec2(0), size - 1), 0).r);\n"
+    "        float x = float(i) * stride;\n"
+    "        ivec2 o = ivec2(floor(u_dir * x + 0.5));\n"
+    "        float w = exp(-x * x / two_sigma2);\n"
+    "        sum += w * (texelFetch(u_thick, clamp(c + o, ivec2(0), size - 1), 0).r +\n"
+    "                    texelFetch(u_thick, clamp(c - o, ivec2(0), size - 1), 0).r);\n"
     "        wsum += 2.0 * w;\n"
     "    }\n"
     "    o_thickness = sum / wsum;\n"
     "}\n";
 
+/* Shading (van der Laan, Green and Sainz, "Screen Space Fluid Rendering with Curvature Flow",
+ * I3D 2009; Green 2010): the eye-space normal from the smoothed depth (of the two one-sided
+ * differences, the smaller: no smearing across depth edges); the background seen through the
+ * liquid, displaced along the normal by the thickness (refraction) and attenuated per channel
+ * by Beer-Lambert's law, exp(-k T), with the light the water scatters back in its place;
+ * Schlick's Fresnel term (F0 = 0.02, water) between that and the reflected sky (a gradient
+ * from the horizon to the zenith, the world's direction of the reflected ray); a Blinn-Phong
+ * highlight of the light. Alpha fades over the first particle radius of thickness, which
+ * anti-aliases silhouettes and leaves single drops half transparent. Premultiplied. */
 static const char *const composite_fs =
     GLSL_VERSION
     "uniform sampler2D u_depth;\n"
@@ -267,10 +328,12 @@ static const char *const composite_fs =
     "uniform sampler2D u_bg;\n"
     "uniform sampler2D u_bg_depth;\n"
     "uniform mat4 u_proj;\n"
+    "uniform mat4 u_view;\n"
     "uniform vec3 u_light;\n"
     "uniform vec3 u_absorb;\n" /* Beer-Lambert absorption coefficients, 1/m */
     "uniform vec3 u_water;\n" /* colour of deep water (light scattered back) */
-    "uniform float u_refract;\n"
+    "uniform float u_refract;\n" /* screen displacement (uv) per metre of thickness */
+    "uniform float u_radius;\n"
     "out vec4 o_color;\n"
     "vec3 eye_pos(vec2 uv, float d) {\n"
     "    vec2 ndc = uv * 2.0 - 1.0;\n"
@@ -287,11 +350,18 @@ static const char *const composite_fs =
     "    vec2 step = vec2(dir) * texel;\n"
     "    vec3 fwd = dp > 0.0 ? eye_pos(uv + step, dp) - P : vec3(0.0);\n"
     "    vec3 bwd = dm > 0.0 ? P - eye_pos(uv - step, dm) : vec3(0.0);\n"
-    "    if (dp <= 0.0 && dm <= 0.0) return vec3(step * P.z / -vec2(u_proj[0][0], u_proj[1][1]), "
-    "0.0);\n"
+    "    if (dp <= 0.0 && dm <= 0.0) return eye_pos(uv + step, -P.z) - P;\n"
     "    if (dp <= 0.0) return bwd;\n"
     "    if (dm <= 0.0) return fwd;\n"
-    "    return abs(fwd.z) < abs(bwd.z) ? fwd : bwd;\n" /* the smaller one: no smearing at edges */
+    "    return abs(fwd.z) < abs(bwd.z) ? fwd : bwd;\n"
+    "}\n"
+    "vec3 sky(vec3 r, vec3 sun) {\n" /* r, sun: world directions */
+    "    float up = r.y;\n"
+    "    vec3 horizon = vec3(0.85, 0.90, 0.95), zenith = vec3(0.35, 0.55, 0.85);\n"
+    "    vec3 ground = vec3(0.30, 0.31, 0.33);\n"
+    "    vec3 s = mix(horizon, zenith, pow(clamp(up, 0.0, 1.0), 0.5));\n"
+    "    s += vec3(1.0, 0.95, 0.85) * 0.6 * pow(max(dot(r, sun), 0.0), 8.0);\n" /* sun glow */
+    "    return up >= 0.0 ? s : mix(horizon, ground, clamp(-up * 4.0, 0.0, 1.0));\n"
     "}\n"
     "void main() {\n"
     "    ivec2 c = ivec2(gl_FragCoord.xy);\n"
@@ -309,16 +379,21 @@ static const char *const composite_fs =
     "                             tangent(c, ivec2(0, 1), size, texel, uv, P)));\n"
     "    vec3 V = normalize(-P);\n"
     "    if (dot(n, V) < 0.0) n = -n;\n"
-    "    float T = texelFetch(u_thick, c, 0).r;\n"
-    "    float F = 0.02 + 0.98 * pow(1.0 - max(dot(n, V), 0.0), 5.0);\n"
-    "    vec2 ruv = clamp(uv - n.xy * u_refract * min(T, 0.3), vec2(0.0), vec2(1.0));\n"
+    "    float Tr = max(texelFetch(u_thick, c, 0).r, 0.0);\n"
+    "    float T = max(Tr, u_radius);\n"
+    "    float NV = max(dot(n, V), 0.0);\n"
+    "    float F = 0.02 + 0.98 * pow(1.0 - NV, 5.0);\n"
+    "    vec2 ruv = clamp(uv - n.xy * u_refract * min(T, 0.25), vec2(0.0), vec2(1.0));\n"
     "    vec3 behind = texture(u_bg, ruv).rgb;\n"
-    "    vec3 refracted = mix(u_water, behind, exp(-u_absorb * T));\n"
-    "    vec3 R = reflect(-V, n);\n"
-    "    vec3 sky = mix(vec3(0.45, 0.5, 0.55), vec3(0.9, 0.93, 0.97), clamp(R.y * 0.5 + 0.5, 0.0, "
-    "1.0));\n"
-    "    float spec = pow(max(dot(n, normalize(u_light + V)), 0.0), 80.0);\n"
-    "    o_color = vec4(min(mix(refracted, sky, F) + vec3(0.8 * spec), vec3(1.0)), 1.0);\n"
+    "    vec3 att = exp(-u_absorb * T);\n"
+    "    vec3 refracted = behind * att + u_water * (vec3(1.0) - att);\n"
+    "    mat3 to_world = transpose(mat3(u_view));\n"
+    "    vec3 R = to_world * reflect(-V, n);\n"
+    "    vec3 H = normalize(u_light + V);\n"
+    "    float spec = pow(max(dot(n, H), 0.0), 60.0) * 0.6;\n"
+    "    vec3 col = mix(refracted, sky(R, to_world * u_light), F) + vec3(spec);\n"
+    "    float a = smoothstep(0.0, 0.5 * u_radius, Tr);\n"
+    "    o_color = vec4(min(col, vec3(1.0)) * a, a);\n"
     "}\n";
 
 /* The half-resolution fluid (premultiplied, bilinear) over the full-resolution background. */
@@ -435,7 +510,7 @@ int pbfview_renderer_create(pbfview_renderer **out, char *msg, size_t n) {
         {&r->prog_thick, sprite_vs, thick_fs, "fluid thickness"},
         {&r->prog_bg, fullscreen_vs, bg_fs, "background"},
         {&r->prog_lines, lines_vs, lines_fs, "line"},
-        {&r->prog_blur, fullscreen_vs, blur_fs, "bilateral blur"},
+        {&r->prog_blur, fullscreen_vs, nrf_fs, "narrow-range filter"},
         {&r->prog_thick_blur, fullscreen_vs, thick_blur_fs, "thickness blur"},
         {&r->prog_composite, fullscreen_vs, composite_fs, "fluid composite"},
         {&r->prog_present, fullscreen_vs, present_fs, "fluid present"},
@@ -723,27 +798,31 @@ static void draw_fluid(pbfview_renderer *r, const pbfview_frame *f, const float 
     sprite_uniforms(r->prog_depth, f, sh);
     draw_points(r, f);
 
-    /* (2) bilateral blur, separable: a -> b (x), b -> a (y) */
+    /* (2) narrow-range filter: x (a -> b), y (b -> a), then a small 2D pass (a -> b) that
+     * removes the streaks the two 1D passes leave along their directions */
     glDisable(GL_DEPTH_TEST);
     glUseProgram(r->prog_blur);
     set_i(r->prog_blur, "u_depth", 0);
     set_f(r->prog_blur, "u_px_per_m", 0.5f * f->proj[5] * (float)sh);
     set_f(r->prog_blur, "u_filter_m", SSF_FILTER_RADII * f->radius);
-    set_f(r->prog_blur, "u_falloff_m", SSF_FALLOFF_RADII * f->radius);
-    set_i(r->prog_blur, "u_max_taps", SSF_MAX_TAPS);
-    GLint dir = glGetUniformLocation(r->prog_blur, "u_dir");
+    set_f(r->prog_blur, "u_threshold_m", SSF_THRESHOLD_RADII * f->radius);
+    set_f(r->prog_blur, "u_clamp_m", SSF_CLAMP_RADII * f->radius);
+    const GLint dir = glGetUniformLocation(r->prog_blur, "u_dir");
+    const GLint max_taps = glGetUniformLocation(r->prog_blur, "u_max_taps");
+    const GLint max_px = glGetUniformLocation(r->prog_blur, "u_max_px");
     glBindVertexArray(r->vao_empty);
     glActiveTexture(GL_TEXTURE0);
-    for (int it = 0; it < SSF_ITERATIONS; ++it) {
-        glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_b);
-        glBindTexture(GL_TEXTURE_2D, r->tex_a);
-        glUniform2i(dir, 1, 0);
-        glDrawArrays(GL_TRIANGLES, 0, 3);
-        glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_a);
-        glBindTexture(GL_TEXTURE_2D, r->tex_b);
-        glUniform2i(dir, 0, 1);
+    const GLuint pass_fbo[3] = {r->fbo_b, r->fbo_a, r->fbo_b};
+    const GLuint pass_src[3] = {r->tex_a, r->tex_b, r->tex_a};
+    for (int pass = 0; pass < 3; ++pass) {
+        glBindFramebuffer(GL_FRAMEBUFFER, pass_fbo[pass]);
+        glBindTexture(GL_TEXTURE_2D, pass_src[pass]);
+        glUniform2f(dir, pass == 0 ? 1.0f : 0.0f, pass == 1 ? 1.0f : 0.0f);
+        glUniform1i(max_taps, pass < 2 ? SSF_MAX_TAPS : (int)SSF_FINAL_PX);
+        glUniform1f(max_px, pass < 2 ? 1e9f : SSF_FINAL_PX);
         glDrawArrays(GL_TRIANGLES, 0, 3);
     }
+    const GLuint depth = r->tex_b; /* the smoothed depth; tex_a is free again */
 
     /* (3) thickness: additive blending of the spheres' chord lengths */
     glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_thick);
@@ -754,31 +833,31 @@ static void draw_fluid(pbfview_renderer *r, const pbfview_frame *f, const float 
     sprite_uniforms(r->prog_thick, f, sh);
     draw_points(r, f);
     glDisable(GL_BLEND);
-    /* (3b) thickness spread over about two particle radii: thick -> b (x), b -> thick (y) */
+    /* (3b) thickness spread over a few particle radii: thick -> a (x), a -> thick (y) */
     glUseProgram(r->prog_thick_blur);
     set_i(r->prog_thick_blur, "u_thick", 0);
     set_i(r->prog_thick_blur, "u_depth", 1);
     set_f(r->prog_thick_blur, "u_px_per_m", 0.5f * f->proj[5] * (float)sh);
     set_f(r->prog_thick_blur, "u_filter_m", SSF_THICK_BLUR_RADII * f->radius);
     set_i(r->prog_thick_blur, "u_max_taps", SSF_MAX_TAPS);
-    GLint tdir = glGetUniformLocation(r->prog_thick_blur, "u_dir");
+    const GLint tdir = glGetUniformLocation(r->prog_thick_blur, "u_dir");
     glBindVertexArray(r->vao_empty);
     glActiveTexture(GL_TEXTURE1);
-    glBindTexture(GL_TEXTURE_2D, r->tex_a);
+    glBindTexture(GL_TEXTURE_2D, depth);
     glActiveTexture(GL_TEXTURE0);
-    glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_b);
+    glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_a);
     glBindTexture(GL_TEXTURE_2D, r->tex_thick);
-    glUniform2i(tdir, 1, 0);
+    glUniform2f(tdir, 1, 0);
     glDrawArrays(GL_TRIANGLES, 0, 3);
     glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_thick);
-    glBindTexture(GL_TEXTURE_2D, r->tex_b);
-    glUniform2i(tdir, 0, 1);
+    glBindTexture(GL_TEXTURE_2D, r->tex_a);
+    glUniform2f(tdir, 0, 1);
     glDrawArrays(GL_TRIANGLES, 0, 3);
 
     /* (4) shading of the surface into a premultiplied RGBA texture */
     glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_fluid);
     glUseProgram(r->prog_composite);
-    GLuint texs[4] = {r->tex_a, r->tex_thick, r->tex_bg, r->tex_bg_depth};
+    GLuint texs[4] = {depth, r->tex_thick, r->tex_bg, r->tex_bg_depth};
     const char *names[4] = {"u_depth", "u_thick", "u_bg", "u_bg_depth"};
     for (int i = 0; i < 4; ++i) {
         glActiveTexture(GL_TEXTURE0 + (GLenum)i);
@@ -786,9 +865,11 @@ static void draw_fluid(pbfview_renderer *r, const pbfview_frame *f, const float 
         set_i(r->prog_composite, names[i], i);
     }
     set_mat4(r->prog_composite, "u_proj", f->proj);
+    set_mat4(r->prog_composite, "u_view", f->view);
+    set_f(r->prog_composite, "u_radius", f->radius);
     set_v3(r->prog_composite, "u_light", light[0], light[1], light[2]);
-    set_v3(r->prog_composite, "u_absorb", 30.0f, 10.0f, 4.0f);
-    set_v3(r->prog_composite, "u_water", 0.03f, 0.2f, 0.38f);
+    set_v3(r->prog_composite, "u_absorb", 80.0f, 24.0f, 10.0f);
+    set_v3(r->prog_composite, "u_water", 0.05f, 0.26f, 0.42f);
     set_f(r->prog_composite, "u_refract", 0.1f);
     glDrawArrays(GL_TRIANGLES, 0, 3);
 

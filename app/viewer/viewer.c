@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "camera.h"
+#include "checkpoint.h"
 #include "colormap.h"
 #include "gl_renderer.h"
 #include "progress.h"
@@ -57,6 +58,7 @@ typedef struct view_options {
     int field;
     int fluid;
     const char *screenshot;
+    const char *checkpoint; /* --checkpoint FILE: the state to start from */
     long frames; /* -1: run until the window is closed */
     pbf_camera_override camera; /* --camera-pos, --camera-target, --fov */
     const char *camera_pos_arg; /* as given */
@@ -126,6 +128,8 @@ void pbfview_print_help(FILE *f, const char *default_scene) {
             "  --set KEY=VALUE     override a scene parameter (see `pbf run --help`)\n"
             "  --frames N          draw the initial state and N frames of `substeps` steps each,\n"
             "                      then exit (prints the frame rate; for measurements)\n"
+            "  --checkpoint FILE   start from a checkpoint of this scene written by `pbf run\n"
+            "                      --checkpoint-every` (R still resets to the scene's start)\n"
             "  --screenshot FILE   with --frames N: after frame N write the window to FILE (PNG)\n"
             "                      and exit; without --frames, N = 0 (the initial state)\n"
             "  -h, --help          this help\n"
@@ -276,6 +280,10 @@ static int parse_options(int argc, char **argv, view_options *o, const char *def
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--screenshot", &value)) != 0) {
             if (m < 0 || !value[0]) return usage("%s needs a file name (FILE.png)", "--screenshot");
             o->screenshot = value;
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--checkpoint", &value)) != 0) {
+            if (m < 0 || !value[0])
+                return usage("%s needs a file name (DIR/checkpoint_NNNNN.pbfck)", "--checkpoint");
+            o->checkpoint = value;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--frames", &value)) != 0) {
             if (m < 0) return usage("%s needs a value", "--frames");
             if (!parse_long(value, 0, 100000000L, &o->frames))
@@ -937,6 +945,23 @@ int pbfview_main(int argc, char **argv, const char *default_scene) {
     memset(&err, 0, sizeof err);
     pbf_status st = pbfapp_scene_load(opt.scene, opt.overrides, opt.override_count, &v.scene, &err);
     if (st == PBF_OK) st = pbfapp_scene_create_world(&v.scene, &v.world, &err);
+    if (st == PBF_OK && opt.checkpoint) {
+        /* the same checks as `pbf run --resume`: a damaged file or another scene's particle
+         * count is refused with the file's name */
+        pbfapp_checkpoint ck;
+        st = pbfapp_checkpoint_read(opt.checkpoint, &ck, &err);
+        if (st == PBF_OK) {
+            st = pbf_world_restore(v.world, &ck.snapshot, &err);
+            pbfapp_checkpoint_free(&ck);
+        }
+        if (st != PBF_OK) {
+            char why[sizeof err.message];
+            memcpy(why, err.message, sizeof why);
+            snprintf(err.message, sizeof err.message, "--checkpoint %.200s: %.280s",
+                     opt.checkpoint, why);
+            if (st != PBF_ERR_OUT_OF_MEMORY) st = PBF_ERR_INVALID_ARGUMENT;
+        }
+    }
     if (st != PBF_OK) {
         fprintf(stderr, "pbf view: %s\n", err.message);
         pbfapp_scene_free(&v.scene);

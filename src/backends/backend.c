@@ -30,7 +30,9 @@ static int gpu_runs(pbf_solver_kind solver) {
     switch (solver) {
     case PBF_SOLVER_PBF:
     case PBF_SOLVER_WCSPH:
-    case PBF_SOLVER_DFSPH: return 1;
+    case PBF_SOLVER_DFSPH:
+    case PBF_SOLVER_PCISPH:
+    case PBF_SOLVER_IISPH: return 1;
     default: return 0; /* a solver added later runs on the CPU until its kernels are written */
     }
 }

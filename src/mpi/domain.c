@@ -657,7 +657,7 @@ static void drop_ghosts(pbf_mpi_domain *d) {
         if (d->ghosts_in ? d->ghost[i] : owner_of_cell(d, w->cell[i]) != d->rank) continue;
         if (k != i)
             for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-                if (f != PBF_F_NBR_START) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
+                if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
         ++k;
     }
     w->count = k;
@@ -866,7 +866,7 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     for (int i = 0; i < n; ++i) {
         if (owner_of_cell(d, d->pcell[i]) != rank) continue;
         for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-            if (f != PBF_F_NBR_START) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
+            if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
         w->cell[k] = (uint32_t)i;
         ++k;
     }

@@ -45,22 +45,30 @@ static inline PBF_SIMD_INLINE pbf_vf v_spiky(const pbf_sph_consts *k, pbf_vf r2,
 
 /* ---- neighbour lists ---------------------------------------------------------------------
  * Built once per step right after the sort, from the positions the grid was built on (Algorithm
- * 1, line 6), in one scan of the 9 ranges. A neighbour is stored as a 16-bit code, range index
- * << 12 | offset inside the range, decoded against the particle's own ranges, so a list costs 2
- * bytes per neighbour whatever the particle count. Particles are listed in blocks of LIST_BLOCK:
+ * 1, line 6), in one scan of the 9 ranges. A neighbour is stored as a 12-bit code, range index
+ * << 8 | offset inside the range, decoded against the particle's own ranges; two codes share 3
+ * bytes, so a list costs 1.5 bytes per neighbour whatever the particle count (a list of odd
+ * length ends with one unused code). Particles are listed in blocks of LIST_BLOCK, each block's
+ * lists one run of codes; a particle's list starts at its block's start plus a 16-bit offset
+ * (even; bit 0 flags the unused code), so the lists' index costs 2 bytes per particle:
  * a thread lists a block into its own buffer, then takes the block's room in the shared array
  * (an atomic cursor) and copies it there. Where a block lands depends on the threads' timing;
  * what a particle's list holds, and so every result, does not. When the array is too small the
  * scan is made again after growing it to the exact total (the first step, or a denser step).
- * A range longer than 4095 particles (absurd compression) or a failed allocation switches the
+ * A range longer than 255 particles or a block of more than 65,534 codes (absurd compression), or
+ * a failed allocation, switches the
  * step to scanning the ranges directly: slower, same neighbours, never a dropped one. */
-#define CODE_OFFSET_BITS 12
+#define CODE_OFFSET_BITS 8
 #define LIST_BLOCK 256
 
 /* The CPU backend's state: the neighbour lists of the step. */
 typedef struct cpu_lists {
-    uint16_t *nbr;  /* particle i's neighbours: nbr[nbr_start[i] .. list_end(i)) */
-    size_t cap;     /* entries allocated in nbr, padding excluded */
+    uint8_t *nbr;   /* codes c of particle i's neighbours, c in [list_start(i), list_end(i));
+                     * codes 2m and 2m + 1 in bytes 3m .. 3m + 2 */
+    uint16_t *start; /* particle i's list: offset in its block's codes | 1 if it ends unused */
+    size_t start_cap;
+    uint32_t *block_start; /* each block's first code in nbr */
+    size_t cap;     /* codes room in nbr, padding excluded (even) */
     int ok;         /* 0: this step scans the grid ranges instead */
     uint32_t *block_end; /* end of each block's lists in nbr */
     size_t block_cap;
@@ -71,12 +79,16 @@ typedef struct cpu_lists {
 } cpu_lists;
 #define LISTS(w) ((cpu_lists *)(w)->dev)
 #define CODE_MAX_RANGE ((1u << CODE_OFFSET_BITS) - 1u)
+#define LIST_PADDING 32 /* bytes after the last code: a chunk's 16-byte load stays inside */
+#define CODE_BYTES(codes) ((size_t)(codes) / 2 * 3) /* of an even number of codes */
 
 /* End of particle i's list: the next particle's start inside a block, the block's end at its
  * last particle. */
 static inline uint32_t list_end(const pbf_world *w, int i) {
-    return ((unsigned)(i + 1) % LIST_BLOCK) ? w->nbr_start[i + 1]
-                                            : LISTS(w)->block_end[(unsigned)i / LIST_BLOCK];
+    const cpu_lists *L = LISTS(w);
+    const unsigned b = (unsigned)i / LIST_BLOCK;
+    return ((unsigned)(i + 1) % LIST_BLOCK) ? L->block_start[b] + (L->start[i + 1] & ~1u)
+                                            : L->block_end[b];
 }
 
 /* The 9 cell ranges around a particle's cell, kept while consecutive particles share the cell
@@ -99,7 +111,7 @@ static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int
 }
 
 /* One scan of the candidates of the particles [i0, i1) into *buf (grown as needed): sets
- * nbr_start[i] to the offset of i's list inside the buffer and returns the block's length, or
+ * start[i] to the offset of i's list inside the buffer and returns the block's length, or
  * SIZE_MAX (a range too long for the codes, or out of memory). */
 static size_t list_block(pbf_world *w, int i0, int i1, const unsigned char *skip,
                          nb_ranges *cache, uint16_t **buf, size_t *cap) {
@@ -109,8 +121,11 @@ static size_t list_block(pbf_world *w, int i0, int i1, const unsigned char *skip
     for (int i = i0; i < i1; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const nb_ranges *R = ranges_of(w, i, cache);
-        w->nbr_start[i] = (uint32_t)len;
-        if (skip && skip[i]) continue; /* a ghost of a distributed run: an empty list */
+        const size_t start = len; /* even */
+        if (skip && skip[i]) { /* a ghost of a distributed run: an empty list */
+            LISTS(w)->start[i] = (uint16_t)start;
+            continue;
+        }
         for (int r = 0; r < R->count; ++r) {
             const uint32_t b = R->begin[r], e = R->end[r];
             if (e - b > CODE_MAX_RANGE) return SIZE_MAX;
@@ -132,8 +147,23 @@ static size_t list_block(pbf_world *w, int i0, int i1, const unsigned char *skip
                     out[len++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
             }
         }
+        const uint32_t odd = (uint32_t)(len - start) & 1u;
+        if (odd) (*buf)[len++] = 0; /* the unused code (room: PBF_LANES were kept) */
+        if (len > UINT16_MAX - 1) return SIZE_MAX;
+        LISTS(w)->start[i] = (uint16_t)((uint32_t)start | odd);
     }
     return len;
+}
+
+/* Two 12-bit codes to 3 bytes each: out[0..3 * len / 2) from codes[0..len), len even. */
+static void pack_codes(uint8_t *restrict out, const uint16_t *restrict codes, size_t len) {
+    for (size_t k = 0; k < len; k += 2) {
+        const uint32_t a = codes[k], b = codes[k + 1];
+        out[0] = (uint8_t)a;
+        out[1] = (uint8_t)((a >> 8) | (b << 4));
+        out[2] = (uint8_t)(b >> 4);
+        out += 3;
+    }
 }
 
 /* skip: particles given an empty list (the ghosts of a distributed run), or NULL. */
@@ -146,13 +176,24 @@ static void build_lists(pbf_world *w, const unsigned char *skip) {
         uint32_t *grown = realloc(L->block_end, ((size_t)nblocks + 1) * sizeof *grown);
         if (!grown) return;
         L->block_end = grown;
+        grown = realloc(L->block_start, ((size_t)nblocks + 1) * sizeof *grown);
+        if (!grown) return;
+        L->block_start = grown;
         L->block_cap = (size_t)nblocks + 1;
+    }
+    if ((size_t)n + 1 > L->start_cap) {
+        free(L->start);
+        L->start_cap = 0;
+        L->start = malloc(((size_t)w->capacity + 1) * sizeof *L->start);
+        if (!L->start) return;
+        L->start_cap = (size_t)w->capacity + 1;
     }
     for (int attempt = 0; attempt < 2; ++attempt) {
         size_t cursor = 0;
         int failed = 0, unusable = 0;
 #pragma omp parallel num_threads(w->nthreads) reduction(| : failed, unusable)
         {
+            const unsigned fp_mode = pbf_denormals_off();
             nb_ranges cache = NB_RANGES_INIT;
             uint16_t *buf = NULL;
             size_t buf_cap = 0;
@@ -170,29 +211,31 @@ static void build_lists(pbf_world *w, const unsigned char *skip) {
                     at = cursor;
                     cursor += len;
                 }
-                if (at + len > L->cap || at + len > UINT32_MAX) {
+                if (at + len > L->cap || at + len > UINT32_MAX / 2) {
                     failed = 1; /* the cursor still counts it: the total is exact */
                     continue;
                 }
-                if (len) memcpy(L->nbr + at, buf, len * sizeof *buf);
-                for (int i = i0; i < i1; ++i) w->nbr_start[i] += (uint32_t)at;
+                pack_codes(L->nbr + CODE_BYTES(at), buf, len);
+                L->block_start[b] = (uint32_t)at;
                 L->block_end[b] = (uint32_t)(at + len);
+                if (i1 == n) L->start[n] = (uint16_t)len; /* list_end of a short last block */
             }
             free(buf);
+            pbf_denormals_restore(fp_mode);
         }
         if (unusable) return;
         if (!failed) {
-            w->nbr_start[n] = nblocks ? L->block_end[nblocks - 1] : 0;
             L->ok = 1;
             return;
         }
-        if (cursor > UINT32_MAX) return;
-        size_t cap = cursor + cursor / 16; /* small headroom: lists are a large share of memory */
+        if (cursor > UINT32_MAX / 2) return;
+        /* small headroom: lists are a large share of memory */
+        size_t cap = (cursor + cursor / 16 + 1) & ~(size_t)1;
         free(L->nbr); /* nothing in it is kept: the scan is made again */
-        L->nbr = malloc((cap + PBF_ARRAY_PADDING) * sizeof *L->nbr);
+        L->nbr = malloc(CODE_BYTES(cap) + LIST_PADDING);
         L->cap = 0;
         if (!L->nbr) return;
-        memset(L->nbr + cap, 0, PBF_ARRAY_PADDING * sizeof *L->nbr);
+        memset(L->nbr + CODE_BYTES(cap), 0, LIST_PADDING);
         L->cap = cap;
     }
 }
@@ -200,12 +243,18 @@ static void build_lists(pbf_world *w, const unsigned char *skip) {
 /* Indices of a chunk of listed neighbours into j[] (a plain array: scalar stores read back by
  * scalar loads, no vector round trip through memory); lanes past the list decode to begin[0],
  * which is inside the padded arrays and masked out by `valid`. */
-static inline PBF_SIMD_INLINE void decode_chunk(const uint16_t *codes, const uint32_t *begin,
+static inline PBF_SIMD_INLINE void decode_chunk(const uint8_t *codes, const uint32_t *begin,
                                                 uint32_t n_valid, uint32_t *j) {
 #if defined(__AVX2__) && PBF_LANES == 8
-    /* 8 codes at once (the list array is padded, so the load stays inside it): the range index
-     * picks its begin from the first 8 by a lane permute, the 9th by a blend */
-    __m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)codes));
+    /* 8 codes at once from 12 bytes (the list array is padded, so the 16-byte load stays inside
+     * it): a byte shuffle puts code l's two bytes in lane l, odd lanes shift right by 4; the range
+     * index picks its begin from the first 8 by a lane permute, the 9th by a blend */
+    const __m256i bytes = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)codes));
+    const __m256i spread = _mm256_setr_epi8(0, 1, -1, -1, 1, 2, -1, -1, 3, 4, -1, -1, 4, 5, -1, -1,
+                                            6, 7, -1, -1, 7, 8, -1, -1, 9, 10, -1, -1, 10, 11, -1, -1);
+    __m256i c = _mm256_srlv_epi32(_mm256_shuffle_epi8(bytes, spread),
+                                  _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    c = _mm256_and_si256(c, _mm256_set1_epi32(0xFFF));
     c = _mm256_and_si256(c, (__m256i)vi_first((int32_t)(n_valid < 8u ? n_valid : 8u)));
     __m256i r = _mm256_srli_epi32(c, CODE_OFFSET_BITS);
     __m256i b = _mm256_permutevar8x32_epi32(_mm256_loadu_si256((const __m256i *)begin), r);
@@ -215,7 +264,10 @@ static inline PBF_SIMD_INLINE void decode_chunk(const uint16_t *codes, const uin
     _mm256_storeu_si256((__m256i *)j, jj);
 #else
     for (uint32_t l = 0; l < PBF_LANES; ++l) {
-        uint32_t c = l < n_valid ? codes[l] : 0u;
+        const uint8_t *b = codes + 3 * (l / 2);
+        uint32_t c = (l % 2) ? ((uint32_t)b[1] >> 4) | ((uint32_t)b[2] << 4)
+                             : (uint32_t)b[0] | (((uint32_t)b[1] & 15u) << 8);
+        if (l >= n_valid) c = 0;
         j[l] = begin[c >> CODE_OFFSET_BITS] + (c & CODE_MAX_RANGE);
     }
 #endif
@@ -231,10 +283,13 @@ static inline PBF_SIMD_INLINE void decode_chunk(const uint16_t *codes, const uin
         const nb_ranges *nb_ = ranges_of((w), (i), (cache));                                       \
         uint32_t jv[PBF_LANES];                                                                    \
         if (LISTS(w)->ok) {                                                                        \
-            const uint32_t nb_s_ = (w)->nbr_start[i], nb_e_ = list_end((w), (i));                  \
-            for (uint32_t nb_k_ = nb_s_; nb_k_ < nb_e_; nb_k_ += PBF_LANES) {                      \
-                const pbf_vi valid = vi_first((int32_t)(nb_e_ - nb_k_));                           \
-                decode_chunk(LISTS(w)->nbr + nb_k_, nb_->begin, nb_e_ - nb_k_, jv);                \
+            const uint32_t nb_f_ = LISTS(w)->start[i];                                             \
+            const uint32_t nb_s_ = LISTS(w)->block_start[(unsigned)(i) / LIST_BLOCK] + (nb_f_ & ~1u); \
+            const uint32_t nb_n_ = list_end((w), (i)) - nb_s_ - (nb_f_ & 1u);                      \
+            const uint8_t *nb_c_ = LISTS(w)->nbr + CODE_BYTES(nb_s_);                              \
+            for (uint32_t nb_k_ = 0; nb_k_ < nb_n_; nb_k_ += PBF_LANES) {                          \
+                const pbf_vi valid = vi_first((int32_t)(nb_n_ - nb_k_));                           \
+                decode_chunk(nb_c_ + CODE_BYTES(nb_k_), nb_->begin, nb_n_ - nb_k_, jv);            \
                 __VA_ARGS__                                                                        \
             }                                                                                      \
         } else {                                                                                   \
@@ -389,7 +444,8 @@ static void stage_grid(pbf_world *w, int in_step) {
      * as the sort permutation and the reorder scratch: no memory is set aside for sorting */
     uint32_t *perm = (uint32_t *)w->lambda;
     void *scratch = w->density;
-    pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, perm, w->nthreads);
+    pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, (uint32_t *)scratch, perm,
+                   w->nthreads);
     /* PBF recomputes the velocity from the positions after its solve (eq. 14 onwards): the
      * velocity is dead from the prediction to then, and is not moved */
     const int v_dead = in_step && w->def.solver == PBF_SOLVER_PBF;
@@ -459,6 +515,7 @@ static int stage_lambda(pbf_world *w) {
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -474,6 +531,7 @@ static int stage_lambda(pbf_world *w) {
             w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;
         }
+        pbf_denormals_restore(fp_mode);
     }
     /* the error of the iteration (compression only, as the statistics count it) */
     w->solve_error = 100.0 * mean_excess(w, w->density, inv_rho0, -1.0f);
@@ -499,6 +557,7 @@ int bad_c = INT_MAX;
     const float *restrict PX = w->px, *restrict PY = w->py, *restrict PZ = w->pz;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad, bad_c)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -535,16 +594,17 @@ int bad_c = INT_MAX;
                   dpz = om * (li * gw[2] + vf_hsum(az));
             if (!isfinite(dpx + dpy + dpz) && i < bad) bad = i;
             /* the collision stage's work, done here: x* + delta p (eq. 14) pushed out of the walls,
-             * into s; the collision stage then swaps s and x* (delta p's neighbours read x*, so it
-             * cannot be written in place) */
+             * into v, dead from the prediction to the velocity stage; the collision stage then
+             * swaps v and x* (delta p's neighbours read x*, so it cannot be written in place) */
             float q[3] = {p[0] + dpx, p[1] + dpy, p[2] + dpz}, o[3] = {PX[i], PY[i], PZ[i]};
             /* before the clamp hides it */
             if (!isfinite(q[0] + q[1] + q[2]) && i < bad_c) bad_c = i;
             pbf_collide(&w->wc, w->wall_boxes, q, o);
-            w->sx[i] = q[0];
-            w->sy[i] = q[1];
-            w->sz[i] = q[2];
+            w->vx[i] = q[0];
+            w->vy[i] = q[1];
+            w->vz[i] = q[2];
         }
+        pbf_denormals_restore(fp_mode);
     }
     LISTS(w)->collided = 1;
     LISTS(w)->collide_bad = bad_c;
@@ -552,11 +612,11 @@ int bad_c = INT_MAX;
 }
 
 static int stage_collide(pbf_world *w) {
-    if (LISTS(w)->collided) { /* PBF: delta p has collided x* + delta p into s */
+    if (LISTS(w)->collided) { /* PBF: delta p has collided x* + delta p into v */
         LISTS(w)->collided = 0;
-        swapf(&w->qx, &w->sx);
-        swapf(&w->qy, &w->sy);
-        swapf(&w->qz, &w->sz);
+        swapf(&w->qx, &w->vx);
+        swapf(&w->qy, &w->vy);
+        swapf(&w->qz, &w->vz);
         return LISTS(w)->collide_bad;
     }
     const int n = w->count;
@@ -608,6 +668,7 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     int bad2 = INT_MAX;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -634,12 +695,15 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
             );
             w->density[i] = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
             float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
-            w->sx[i] = wx;
-            w->sy[i] = wy;
-            w->sz[i] = wz;
+            /* omega into x, dead since the velocity pass; the next pass reads each particle's
+             * own only, then writes the new velocity over it */
+            w->px[i] = wx;
+            w->py[i] = wy;
+            w->pz[i] = wz;
             w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
             if (!isfinite(w->lambda[i]) && i < bad2) bad2 = i;
         }
+        pbf_denormals_restore(fp_mode);
     }
     return bad < bad2 ? bad : bad2;
 }
@@ -672,13 +736,14 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     int64_t clamps = 0;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
             const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
             const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
             const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
-            const float oxi = w->sx[i], oyi = w->sy[i], ozi = w->sz[i];
+            const float oxi = w->px[i], oyi = w->py[i], ozi = w->pz[i]; /* omega_i */
             const pbf_vf wi = vf_set1(OMEGA[i]);
             pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
             FOR_NEIGHBOURS_R(w, i, &cache, 
@@ -717,6 +782,7 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
             w->pz[i] = vz;
             if (!isfinite(vx + vy + vz) && i < bad) bad = i;
         }
+        pbf_denormals_restore(fp_mode);
     }
     w->solve.speed_clamps += clamps;
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
@@ -736,14 +802,31 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
 
 /* Mean of max(a_i * scale + offset, 0) over the particles, summed in index order (the order is
  * the cell order, which depends only on the state): deterministic for any thread count. */
+#define EXCESS_CHUNKS 1024
+
+/* Mean of max(a_i scale + offset, 0): sums of fixed chunks of particles (at most EXCESS_CHUNKS,
+ * at least 4096 particles each) in parallel, added in chunk order, so that the result does not
+ * depend on the thread count. */
 static double mean_excess(const pbf_world *w, const float *a, float scale, float offset) {
     const int n = w->count;
-    double sum = 0.0;
-    for (int i = 0; i < n; ++i) {
-        float e = a[i] * scale + offset;
-        if (e > 0.0f) sum += e;
+    if (n <= 0) return 0.0;
+    int size = (n + EXCESS_CHUNKS - 1) / EXCESS_CHUNKS;
+    if (size < 4096) size = 4096;
+    const int chunks = (n + size - 1) / size;
+    double part[EXCESS_CHUNKS];
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int c = 0; c < chunks; ++c) {
+        const int i0 = c * size, i1 = n - i0 > size ? i0 + size : n;
+        double sum = 0.0;
+        for (int i = i0; i < i1; ++i) {
+            float e = a[i] * scale + offset;
+            if (e > 0.0f) sum += e;
+        }
+        part[c] = sum;
     }
-    return n > 0 ? sum / n : 0.0;
+    double total = 0.0;
+    for (int c = 0; c < chunks; ++c) total += part[c];
+    return total / n;
 }
 
 /* v += dt g, |v| <= vmax; x* = x: the SPH solvers find neighbours and densities at x. */
@@ -823,6 +906,7 @@ static int stage_dfsph_factor(pbf_world *w) {
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -834,6 +918,7 @@ static int stage_dfsph_factor(pbf_world *w) {
             w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, eps);
             if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
         }
+        pbf_denormals_restore(fp_mode);
     }
     return bad;
 }
@@ -1040,6 +1125,7 @@ static int stage_iisph_diagonal(pbf_world *w) {
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
+        const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
@@ -1052,6 +1138,7 @@ static int stage_iisph_diagonal(pbf_world *w) {
             w->sy[i] = 0.0f;
             if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
         }
+        pbf_denormals_restore(fp_mode);
     }
     return bad;
 }
@@ -1183,6 +1270,8 @@ static void cpu_release(pbf_world *w) {
     if (w->dev) {
         free(LISTS(w)->nbr);
         free(LISTS(w)->block_end);
+        free(LISTS(w)->block_start);
+        free(LISTS(w)->start);
         free(LISTS(w)->pack);
     }
     free(w->dev);
@@ -1203,7 +1292,8 @@ pbf_status pbf_cpu_open(pbf_world *w, pbf_error *err) {
 static size_t cpu_list_bytes(const pbf_world *w) {
     if (!w->dev) return 0;
     const cpu_lists *L = LISTS(w);
-    return (L->cap + PBF_ARRAY_PADDING) * sizeof(uint16_t) + L->block_cap * sizeof(uint32_t) +
+    return CODE_BYTES(L->cap) + LIST_PADDING + L->block_cap * 2 * sizeof(uint32_t) +
+           L->start_cap * sizeof(uint16_t) +
            L->pack_cap * 4 * sizeof(float);
 }
 

@@ -12,7 +12,7 @@
  * with base + slot, and the host keeps the stage of every launch of the step (log) to name it.
  *
  * The solves' errors: a stage that measures a solve (PBF's lambda, WCSPH's pressure, DFSPH's two
- * source stages) is followed by a reduction of its per-particle errors on the device into the
+ * source stages, PCISPH's and IISPH's pressure stages) is followed by a reduction of its per-particle errors on the device into the
  * solve's slot of a two-value buffer (density, divergence). The host reads that value at once
  * only when the stage runner stops the solve at a tolerance (pbf_step_ctx.need_error: one small
  * read per iteration), else together with the statistics at the end of the step.
@@ -73,6 +73,8 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
                  pbf_wcsph_viscosity(wp->viscosity, wp->stiffness, wp->exponent, w->k.h,
                                      w->k.rest_density);
     P.dfsph_eps = 1e-6f * w->lattice_grad2;
+    P.pcisph_delta = pbf_pcisph_delta(w->lattice_grad2);
+    P.iisph_omega = w->def.iisph.omega;
     return P;
 }
 
@@ -90,8 +92,9 @@ static inline int pbf_gpu_slots_per_substep(const pbf_world_def *d) {
     case PBF_SOLVER_DFSPH:
         n = 2 + 2 * d->dfsph.divergence_max_iterations + 1 + 2 * d->dfsph.max_iterations + 1 + 4;
         break;
-    case PBF_SOLVER_PCISPH:
-    case PBF_SOLVER_IISPH: break; /* CPU only so far: refused by pbf_backend_open */
+    /* gravity, pcisph_init or iisph_diagonal, [pressure, accel], collide, velocity x 2, post */
+    case PBF_SOLVER_PCISPH: n = 2 + 2 * d->pcisph.max_iterations + 1 + 4; break;
+    case PBF_SOLVER_IISPH: n = 2 + 2 * d->iisph.max_iterations + 1 + 4; break;
     }
     return n > 0 ? n : 1;
 }
@@ -101,7 +104,9 @@ static inline int pbf_gpu_measure_slot(pbf_stage_id stage) {
     switch (stage) {
     case PBF_STAGE_LAMBDA:
     case PBF_STAGE_WCSPH_PRESSURE:
-    case PBF_STAGE_DENSITY_ADV: return 0;
+    case PBF_STAGE_DENSITY_ADV:
+    case PBF_STAGE_PCISPH_PRESSURE:
+    case PBF_STAGE_IISPH_PRESSURE: return 0;
     case PBF_STAGE_DIVERGENCE: return 1;
     default: return -1;
     }

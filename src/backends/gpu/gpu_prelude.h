@@ -119,7 +119,9 @@ typedef struct pbf_gpu_params {
     int unilateral;
     float wcsph_b, wcsph_gamma; /* Tait equation: stiffness B, exponent gamma */
     float wcsph_nu;  /* dt V alpha h c_s: the artificial viscosity's factor over a substep */
-    float dfsph_eps; /* DFSPH factor: denominators below this give 0 */
+    float dfsph_eps; /* DFSPH factor, IISPH's diagonal: denominators below this give 0 */
+    float pcisph_delta; /* PCISPH: pbf_pcisph_delta of the rest lattice (m^2 in k) */
+    float iisph_omega;  /* IISPH: relaxation of the Jacobi update */
     int clamp_at;   /* index in `bad` of the step's count of speed-limit cuts */
 } pbf_gpu_params;
 

@@ -22,7 +22,8 @@
  *
  * The solvers: PBF's stages (predict, lambda, delta_p, collide, velocity and curl,
  * vorticity_xsph) and the SPH solvers' pressure stages (gravity, wcsph_pressure, dfsph_factor,
- * dfsph_source for DFSPH's divergence and density solves, pressure_accel, advect) on the
+ * dfsph_source for DFSPH's divergence and density solves, pcisph_init, pcisph_pressure,
+ * iisph_diagonal, iisph_pressure, pressure_accel, advect) on the
  * per-particle formulas of src/sph/sph_solvers.h, term for term as cpu.c's stages. A solve's
  * error (mean of max(e_i, 0), percent) is reduced on the device (pbf_k_excess: fixed tree per
  * chunk, chunks in order in pbf_gpu_real) into one value the host reads.
@@ -301,6 +302,12 @@ PBF_KERNEL pbf_k_gather(int n, const PBF_GLOBAL unsigned int *perm, int nf,
     if (nf > 2) d2[k] = s2[j];
     if (nf > 3) d3[k] = s3[j];
     if (map >= 0 && (int)j == bad[0]) bad[map] = k;
+}
+
+/* a[from + i] = value for i < n (the hosts' fills: the histogram, the guard's slots). */
+PBF_KERNEL pbf_k_fill(PBF_GLOBAL int *a, int from, int n, int value) {
+    const int i = PBF_GID;
+    if (i < n) a[from + i] = value;
 }
 
 /* Neighbour lists (PBF_LISTS): counts[i] = the number of neighbours of i within h at q (the
@@ -744,6 +751,33 @@ PBF_KERNEL pbf_k_dfsph_factor(const pbf_gpu_params P, const PBF_GLOBAL float *qx
     if (!isfinite(r + a)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
 
+/* D_i = sum_j V (v_i - v_j) . grad W_ij + v_i . grad wall_i, the rate of change of rho_i / rho_0
+ * from the current velocities (the wall is at rest; gw its gradient at x_i): cpu.c density_rate. */
+PBF_DEVICE_FN float pbf_gpu_density_rate(const pbf_gpu_params *P, const PBF_GLOBAL float *qx,
+                                         const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                                         const PBF_GLOBAL unsigned int *cell,
+                                         const PBF_GLOBAL unsigned int *start,
+                                         const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
+                                         const PBF_GLOBAL float *q0z, const PBF_GLOBAL float *vx,
+                                         const PBF_GLOBAL float *vy, const PBF_GLOBAL float *vz,
+                                         int i, const float gw[3]) {
+    const pbf_sph_consts k = P->k;
+    const float xi = qx[i], yi = qy[i], zi = qz[i];
+    const float vxi = vx[i], vyi = vy[i], vzi = vz[i];
+    float ds[PBF_LANES];
+    PBF_LANE_ZERO(ds);
+    PBF_FOR_NEIGHBOURS((*P), start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
+        const float r2 = dx * dx + dy * dy + dz * dz;
+        const int in = valid && r2 < k.h2;
+        const float f = k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);
+        const float ux = in ? vxi - vx[j] : 0.0f, uy = in ? vyi - vy[j] : 0.0f,
+                    uz = in ? vzi - vz[j] : 0.0f;
+        ds[l] += (in ? f * dx : 0.0f) * ux + (in ? f * dy : 0.0f) * uy + (in ? f * dz : 0.0f) * uz;
+    )
+    return pbf_gpu_hsum(ds) + vxi * gw[0] + vyi * gw[1] + vzi * gw[2];
+}
+
 /* DFSPH: the source term of the divergence (divergence != 0) or density solve from the current
  * velocities into err, and k_i = factor_i * source_i. */
 PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
@@ -759,25 +793,11 @@ PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx
                               PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
-    const pbf_sph_consts k = P.k;
     const pbf_walls_consts wc = P.wc;
-    const float xi = qx[i], yi = qy[i], zi = qz[i];
-    const float vxi = vx[i], vyi = vy[i], vzi = vz[i];
-    float p[3] = {xi, yi, zi}, gw[3];
+    float p[3] = {qx[i], qy[i], qz[i]}, gw[3];
     pbf_wall_density(&wc, F, G, boxes, p, gw);
-    float ds[PBF_LANES];
-    PBF_LANE_ZERO(ds);
-    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const int in = valid && r2 < k.h2;
-        const float f = k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);
-        const float ux = in ? vxi - vx[j] : 0.0f, uy = in ? vyi - vy[j] : 0.0f,
-                    uz = in ? vzi - vz[j] : 0.0f;
-        ds[l] += (in ? f * dx : 0.0f) * ux + (in ? f * dy : 0.0f) * uy + (in ? f * dz : 0.0f) * uz;
-    )
-    /* the wall is at rest: its term is v_i . grad wall_i */
-    const float d = pbf_gpu_hsum(ds) + vxi * gw[0] + vyi * gw[1] + vzi * gw[2];
+    const float d =
+        pbf_gpu_density_rate(&P, qx, qy, qz, cell, start, q0x, q0y, q0z, vx, vy, vz, i, gw);
     const float c = pbf_dfsph_source(density[i] * P.inv_rho0, d, P.dt, divergence);
     const float ki = c * factor[i];
     err[i] = c;
@@ -787,8 +807,11 @@ PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx
 
 /* The symmetric pressure acceleration of every SPH solver over dt, from k = dt^2 rho_0 p / rho^2:
  * v_i -= (sum_j V (k_i + k_j) grad W_ij + k_i grad wall_i) / dt, plus WCSPH's viscous change
- * (viscous != 0), then the collisions and friction on the motion dt v. In place: a work-item
- * reads only its own velocity. */
+ * (viscous != 0), then the collisions and friction on the motion dt v, into o. Without
+ * `predicted`, o may be v itself (a work-item reads only its own velocity). With `predicted`
+ * (PCISPH) the gradients are taken at the predicted positions x + dt v, which read the
+ * neighbours' velocities: o must be other buffers (the host then swaps them with v), as cpu.c's
+ * pressure_accel writes s. */
 PBF_KERNEL pbf_k_pressure_accel(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                                 const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
                                 const PBF_GLOBAL unsigned int *cell,
@@ -797,22 +820,36 @@ PBF_KERNEL pbf_k_pressure_accel(const pbf_gpu_params P, const PBF_GLOBAL float *
                                 const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
                                 const PBF_GLOBAL pbf_wall_box *boxes, const PBF_GLOBAL float *kk,
                                 const PBF_GLOBAL float *avx, const PBF_GLOBAL float *avy,
-                                const PBF_GLOBAL float *avz, int viscous, PBF_GLOBAL float *vx,
-                                PBF_GLOBAL float *vy, PBF_GLOBAL float *vz, PBF_GLOBAL int *bad,
+                                const PBF_GLOBAL float *avz, int viscous, int predicted,
+                                const PBF_GLOBAL float *vx, const PBF_GLOBAL float *vy,
+                                const PBF_GLOBAL float *vz, PBF_GLOBAL float *ox,
+                                PBF_GLOBAL float *oy, PBF_GLOBAL float *oz, PBF_GLOBAL int *bad,
                                 int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     const pbf_sph_consts k = P.k;
     const pbf_walls_consts wc = P.wc;
-    const float xi = qx[i], yi = qy[i], zi = qz[i], ki = kk[i];
-    float p[3] = {xi, yi, zi}, gw[3];
-    pbf_wall_density(&wc, F, G, boxes, p, gw);
+    const float ki = kk[i];
+    float p[3] = {qx[i], qy[i], qz[i]}, gw[3];
+    float g[3] = {p[0], p[1], p[2]}; /* where the gradients are taken */
+    if (predicted) {
+        g[0] += P.dt * vx[i];
+        g[1] += P.dt * vy[i];
+        g[2] += P.dt * vz[i];
+    }
+    const float xi = g[0], yi = g[1], zi = g[2];
+    pbf_wall_density(&wc, F, G, boxes, g, gw);
     float ax[PBF_LANES], ay[PBF_LANES], az[PBF_LANES];
     PBF_LANE_ZERO(ax);
     PBF_LANE_ZERO(ay);
     PBF_LANE_ZERO(az);
     PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
+        float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
+        if (predicted) {
+            dx -= P.dt * vx[j];
+            dy -= P.dt * vy[j];
+            dz -= P.dt * vz[j];
+        }
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
         const float f = in ? (ki + kk[j]) * k.volume * pbf_spiky(&k, r2) : 0.0f;
@@ -829,10 +866,130 @@ PBF_KERNEL pbf_k_pressure_accel(const pbf_gpu_params P, const PBF_GLOBAL float *
         uz += avz[i];
     }
     pbf_sph_collide_velocity(&wc, boxes, p, P.dt, &ux, &uy, &uz);
+    ox[i] = ux;
+    oy[i] = uy;
+    oz[i] = uz;
+    if (!isfinite(ux + uy + uz)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
+}
+
+/* ---- PCISPH and IISPH (cpu.c's stages of the same names): the pressure k accumulates over the
+ * iterations (PCISPH: in density, IISPH: in s.y), lambda holds each iteration's increment, which
+ * pbf_k_pressure_accel applies (the acceleration is linear in k); PCISPH's per-particle error
+ * goes to s.x (free until its predicted pressure acceleration writes s), IISPH keeps a_ii in s.x
+ * and its error in s.z. */
+
+/* PCISPH: p = 0 before the loop, and the velocities the walls allow (the collisions on dt v), so
+ * that the first prediction x + dt v lies inside the container and outside the boxes. */
+PBF_KERNEL pbf_k_pcisph_init(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
+                             const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                             const PBF_GLOBAL pbf_wall_box *boxes, PBF_GLOBAL float *vx,
+                             PBF_GLOBAL float *vy, PBF_GLOBAL float *vz, PBF_GLOBAL float *kacc,
+                             PBF_GLOBAL int *bad, int slot) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    const pbf_walls_consts wc = P.wc;
+    float p[3] = {qx[i], qy[i], qz[i]};
+    float ux = vx[i], uy = vy[i], uz = vz[i];
+    pbf_sph_collide_velocity(&wc, boxes, p, P.dt, &ux, &uy, &uz);
     vx[i] = ux;
     vy[i] = uy;
     vz[i] = uz;
+    kacc[i] = 0.0f;
     if (!isfinite(ux + uy + uz)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
+}
+
+/* PCISPH: the density error at the predicted positions x + dt v (walls included) into err, and
+ * the pressure corrected by delta times the error (eq. 8), >= 0, with the increment in kk. */
+PBF_KERNEL pbf_k_pcisph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
+                                 const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                                 const PBF_GLOBAL unsigned int *cell,
+                                 const PBF_GLOBAL unsigned int *start,
+                                 const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
+                                 const PBF_GLOBAL float *q0z, const PBF_GLOBAL float *F,
+                                 const PBF_GLOBAL float *G, const PBF_GLOBAL pbf_wall_box *boxes,
+                                 const PBF_GLOBAL float *vx, const PBF_GLOBAL float *vy,
+                                 const PBF_GLOBAL float *vz, PBF_GLOBAL float *kacc,
+                                 PBF_GLOBAL float *err, PBF_GLOBAL float *kk, PBF_GLOBAL int *bad,
+                                 int slot) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    const pbf_sph_consts k = P.k;
+    const pbf_walls_consts wc = P.wc;
+    const float dt = P.dt;
+    float p[3] = {qx[i] + dt * vx[i], qy[i] + dt * vy[i], qz[i] + dt * vz[i]}, gw[3];
+    const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
+    const float xi = p[0], yi = p[1], zi = p[2];
+    float rho[PBF_LANES];
+    PBF_LANE_ZERO(rho);
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
+        const float dx = xi - qx[j] - dt * vx[j], dy = yi - qy[j] - dt * vy[j],
+                    dz = zi - qz[j] - dt * vz[j];
+        const float r2 = dx * dx + dy * dy + dz * dz;
+        const int in = valid && r2 < k.h2;
+        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
+    )
+    const float e = k.volume * pbf_gpu_hsum(rho) + wall - 1.0f;
+    err[i] = e;
+    if (!isfinite(e)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
+    const float k0 = kacc[i], kn = pbf_pcisph_k(k0, e, P.pcisph_delta);
+    kk[i] = kn - k0;
+    kacc[i] = kn;
+}
+
+/* IISPH: density (walls included), the diagonal a_ii (Ihmsen et al. 2014) into aii, the pressure
+ * zeroed. */
+PBF_KERNEL pbf_k_iisph_diagonal(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
+                                const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                                const PBF_GLOBAL unsigned int *cell,
+                                const PBF_GLOBAL unsigned int *start, const PBF_GLOBAL float *q0x,
+                                const PBF_GLOBAL float *q0y, const PBF_GLOBAL float *q0z,
+                                const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
+                                const PBF_GLOBAL pbf_wall_box *boxes, PBF_GLOBAL float *density,
+                                PBF_GLOBAL float *aii, PBF_GLOBAL float *kacc, PBF_GLOBAL int *bad,
+                                int slot) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    const pbf_walls_consts wc = P.wc;
+    float p[3] = {qx[i], qy[i], qz[i]}, gw[3], rho, g[3], s2;
+    const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
+    pbf_gpu_density_grad_sums(&P, qx, qy, qz, cell, start, q0x, q0y, q0z, i, &rho, g, &s2);
+    const float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
+    const float r = P.k.mass * rho + P.k.rest_density * wall;
+    const float a = pbf_iisph_diagonal(gix * gix + giy * giy + giz * giz, s2);
+    density[i] = r;
+    aii[i] = a;
+    kacc[i] = 0.0f;
+    if (!isfinite(r + a)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
+}
+
+/* IISPH: the density rho_i^l / rho_0 = rho_i / rho_0 + dt D_i predicted from the velocities the
+ * current pressure gives, its error into err, and the relaxed Jacobi update of the pressure
+ * (kacc), with the increment in kk. */
+PBF_KERNEL pbf_k_iisph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
+                                const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                                const PBF_GLOBAL unsigned int *cell,
+                                const PBF_GLOBAL unsigned int *start, const PBF_GLOBAL float *q0x,
+                                const PBF_GLOBAL float *q0y, const PBF_GLOBAL float *q0z,
+                                const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
+                                const PBF_GLOBAL pbf_wall_box *boxes, const PBF_GLOBAL float *vx,
+                                const PBF_GLOBAL float *vy, const PBF_GLOBAL float *vz,
+                                const PBF_GLOBAL float *density, const PBF_GLOBAL float *aii,
+                                PBF_GLOBAL float *kacc, PBF_GLOBAL float *err,
+                                PBF_GLOBAL float *kk, PBF_GLOBAL int *bad, int slot) {
+    const int i = PBF_GID;
+    if (i >= P.n) return;
+    const pbf_walls_consts wc = P.wc;
+    float p[3] = {qx[i], qy[i], qz[i]}, gw[3];
+    pbf_wall_density(&wc, F, G, boxes, p, gw);
+    const float d =
+        pbf_gpu_density_rate(&P, qx, qy, qz, cell, start, q0x, q0y, q0z, vx, vy, vz, i, gw);
+    const float rel = density[i] * P.inv_rho0 + P.dt * d;
+    const float k0 = kacc[i], kn = pbf_iisph_k(k0, rel, aii[i], P.iisph_omega, P.dfsph_eps);
+    const float dk = kn - k0;
+    err[i] = rel - 1.0f;
+    kk[i] = dk;
+    kacc[i] = kn;
+    if (!isfinite(dk)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
 
 /* delta x = dt v into s (applied with the collisions by pbf_k_collide); the velocity buffers,

@@ -1,0 +1,653 @@
+/*
+ * The step on a GPU, written once for both hosts (opencl.c, cuda.cu): which kernels of
+ * pbf_kernels.cl each stage launches, in which order, with which arguments, and which buffers
+ * then change roles; the grid's sort and neighbour lists, the solves' measures, the statistics,
+ * the guard's capture, refresh and the end of a step. Plain C that also compiles as C++.
+ *
+ * A host includes this after gpu_host.h, having defined PBF_GPU_MEM (its buffer handle: cl_mem,
+ * or a device pointer), and defines these functions on its state, whose first member is the
+ * pbf_gpu_dev below (declared here, defined by the host after the include):
+ *
+ *   void pbf_gpu_launch(pbf_gpu_dev *g, int kernel, size_t items, size_t local, int nargs,
+ *                       const pbf_gpu_arg *args)   kernel (PBF_GK_*) over `items` work-items in
+ *                                                  groups of `local`; nothing after an error or
+ *                                                  for 0 items
+ *   void pbf_gpu_copy(g, dst, src, bytes)          device to device
+ *   void pbf_gpu_read(g, src, offset, bytes, out, wait)   device to host; wait: at once
+ *   void pbf_gpu_write(g, dst, bytes, src)         host to device (src lives on)
+ *   void pbf_gpu_wait(g)                           for everything enqueued
+ *   PBF_GPU_MEM pbf_gpu_alloc(g, bytes), void pbf_gpu_free(g, m)
+ *   void pbf_gpu_fail(g)                           marks the device failed (an impossible scan)
+ *   int pbf_gpu_failed(g)                          a device call of the step has failed
+ *
+ * An argument is a (size, pointer) pair: clSetKernelArg's form, and cudaLaunchKernel's array of
+ * pointers. Both hosts thus pass the same list, whose sizes the OpenCL runtime checks against
+ * the kernel's parameters (the same C types in both).
+ */
+#ifndef PBF_GPU_STEPS_H
+#define PBF_GPU_STEPS_H
+
+/* The kernels of pbf_kernels.cl: X(id, function). */
+#define PBF_GPU_KERNELS(X)                                                                         \
+    X(CELLS, pbf_k_cells)                                                                          \
+    X(SCAN_BLOCKS, pbf_k_scan_blocks)                                                              \
+    X(SCAN_ADD, pbf_k_scan_add)                                                                    \
+    X(SCATTER, pbf_k_scatter)                                                                      \
+    X(SORT_CELLS, pbf_k_sort_cells)                                                                \
+    X(GATHER, pbf_k_gather)                                                                        \
+    X(FILL, pbf_k_fill)                                                                            \
+    X(PREDICT, pbf_k_predict)                                                                      \
+    X(DENSITY, pbf_k_density)                                                                      \
+    X(LAMBDA, pbf_k_lambda)                                                                        \
+    X(DELTA_P, pbf_k_delta_p)                                                                      \
+    X(COLLIDE, pbf_k_collide)                                                                      \
+    X(VELOCITY, pbf_k_velocity)                                                                    \
+    X(CURL, pbf_k_curl)                                                                            \
+    X(VORTICITY_XSPH, pbf_k_vorticity_xsph)                                                        \
+    X(CAPTURE_BAD, pbf_k_capture_bad)                                                              \
+    X(STATS, pbf_k_stats)                                                                          \
+    X(LAYOUT, pbf_k_layout)                                                                        \
+    X(LIST_COUNT, pbf_k_list_count)                                                                \
+    X(LIST_FILL, pbf_k_list_fill)                                                                  \
+    X(GRAVITY, pbf_k_gravity)                                                                      \
+    X(WCSPH_PRESSURE, pbf_k_wcsph_pressure)                                                        \
+    X(DFSPH_FACTOR, pbf_k_dfsph_factor)                                                            \
+    X(DFSPH_SOURCE, pbf_k_dfsph_source)                                                            \
+    X(PRESSURE_ACCEL, pbf_k_pressure_accel)                                                        \
+    X(ADVECT, pbf_k_advect)                                                                        \
+    X(EXCESS, pbf_k_excess)                                                                        \
+    X(EXCESS_TOTAL, pbf_k_excess_total)                                                            \
+    X(PCISPH_INIT, pbf_k_pcisph_init)                                                              \
+    X(PCISPH_PRESSURE, pbf_k_pcisph_pressure)                                                      \
+    X(IISPH_DIAGONAL, pbf_k_iisph_diagonal)                                                        \
+    X(IISPH_PRESSURE, pbf_k_iisph_pressure)
+
+#define PBF_GPU_KERNEL_ID(id, fn) PBF_GK_##id,
+enum { PBF_GPU_KERNELS(PBF_GPU_KERNEL_ID) PBF_GK_COUNT };
+#undef PBF_GPU_KERNEL_ID
+
+#define PBF_GPU_MAX_SCAN_LEVELS 8
+
+typedef PBF_GPU_MEM pbf_gpu_mem; /* a device buffer */
+
+/* What the step's sequence uses of a host's state (its first member). */
+typedef struct pbf_gpu_dev {
+    pbf_gpu_mem field[PBF_FIELD_COUNT]; /* by role; NULL for the CPU-only rows */
+    pbf_gpu_mem cell_start;             /* ncells + 1: the histogram, then the cell starts */
+    pbf_gpu_mem scan_sums[PBF_GPU_MAX_SCAN_LEVELS]; /* block sums of each level of the scan */
+    int scan_levels;
+    /* neighbour lists (PBF_LISTS in pbf_kernels.cl; CPU devices): offsets (capacity + 1) and
+     * indices, rebuilt with the grid */
+    int lists;
+    pbf_gpu_mem nbr_off, nbr_idx;
+    size_t nbr_idx_cap; /* entries */
+    pbf_gpu_mem F, G, boxes;
+    /* non-finite guard: one int slot per launch of a substep (atomic_min of a particle index),
+     * plus the predict slot followed through the sort (map_slot = nslots), plus the step's count
+     * of speed-limit cuts (nslots + 1); the captured particle; the slots' stages and the
+     * measured solves on the host (gpu_host.h) */
+    pbf_gpu_mem bad, bad_info;
+    int map_slot;
+    pbf_gpu_step step;
+    pbf_gpu_bad nobody; /* the captured particle's reset value */
+    pbf_gpu_mem solve_out; /* the solves' errors (percent): density, divergence, pbf_gpu_real */
+    pbf_gpu_mem partial;   /* statistics partials, PBF_STATS_VALUES per chunk, pbf_gpu_real */
+    size_t chunks_cap;
+    void *host_partial;
+    int stats_ready; /* host_partial holds the partials of the current state */
+    int fp64;        /* pbf_gpu_real is double (the grid cells too) */
+    size_t wg, scan_wg, stats_wg; /* per-particle kernels, the scan's, the statistics' */
+} pbf_gpu_dev;
+
+typedef struct pbf_gpu_arg {
+    size_t size;
+    const void *value;
+} pbf_gpu_arg;
+#define PBF_GPU_A(x) {sizeof(x), &(x)}
+
+/* The host's side (defined by the host after this header; see the top). */
+static void pbf_gpu_launch(pbf_gpu_dev *g, int kernel, size_t items, size_t local, int nargs,
+                           const pbf_gpu_arg *args);
+static void pbf_gpu_copy(pbf_gpu_dev *g, pbf_gpu_mem dst, pbf_gpu_mem src, size_t bytes);
+static void pbf_gpu_read(pbf_gpu_dev *g, pbf_gpu_mem src, size_t offset, size_t bytes, void *out,
+                         int wait);
+static void pbf_gpu_write(pbf_gpu_dev *g, pbf_gpu_mem dst, size_t bytes, const void *src);
+static void pbf_gpu_wait(pbf_gpu_dev *g);
+static pbf_gpu_mem pbf_gpu_alloc(pbf_gpu_dev *g, size_t bytes);
+static void pbf_gpu_free(pbf_gpu_dev *g, pbf_gpu_mem m);
+static void pbf_gpu_fail(pbf_gpu_dev *g);
+static int pbf_gpu_failed(const pbf_gpu_dev *g);
+
+/* PBF_GPU_LAUNCH(g, kernel, items, local, PBF_GPU_A(arg0), ...) */
+#define PBF_GPU_LAUNCH(g, k, items, local, ...)                                                    \
+    do {                                                                                           \
+        const pbf_gpu_arg args_[] = {__VA_ARGS__};                                                 \
+        pbf_gpu_launch((g), (k), (items), (local), (int)(sizeof args_ / sizeof args_[0]), args_);  \
+    } while (0)
+
+static inline pbf_gpu_params pbf_gpu_params_of(const pbf_world *w, const pbf_gpu_dev *g,
+                                               const pbf_step_ctx *c) {
+    pbf_gpu_params P = pbf_gpu_make_params(w, c);
+    P.clamp_at = g->step.nslots + 1;
+    return P;
+}
+
+static inline size_t pbf_gpu_real_size(const pbf_gpu_dev *g) {
+    return g->fp64 ? sizeof(double) : sizeof(float);
+}
+
+static inline size_t pbf_gpu_stats_chunks(const pbf_gpu_dev *g, int count) {
+    const size_t chunk = g->stats_wg * PBF_STATS_PER_ITEM;
+    return ((size_t)count + chunk - 1) / chunk;
+}
+
+/* a[from .. from + n) = value, ints */
+static inline void pbf_gpu_fill(pbf_gpu_dev *g, pbf_gpu_mem a, int from, int n, int value) {
+    PBF_GPU_LAUNCH(g, PBF_GK_FILL, (size_t)n, g->wg, PBF_GPU_A(a), PBF_GPU_A(from), PBF_GPU_A(n),
+                   PBF_GPU_A(value));
+}
+
+/* In-place exclusive scan of count uints (level: which block-sum buffer to use). */
+static inline void pbf_gpu_scan(pbf_gpu_dev *g, int level, pbf_gpu_mem data, unsigned int count) {
+    const size_t block = 2 * g->scan_wg;
+    const unsigned int blocks = (unsigned int)((count + block - 1) / block);
+    if (level >= g->scan_levels) {
+        pbf_gpu_fail(g);
+        return;
+    }
+    pbf_gpu_mem sums = g->scan_sums[level];
+    PBF_GPU_LAUNCH(g, PBF_GK_SCAN_BLOCKS, (size_t)blocks * g->scan_wg, g->scan_wg,
+                   PBF_GPU_A(data), PBF_GPU_A(count), PBF_GPU_A(sums));
+    if (blocks > 1) {
+        pbf_gpu_scan(g, level + 1, sums, blocks);
+        PBF_GPU_LAUNCH(g, PBF_GK_SCAN_ADD, count, g->wg, PBF_GPU_A(data), PBF_GPU_A(count),
+                       PBF_GPU_A(sums));
+    }
+}
+
+#define PBF_GPU_FB(f) (g->field[PBF_F_##f])
+
+/* The neighbour lists of the sorted particles at x* (the positions the step's neighbour sets
+ * are defined on): count, scan, one read of the total (to size the index buffer), fill. */
+static inline void pbf_gpu_build_lists(pbf_world *w, pbf_gpu_dev *g) {
+    const pbf_gpu_params P = pbf_gpu_params_of(w, g, NULL);
+    const unsigned int n = (unsigned int)w->count;
+    PBF_GPU_LAUNCH(g, PBF_GK_LIST_COUNT, (size_t)n, g->wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(QX)),
+                   PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
+                   PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(g->cell_start), PBF_GPU_A(g->nbr_off));
+    pbf_gpu_scan(g, 0, g->nbr_off, n + 1);
+    unsigned int total = 0;
+    pbf_gpu_read(g, g->nbr_off, (size_t)n * sizeof(unsigned int), sizeof total, &total, 1);
+    if (!pbf_gpu_failed(g) && (size_t)total > g->nbr_idx_cap) {
+        /* grow by a quarter beyond the need, so that a slowly denser liquid reallocates rarely */
+        const size_t cap = (size_t)total + (size_t)total / 4 + PBF_LANES;
+        if (g->nbr_idx) pbf_gpu_free(g, g->nbr_idx);
+        g->nbr_idx = pbf_gpu_alloc(g, cap * sizeof(unsigned int));
+        g->nbr_idx_cap = g->nbr_idx ? cap : 0;
+    }
+    PBF_GPU_LAUNCH(g, PBF_GK_LIST_FILL, (size_t)n, g->wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(QX)),
+                   PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
+                   PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(g->cell_start), PBF_GPU_A(g->nbr_off),
+                   PBF_GPU_A(g->nbr_idx));
+}
+
+/* Stage "grid": sort by the cell of x* and gather every SORTED field (map: follow the predict
+ * slot into the sorted order, or -1). The sort borrows buffers as the CPU's does (permutation in
+ * lambda, ranks in s.x, gather scratch in density and s).
+ *
+ * In a step (in_step) the velocity is not gathered: predict has used it and the velocity stage
+ * computes it anew, so its buffers hold x* as sorted here instead, q0 = x*_0: the positions the
+ * step's neighbour sets are defined on (Algorithm 1, line 6; the CPU backend builds its neighbour
+ * lists from them), which every neighbour kernel tests before the current positions. No memory
+ * beyond the registry's arrays. */
+static inline void pbf_gpu_grid(pbf_world *w, pbf_gpu_dev *g, int map, int in_step) {
+    const pbf_gpu_params P = pbf_gpu_params_of(w, g, NULL);
+    const unsigned int ncells = w->grid.ncells, n1 = ncells + 1;
+    pbf_gpu_fill(g, g->cell_start, 0, (int)n1, 0);
+    pbf_gpu_mem rank = PBF_GPU_FB(SX), perm = PBF_GPU_FB(LAMBDA);
+    const size_t n = (size_t)w->count;
+    if (g->fp64) {
+        const double o[3] = {w->grid.origin[0], w->grid.origin[1], w->grid.origin[2]};
+        const double inv = w->grid.inv_cell;
+        PBF_GPU_LAUNCH(g, PBF_GK_CELLS, n, g->wg, PBF_GPU_A(P), PBF_GPU_A(o[0]), PBF_GPU_A(o[1]),
+                       PBF_GPU_A(o[2]), PBF_GPU_A(inv), PBF_GPU_A(PBF_GPU_FB(QX)),
+                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
+                       PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(rank), PBF_GPU_A(g->cell_start));
+    } else {
+        const float o[3] = {(float)w->grid.origin[0], (float)w->grid.origin[1],
+                            (float)w->grid.origin[2]};
+        const float inv = (float)w->grid.inv_cell;
+        PBF_GPU_LAUNCH(g, PBF_GK_CELLS, n, g->wg, PBF_GPU_A(P), PBF_GPU_A(o[0]), PBF_GPU_A(o[1]),
+                       PBF_GPU_A(o[2]), PBF_GPU_A(inv), PBF_GPU_A(PBF_GPU_FB(QX)),
+                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
+                       PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(rank), PBF_GPU_A(g->cell_start));
+    }
+    pbf_gpu_scan(g, 0, g->cell_start, n1);
+    PBF_GPU_LAUNCH(g, PBF_GK_SCATTER, n, g->wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(CELL)),
+                   PBF_GPU_A(rank), PBF_GPU_A(g->cell_start), PBF_GPU_A(perm));
+    PBF_GPU_LAUNCH(g, PBF_GK_SORT_CELLS, ncells, g->wg, PBF_GPU_A(ncells),
+                   PBF_GPU_A(g->cell_start), PBF_GPU_A(perm));
+
+    /* gather the sorted fields, four at a time, into the free buffers (density and s: both are
+     * written before they are read again); each gathered field's old buffer joins the pool */
+    pbf_gpu_mem pool[4] = {PBF_GPU_FB(DENSITY), PBF_GPU_FB(SX), PBF_GPU_FB(SY), PBF_GPU_FB(SZ)};
+    int sorted[PBF_FIELD_COUNT], ns = 0;
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+        if ((pbf_fields[f].flags & PBF_FIELD_SORTED) &&
+            !(in_step && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)))
+            sorted[ns++] = f;
+    const int count = w->count;
+    for (int s = 0; s < ns; s += 4) {
+        const int nf = ns - s < 4 ? ns - s : 4;
+        pbf_gpu_mem src[4], dst[4];
+        for (int a = 0; a < 4; ++a) {
+            src[a] = a < nf ? g->field[sorted[s + a]] : perm; /* unused: never written */
+            dst[a] = a < nf ? pool[a] : perm;
+        }
+        const int m = s == 0 ? map : -1;
+        PBF_GPU_LAUNCH(g, PBF_GK_GATHER, n, g->wg, PBF_GPU_A(count), PBF_GPU_A(perm),
+                       PBF_GPU_A(nf), PBF_GPU_A(src[0]), PBF_GPU_A(dst[0]), PBF_GPU_A(src[1]),
+                       PBF_GPU_A(dst[1]), PBF_GPU_A(src[2]), PBF_GPU_A(dst[2]), PBF_GPU_A(src[3]),
+                       PBF_GPU_A(dst[3]), PBF_GPU_A(g->bad), PBF_GPU_A(m));
+        for (int a = 0; a < nf; ++a) {
+            pool[a] = src[a];
+            g->field[sorted[s + a]] = dst[a];
+        }
+    }
+    PBF_GPU_FB(DENSITY) = pool[0];
+    PBF_GPU_FB(SX) = pool[1];
+    PBF_GPU_FB(SY) = pool[2];
+    PBF_GPU_FB(SZ) = pool[3];
+    for (int a = 0; a < 3 && in_step; ++a) /* q0 */
+        pbf_gpu_copy(g, g->field[PBF_F_VX + a], g->field[PBF_F_QX + a], n * sizeof(float));
+    if (g->lists) pbf_gpu_build_lists(w, g);
+}
+
+/* The first stage of a substep (predict, gravity): its slots are cleared; at the start of a step
+ * also the captured particle and the count of speed-limit cuts. The earlier substeps' slots were
+ * captured at their end (velocity and vorticity_xsph stages). */
+static inline void pbf_gpu_substep_start(pbf_gpu_dev *g) {
+    const int first = pbf_gpu_begin_substep(&g->step);
+    pbf_gpu_fill(g, g->bad, 0, g->step.nslots + 1, INT_MAX);
+    if (!first) return;
+    pbf_gpu_fill(g, g->bad, g->step.nslots + 1, 1, 0); /* the speed-limit cuts of the step */
+    pbf_gpu_write(g, g->bad_info, sizeof g->nobody, &g->nobody);
+}
+
+/* The statistics partials of the current state, read into host_partial (not waited for). */
+static inline void pbf_gpu_enqueue_stats(pbf_world *w, pbf_gpu_dev *g) {
+    const pbf_gpu_params P = pbf_gpu_params_of(w, g, NULL);
+    const size_t chunks = pbf_gpu_stats_chunks(g, w->count);
+    PBF_GPU_LAUNCH(g, PBF_GK_STATS, chunks * g->stats_wg, g->stats_wg, PBF_GPU_A(P),
+                   PBF_GPU_A(PBF_GPU_FB(PX)), PBF_GPU_A(PBF_GPU_FB(PY)),
+                   PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(PBF_GPU_FB(VX)),
+                   PBF_GPU_A(PBF_GPU_FB(VY)), PBF_GPU_A(PBF_GPU_FB(VZ)),
+                   PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(g->partial));
+    if (chunks)
+        pbf_gpu_read(g, g->partial, 0, chunks * PBF_STATS_VALUES * pbf_gpu_real_size(g),
+                     g->host_partial, 0);
+}
+
+/* The statistics from the partials (chunk order, in double), as the CPU's stage_stats. */
+static inline void pbf_gpu_reduce_stats(pbf_world *w, pbf_gpu_dev *g) {
+    const int n = w->count;
+    if (n > 0 && pbf_gpu_failed(g)) { /* the device failed: the state is lost */
+        pbf_stats_finish(w, NULL, 1);
+        return;
+    }
+    const size_t chunks = pbf_gpu_stats_chunks(g, n);
+    double acc[PBF_STATS_PARTIALS] = {0};
+    for (size_t c = 0; c < chunks; ++c) {
+        double v[PBF_STATS_VALUES];
+        for (int k = 0; k < PBF_STATS_VALUES; ++k) {
+            const size_t at = c * PBF_STATS_VALUES + (size_t)k;
+            v[k] = g->fp64 ? ((const double *)g->host_partial)[at]
+                           : (double)((const float *)g->host_partial)[at];
+        }
+        pbf_stats_accumulate(acc, v);
+    }
+    pbf_stats_finish(w, acc, 0);
+}
+
+/* After a stage that measures a solve: the mean of max(a_i scale + offset, 0) in percent
+ * (cpu.c mean_excess) into the solve's device slot, and into w->solve_error at once when the
+ * stage runner needs it (one read of one value). */
+static inline void pbf_gpu_measure(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage,
+                                   pbf_gpu_mem a, float scale, float offset, int now) {
+    const int slot = pbf_gpu_measure_slot(stage);
+    if (slot < 0) return;
+    const int n = w->count;
+    const int chunks = (int)pbf_gpu_stats_chunks(g, n);
+    PBF_GPU_LAUNCH(g, PBF_GK_EXCESS, (size_t)chunks * g->stats_wg, g->stats_wg, PBF_GPU_A(n),
+                   PBF_GPU_A(a), PBF_GPU_A(scale), PBF_GPU_A(offset), PBF_GPU_A(g->partial));
+    PBF_GPU_LAUNCH(g, PBF_GK_EXCESS_TOTAL, 1, 1, PBF_GPU_A(n), PBF_GPU_A(chunks),
+                   PBF_GPU_A(g->partial), PBF_GPU_A(g->solve_out), PBF_GPU_A(slot));
+    g->step.measured[slot] = 1;
+    if (!now) return;
+    union {
+        double d;
+        float f;
+    } v;
+    v.d = 0.0;
+    const size_t size = pbf_gpu_real_size(g);
+    pbf_gpu_read(g, g->solve_out, (size_t)slot * size, size, &v, 1);
+    w->solve_error = pbf_gpu_failed(g) ? INFINITY : g->fp64 ? v.d : (double)v.f;
+}
+
+/* The neighbour kernels' leading arguments: P, x*, the neighbour sets (cell keys and starts, or
+ * list offsets and indices, pbf_kernels.cl PBF_LISTS) and their positions q0, the wall tables
+ * and boxes. */
+#define PBF_GPU_NB(q0)                                                                             \
+    PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(QX)), PBF_GPU_A(PBF_GPU_FB(QY)),                          \
+        PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(nb_cell), PBF_GPU_A(nb_start), PBF_GPU_A(q0[0]),      \
+        PBF_GPU_A(q0[1]), PBF_GPU_A(q0[2]), PBF_GPU_A(g->F), PBF_GPU_A(g->G), PBF_GPU_A(g->boxes)
+
+/* The capture of the first non-finite particle of the slots [from, to) of this substep. */
+static inline void pbf_gpu_capture(pbf_gpu_dev *g, int from, int to) {
+    const int base = g->step.base;
+    PBF_GPU_LAUNCH(g, PBF_GK_CAPTURE_BAD, 1, 1, PBF_GPU_A(g->bad), PBF_GPU_A(from), PBF_GPU_A(to),
+                   PBF_GPU_A(g->map_slot), PBF_GPU_A(base), PBF_GPU_A(PBF_GPU_FB(PX)),
+                   PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)),
+                   PBF_GPU_A(PBF_GPU_FB(ID)), PBF_GPU_A(g->bad_info));
+}
+
+/* One stage of the step (core.c) other than stats: its kernels, their arguments, the buffers'
+ * new roles. */
+static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage,
+                                 const pbf_step_ctx *c) {
+    const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
+    const size_t n = (size_t)w->count, wg = g->wg;
+    /* the neighbour kernels' arguments `cell` and `start`: the cell keys and starts, or with
+     * lists the list offsets and indices */
+    pbf_gpu_mem nb_cell = g->lists ? g->nbr_off : PBF_GPU_FB(CELL);
+    pbf_gpu_mem nb_start = g->lists ? g->nbr_idx : g->cell_start;
+    /* the neighbour sets' positions: PBF's grid leaves x*_0 in the velocity buffers; in the SPH
+     * solvers' pressure stages x* = x is still where the grid was built */
+    const pbf_gpu_mem q0v[3] = {PBF_GPU_FB(VX), PBF_GPU_FB(VY), PBF_GPU_FB(VZ)};
+    const pbf_gpu_mem q0q[3] = {PBF_GPU_FB(QX), PBF_GPU_FB(QY), PBF_GPU_FB(QZ)};
+    const int sph = w->def.solver != PBF_SOLVER_PBF;
+    const float one = 1.0f, zero = 0.0f, inv_rho0 = P.inv_rho0, minus_one = -1.0f;
+    g->stats_ready = 0;
+    w->host_stale = 1;
+    switch (stage) {
+    case PBF_STAGE_PREDICT: {
+        pbf_gpu_substep_start(g);
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_PREDICT, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(PX)),
+                       PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)),
+                       PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
+                       PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(QX)),
+                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(g->bad),
+                       PBF_GPU_A(slot));
+        break;
+    }
+    case PBF_STAGE_GRID: pbf_gpu_grid(w, g, g->map_slot, !sph); break; /* SPH: v is sorted */
+    case PBF_STAGE_LAMBDA: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_LAMBDA, n, wg, PBF_GPU_NB(q0v), PBF_GPU_A(PBF_GPU_FB(DENSITY)),
+                       PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        pbf_gpu_measure(w, g, stage, PBF_GPU_FB(DENSITY), inv_rho0, minus_one, c->need_error);
+        break;
+    }
+    case PBF_STAGE_DELTA_P: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_DELTA_P, n, wg, PBF_GPU_NB(q0v), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
+                       PBF_GPU_A(PBF_GPU_FB(SX)), PBF_GPU_A(PBF_GPU_FB(SY)),
+                       PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        break;
+    }
+    case PBF_STAGE_COLLIDE: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_COLLIDE, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(QX)),
+                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
+                       PBF_GPU_A(PBF_GPU_FB(SX)), PBF_GPU_A(PBF_GPU_FB(SY)),
+                       PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(PBF_GPU_FB(PX)),
+                       PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(g->boxes),
+                       PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        break;
+    }
+    case PBF_STAGE_VELOCITY: {
+        /* Buffers from here to the end of the step (v holds q0, see the grid and advect):
+         *   velocity  v = (x* - x) / dt          -> s   (the CPU: -> v)
+         *   curl      omega                      -> x   (the CPU: -> s), |omega| -> lambda
+         *   post      new velocity, in place     -> x   (it reads only its own omega)
+         * then x <- x*, v <- x, and x*, s take the free buffers (old q0 and old velocity). */
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_VELOCITY, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(QX)),
+                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
+                       PBF_GPU_A(PBF_GPU_FB(PX)), PBF_GPU_A(PBF_GPU_FB(PY)),
+                       PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(PBF_GPU_FB(SX)),
+                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(g->bad),
+                       PBF_GPU_A(slot));
+        /* the first non-finite particle so far, at its start-of-step position, before the
+         * position buffer takes omega */
+        pbf_gpu_capture(g, 0, slot + 1);
+        /* the curl's own slot (also stage "velocity"): non-finite omega from finite velocities
+         * cannot happen, so this slot is never the step's first in practice; if it were, the
+         * position reported would be x* (captured after the post pass) */
+        const int curl = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_CURL, n, wg, PBF_GPU_NB(q0v), PBF_GPU_A(PBF_GPU_FB(SX)),
+                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
+                       PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(PX)),
+                       PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)),
+                       PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(g->bad), PBF_GPU_A(curl));
+        break;
+    }
+    case PBF_STAGE_VORTICITY_XSPH: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_VORTICITY_XSPH, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(QX)),
+                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(nb_cell),
+                       PBF_GPU_A(nb_start), PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
+                       PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(SX)),
+                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
+                       PBF_GPU_A(PBF_GPU_FB(PX)), PBF_GPU_A(PBF_GPU_FB(PY)),
+                       PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
+                       PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(PX)),
+                       PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(g->bad),
+                       PBF_GPU_A(slot));
+        for (int a = 0; a < 3; ++a) {
+            pbf_gpu_mem x = g->field[PBF_F_PX + a], q = g->field[PBF_F_QX + a],
+                        q0 = g->field[PBF_F_VX + a], v = g->field[PBF_F_SX + a];
+            g->field[PBF_F_PX + a] = q;  /* x <- x* */
+            g->field[PBF_F_VX + a] = x;  /* v <- the new velocity */
+            g->field[PBF_F_QX + a] = q0; /* free */
+            g->field[PBF_F_SX + a] = v;  /* free */
+        }
+        /* the curl's and the post pass's particle, at x* (the CPU reports x* for this stage) */
+        pbf_gpu_capture(g, slot - 1, slot + 1);
+        break;
+    }
+    /* the SPH solvers' pressure stages (pbf_kernels.cl; buffers: density, s, lambda as cpu.c) */
+    case PBF_STAGE_GRAVITY: {
+        pbf_gpu_substep_start(g);
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_GRAVITY, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(PX)),
+                       PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)),
+                       PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
+                       PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(QX)),
+                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(g->bad),
+                       PBF_GPU_A(slot));
+        break;
+    }
+    case PBF_STAGE_WCSPH_PRESSURE: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_WCSPH_PRESSURE, n, wg, PBF_GPU_NB(q0q),
+                       PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
+                       PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(DENSITY)),
+                       PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(PBF_GPU_FB(SX)),
+                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(g->bad),
+                       PBF_GPU_A(slot));
+        pbf_gpu_measure(w, g, stage, PBF_GPU_FB(DENSITY), inv_rho0, minus_one, c->need_error);
+        break;
+    }
+    case PBF_STAGE_DFSPH_FACTOR: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_DFSPH_FACTOR, n, wg, PBF_GPU_NB(q0q),
+                       PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(SX)),
+                       PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        break;
+    }
+    case PBF_STAGE_DIVERGENCE:
+    case PBF_STAGE_DENSITY_ADV: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        const int divergence = stage == PBF_STAGE_DIVERGENCE;
+        PBF_GPU_LAUNCH(g, PBF_GK_DFSPH_SOURCE, n, wg, PBF_GPU_NB(q0q), PBF_GPU_A(PBF_GPU_FB(VX)),
+                       PBF_GPU_A(PBF_GPU_FB(VY)), PBF_GPU_A(PBF_GPU_FB(VZ)),
+                       PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(SX)),
+                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
+                       PBF_GPU_A(divergence), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        pbf_gpu_measure(w, g, stage, PBF_GPU_FB(SY), one, zero, c->need_error);
+        break;
+    }
+    case PBF_STAGE_PRESSURE_ACCEL: {
+        /* PCISPH: gradients at x + dt v, the new velocities into s, then s and v swap roles */
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        const int viscous = w->def.solver == PBF_SOLVER_WCSPH;
+        const int predicted = w->def.solver == PBF_SOLVER_PCISPH;
+        pbf_gpu_mem o[3];
+        for (int a = 0; a < 3; ++a) o[a] = g->field[(predicted ? PBF_F_SX : PBF_F_VX) + a];
+        PBF_GPU_LAUNCH(g, PBF_GK_PRESSURE_ACCEL, n, wg, PBF_GPU_NB(q0q),
+                       PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(PBF_GPU_FB(SX)),
+                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(viscous),
+                       PBF_GPU_A(predicted), PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
+                       PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(o[0]), PBF_GPU_A(o[1]),
+                       PBF_GPU_A(o[2]), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        for (int a = 0; a < 3 && predicted; ++a) {
+            pbf_gpu_mem v = g->field[PBF_F_VX + a];
+            g->field[PBF_F_VX + a] = g->field[PBF_F_SX + a];
+            g->field[PBF_F_SX + a] = v;
+        }
+        break;
+    }
+    case PBF_STAGE_ADVECT:
+        PBF_GPU_LAUNCH(g, PBF_GK_ADVECT, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(PX)),
+                       PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)),
+                       PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
+                       PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(SX)),
+                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)));
+        break;
+    /* PCISPH: accumulated k in density, the error in s.x; IISPH: a_ii in s.x, accumulated k in
+     * s.y, the error in s.z; both: the increment in lambda (pbf_kernels.cl) */
+    case PBF_STAGE_PCISPH_INIT: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_PCISPH_INIT, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(QX)),
+                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(g->boxes),
+                       PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
+                       PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(DENSITY)),
+                       PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        break;
+    }
+    case PBF_STAGE_PCISPH_PRESSURE: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_PCISPH_PRESSURE, n, wg, PBF_GPU_NB(q0q),
+                       PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
+                       PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(DENSITY)),
+                       PBF_GPU_A(PBF_GPU_FB(SX)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
+                       PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        pbf_gpu_measure(w, g, stage, PBF_GPU_FB(SX), one, zero, c->need_error);
+        break;
+    }
+    case PBF_STAGE_IISPH_DIAGONAL: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_IISPH_DIAGONAL, n, wg, PBF_GPU_NB(q0q),
+                       PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(SX)),
+                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        break;
+    }
+    case PBF_STAGE_IISPH_PRESSURE: {
+        const int slot = pbf_gpu_next_slot(&g->step, stage);
+        PBF_GPU_LAUNCH(g, PBF_GK_IISPH_PRESSURE, n, wg, PBF_GPU_NB(q0q),
+                       PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
+                       PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(DENSITY)),
+                       PBF_GPU_A(PBF_GPU_FB(SX)), PBF_GPU_A(PBF_GPU_FB(SY)),
+                       PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
+                       PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        pbf_gpu_measure(w, g, stage, PBF_GPU_FB(SZ), one, zero, c->need_error);
+        break;
+    }
+    case PBF_STAGE_STATS:
+    case PBF_STAGE_COUNT: break;
+    }
+}
+
+/* The backend's run_stage (after the host has made its device current). */
+static inline int pbf_gpu_run_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage,
+                                    const pbf_step_ctx *c) {
+    if (stage == PBF_STAGE_STATS) {
+        if (w->count > 0 && !g->stats_ready) {
+            pbf_gpu_enqueue_stats(w, g);
+            pbf_gpu_wait(g);
+        }
+        pbf_gpu_reduce_stats(w, g);
+        g->stats_ready = 0;
+        return INT_MAX;
+    }
+    if (w->count > 0) pbf_gpu_stage(w, g, stage, c);
+    return INT_MAX;
+}
+
+/* The backend's finish_step: one round trip for the statistics partials, the first non-finite
+ * particle, the count of speed-limit cuts and the solves' last errors. */
+static inline void pbf_gpu_finish_step(pbf_world *w, pbf_gpu_dev *g,
+                                       pbf_bad_particle bad[PBF_STAGE_COUNT]) {
+    for (int s = 0; s < PBF_STAGE_COUNT; ++s) {
+        bad[s].index = INT_MAX;
+        bad[s].id = 0;
+        bad[s].position.x = bad[s].position.y = bad[s].position.z = 0.0f;
+    }
+    pbf_gpu_end_step(&g->step);
+    pbf_gpu_bad info = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
+    unsigned int clamps = 0u;
+    union {
+        double d[2];
+        float f[2];
+    } err;
+    err.d[0] = err.d[1] = 0.0;
+    pbf_gpu_enqueue_stats(w, g);
+    pbf_gpu_read(g, g->bad_info, 0, sizeof info, &info, 0);
+    if (g->step.measured[0] || g->step.measured[1])
+        pbf_gpu_read(g, g->solve_out, 0, 2 * pbf_gpu_real_size(g), &err, 0);
+    pbf_gpu_read(g, g->bad, (size_t)(g->step.nslots + 1) * sizeof(int), sizeof clamps, &clamps,
+                 0);
+    pbf_gpu_wait(g);
+    w->host_stale = 1;
+    if (pbf_gpu_failed(g)) {
+        bad[PBF_STAGE_PREDICT].index = 0; /* reported as non-finite from the first stage */
+        g->stats_ready = 0;
+        return;
+    }
+    g->stats_ready = 1;
+    if (g->step.measured[0]) w->solve.error = g->fp64 ? err.d[0] : (double)err.f[0];
+    if (g->step.measured[1]) w->solve.divergence_error = g->fp64 ? err.d[1] : (double)err.f[1];
+    w->solve.speed_clamps = clamps; /* the kernels add unsigned ones */
+    const pbf_stage_id st = pbf_gpu_logged_stage(&g->step, info.slot);
+    if (info.slot >= 0 && st < PBF_STAGE_COUNT) {
+        pbf_bad_particle *b = &bad[st];
+        b->index = info.index;
+        b->id = info.id;
+        b->position.x = info.x;
+        b->position.y = info.y;
+        b->position.z = info.z;
+    }
+}
+
+/* The backend's refresh: the grid at x (x* = x) and the density there, after adding particles or
+ * restoring. */
+static inline void pbf_gpu_refresh(pbf_world *w, pbf_gpu_dev *g) {
+    if (w->count == 0) return;
+    const size_t bytes = (size_t)w->count * sizeof(float);
+    for (int a = 0; a < 3; ++a)
+        pbf_gpu_copy(g, g->field[PBF_F_QX + a], g->field[PBF_F_PX + a], bytes);
+    pbf_gpu_grid(w, g, -1, 0);
+    const pbf_gpu_params P = pbf_gpu_params_of(w, g, NULL);
+    pbf_gpu_mem nb_cell = g->lists ? g->nbr_off : PBF_GPU_FB(CELL); /* after the grid: it may */
+    pbf_gpu_mem nb_start = g->lists ? g->nbr_idx : g->cell_start;  /* have grown the lists */
+    const pbf_gpu_mem q0q[3] = {PBF_GPU_FB(QX), PBF_GPU_FB(QY), PBF_GPU_FB(QZ)};
+    PBF_GPU_LAUNCH(g, PBF_GK_DENSITY, (size_t)w->count, g->wg, PBF_GPU_NB(q0q),
+                   PBF_GPU_A(PBF_GPU_FB(DENSITY)));
+    pbf_gpu_wait(g);
+    g->stats_ready = 0;
+    w->host_stale = 1;
+}
+
+#endif
