@@ -165,6 +165,8 @@ res = {
         "load_average_1min_during": [min(loads), max(loads)],
         "note": "shared VM: other jobs ran during the measurement (load average above); each "
                 "figure is the minimum over the repeats"},
+    "git_commit": subprocess.run(["git", "-C", here, "describe", "--always", "--dirty"],
+                                 stdout=subprocess.PIPE, universal_newlines=True).stdout.strip(),
     "settings": {"radius_m": a.radius, "frames": a.frames, "substeps": 4, "threads_per_process": 1,
                  "repeats": a.repeats, "scene": "tank L x 0.3 x 0.3 m, water L x 0.2 x 0.3 m at rest",
                  "mpirun": "mpirun --oversubscribe -np P"},
