@@ -1,9 +1,8 @@
 /*
  * Domain decomposition over MPI (include/pbf/mpi.h): boxes of grid cells (recursive coordinate
- * bisection, or slabs), ghost particles,
- * migration, rebalancing, global statistics. Built into libpbf_mpi only where MPI is found; it
- * plugs into the stage runner through the world's hooks (internal.h) and moves the particle
- * arrays the field registry (fields.h) declares.
+ * bisection, or slabs), ghost particles, migration, rebalancing, global statistics. Built into
+ * libpbf_mpi only where MPI is found; it plugs into the stage runner through the world's hooks
+ * (internal.h) and moves the particle arrays the field registry (fields.h) declares.
  *
  * Why the answer is the same on any number of processes (bit for bit, on the CPU):
  *  - A neighbour sum depends on which neighbours a particle has and on their order (the SIMD
@@ -15,13 +14,15 @@
  *    so keys of particles held by different processes differ, and each process's particles are
  *    in ascending key order: the global order is the merge by key. After predict every
  *    particle is sent (with its key) to its new owner and, as a ghost, to the processes whose
- *    box holds one of the 26 cells around its cell; each process merges what it receives from every source by
- *    key, and the stable sort by the new cell then gives exactly the global order restricted to
- *    its owned and ghost particles. A ghost layer holds every particle of its cells, so an owned
- *    particle sees the same neighbours in the same order as in a single-process run.
- *  - Ghosts are computed on like any particle, and their values that neighbours read (lambda;
- *    x* after each collision pass; density and |omega|) are overwritten by their owner's before
- *    being read; their velocities v = (x* - x) / dt are recomputed locally from exact x and x*.
+ *    box holds one of the 26 cells around its cell; each process merges what it receives from
+ *    every source by key, and the stable sort by the new cell then gives exactly the global
+ *    order restricted to its owned and ghost particles. A ghost cell holds every particle of
+ *    that cell, so an owned particle sees the same neighbours in the same order as in a
+ *    single-process run.
+ *  - Ghosts pass through the stages with empty neighbour lists (ghost_mask), and their values
+ *    that neighbours read (lambda; x* after each collision pass; density and |omega|) are
+ *    overwritten by their owner's before being read; their velocities v = (x* - x) / dt are
+ *    recomputed locally from exact x and x*.
  *    After the last pass they are dropped, so the statistics and the guard see owned particles
  *    only.
  *  - After pbf_mpi_domain_create the key is the particle's index in the (identical) world every
