@@ -2878,6 +2878,11 @@ static int write_method_report(const validate_options *o, const char *report, co
     if (PBF_GIT_DIRTY == 1)
         fprintf(f, "**Built from a tree with uncommitted changes** (commit %s).\n\n",
                 PBF_GIT_COMMIT);
+    if (o->cached > 0)
+        fprintf(f,
+                "**%d of these %d results were reused from the cache of an earlier run** "
+                "(`--cache %s`), so the wall time above does not include them.\n\n",
+                o->cached, rs->count, o->cache);
     fprintf(f,
             "Cases (quasi-2D slabs, %d particle spacings deep; n particles across L = 0.146 m; "
             "frames of 1/240 s split into n / 9 steps; every parameter at its default unless "
