@@ -500,7 +500,8 @@ static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float 
     *s2_sum = vf_hsum(s2);
 }
 
-static int stage_lambda(pbf_world *w) {
+/* cheb: the Chebyshev weight of this iteration (pbf_chebyshev_omega; 1 = plain Jacobi). */
+static int stage_lambda(pbf_world *w, float cheb) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
@@ -522,7 +523,10 @@ static int stage_lambda(pbf_world *w) {
             float c = r * inv_rho0 - 1.0f; /* eq. 1 */
             if (unilateral && c < 0.0f) c = 0.0f;
             float sum2 = s2 + gix * gix + giy * giy + giz * giz;
-            w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
+            float lambda = -c / (sum2 + w->eps_abs); /* eq. 11 */
+            /* lambda still holds the previous iteration's (each particle reads its own) */
+            if (cheb != 1.0f) lambda = pbf_chebyshev_lambda(lambda, w->lambda[i], cheb);
+            w->lambda[i] = lambda;
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;
         }
         pbf_denormals_restore(fp_mode);
@@ -1265,7 +1269,8 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     switch (stage) {
     case PBF_STAGE_PREDICT: return stage_predict(w, c->dt, c->vmax);
     case PBF_STAGE_GRID: stage_grid(w, 1); return INT_MAX;
-    case PBF_STAGE_LAMBDA: return stage_lambda(w);
+    case PBF_STAGE_LAMBDA:
+        return stage_lambda(w, pbf_chebyshev_omega(w->def.pbf.chebyshev_rho, c->iteration));
     case PBF_STAGE_DELTA_P: return stage_delta_p(w, c->dt);
     case PBF_STAGE_COLLIDE: return stage_collide(w);
     case PBF_STAGE_VELOCITY: return stage_velocity(w, c->dt, c->vmax);
