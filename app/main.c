@@ -8,7 +8,8 @@
  *   pbf view SCENE [options]  simulate live in a window (app/viewer/, built with GLFW + epoxy)
  *   pbf bench [options]       time the solver on standard cases (app/bench.c)
  *   pbf devices               the compute devices of this machine (pbf_list_devices)
- *   pbf validate [options]    fidelity report docs/validation.md (app/validate.c)
+ *   pbf validate [options]    fidelity report docs/validation.md (app/validate.c); --solver:
+ *                             the per-method report docs/validation_solvers.md
  *   pbf --help | --version
  *
  * Exit status: 0 success, 1 runtime error (I/O, disk full), 2 usage, scene or checkpoint error,
@@ -188,6 +189,8 @@ static void print_help(FILE *f) {
             "                                  that --device takes (`pbf devices --help`)\n"
             "       pbf validate [--out DIR] [--fast]  fidelity report: physics and experiment\n"
             "                                      (`pbf validate --help`)\n"
+            "       pbf validate --solver NAME|all     the same per pressure solver: pbf, wcsph,\n"
+            "                                      pcisph, iisph, dfsph (docs/validation_solvers.md)\n"
             "       pbf --help | --version\n"
             "\n",
             PBF_VERSION_STRING, default_scene());

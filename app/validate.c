@@ -99,6 +99,8 @@ typedef struct spec {
     int substeps;
     int frames;
     int fast; /* part of --fast */
+    int solver;  /* pbf_solver_kind: PBF unless `pbf validate --solver` */
+    int cfl_off; /* 1: the SPH solver's CFL substeps off (its *_cfl = 0): the step as given */
 } spec;
 
 /* ---- measurements -------------------------------------------------------------------------- */
@@ -235,8 +237,11 @@ static double bottom_of(const double *nd, double dy, int nn, double bulk) {
     return NAN;
 }
 
+static void apply_method(pbf_world_def *d, const spec *sp);
+
 static pbf_world_def def_of(const spec *sp, int threads) {
     pbf_world_def d = pbf_default_world_def();
+    apply_method(&d, sp);
     float s = (float)(KO_L / sp->n);
     d.particle_radius = 0.5f * s;
     d.pbf.solver_iterations = sp->iterations;
@@ -484,7 +489,8 @@ static int load_result(const char *path, sim_result *r) {
 /* Estimated cost of a case (particle-iteration-steps), to start the longest first. */
 static double cost_of(const spec *sp) {
     double particles = 8.0 * sp->n * sp->n;
-    return particles * (sp->iterations + 1.5) * sp->frames * (double)sp->substeps;
+    return particles * (sp->iterations + 1.5) * sp->frames * (double)sp->substeps *
+           (sp->solver == PBF_SOLVER_PBF ? 1.0 : 8.0); /* the SPH solvers: ~8x PBF's 4 iterations */
 }
 
 typedef struct validate_options {
@@ -497,6 +503,7 @@ typedef struct validate_options {
     int threads;
     int plots;
     int quiet;
+    const char *solver;   /* --solver NAME|all: the per-method suite (validate_methods) */
     pbfapp_progress *bar; /* on a terminal: the cases done, in units of cost_of */
 } validate_options;
 
@@ -1344,6 +1351,8 @@ static int write_figures(const char *dir, figure_list *fl, int ref_n, double ref
 
 /* ---- scenes for `pbf run` ------------------------------------------------------------------ */
 
+static const char *method_name(int solver);
+
 static int write_scenes(const char *dir, const spec *specs, int count) {
     char path[4400];
     for (int i = 0; i < count; ++i) {
@@ -1352,13 +1361,17 @@ static int write_scenes(const char *dir, const spec *specs, int count) {
         memset(&sc, 0, sizeof sc);
         char name[64], desc[256];
         snprintf(name, sizeof name, "%s", sp->name);
-        snprintf(desc, sizeof desc,
-                 "pbf validate case %s: %s, %d particles across L = 0.146 m, %d iterations%s",
+        char how[64];
+        snprintf(how, sizeof how, "%d iterations", sp->iterations);
+        if (sp->solver != PBF_SOLVER_PBF)
+            snprintf(how, sizeof how, "solver %s%s", method_name(sp->solver),
+                     sp->cfl_off ? " without CFL substeps" : "");
+        snprintf(desc, sizeof desc, "pbf validate case %s: %s, %d particles across L = 0.146 m, %s%s",
                  sp->name,
                  sp->kind == CASE_HYDRO ? "hydrostatic column"
                  : sp->kind == CASE_DAM ? "Koshizuka & Oka dam break"
                                         : "dam break, stability envelope",
-                 sp->n, sp->iterations, sp->vort_off ? ", vorticity confinement off" : "");
+                 sp->n, how, sp->vort_off ? ", vorticity confinement off" : "");
         sc.name = name;
         sc.description = desc;
         sc.def = def_of(sp, 0);
@@ -1435,6 +1448,11 @@ void pbfapp_validate_print_help(FILE *f) {
             "  --cache DIR   keep every case's measurements in DIR and reuse those of the same\n"
             "                case on the next run (for editing the report; delete DIR after a\n"
             "                change to the library)\n"
+            "  --solver NAME the per-method suite instead, for one pressure solver (pbf, wcsph,\n"
+            "                pcisph, iisph, dfsph) or all: hydrostatic column, dam break,\n"
+            "                energy, column release, wall time, stability envelope over time\n"
+            "                steps; one table per method in DIR.md (default DIR:\n"
+            "                docs/validation_solvers); --fast: n = 18, no envelope (CI)\n"
             "  -q, --quiet   no progress lines, no progress bar (drawn only on a terminal)\n"
             "  -h, --help    this help\n"
             "\n"
@@ -1462,6 +1480,7 @@ static int write_report(const validate_options *o, const char *report, const run
                         const figure_list *fl, int argc, char **argv, double wall);
 static int write_checks_json(const char *dir, const validate_options *o, const run_set *rs);
 static int evaluate_checks(const run_set *rs, int print, FILE *f);
+static int validate_methods(validate_options *o, int argc, char **argv);
 
 int pbfapp_validate_command(int argc, char **argv) {
     validate_options o;
@@ -1471,6 +1490,7 @@ int pbfapp_validate_command(int argc, char **argv) {
     o.threads = -1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     o.jobs = ncpu > 0 ? (int)(ncpu > 64 ? 64 : ncpu) : 1;
+    int out_given = 0;
     for (int i = 0; i < argc; ++i) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
@@ -1484,7 +1504,7 @@ int pbfapp_validate_command(int argc, char **argv) {
             o.quiet = 1;
         } else if ((strcmp(a, "--out") == 0 || strcmp(a, "--report") == 0 ||
                     strcmp(a, "--cache") == 0 || strcmp(a, "--jobs") == 0 ||
-                    strcmp(a, "--threads") == 0)) {
+                    strcmp(a, "--threads") == 0 || strcmp(a, "--solver") == 0)) {
             if (i + 1 >= argc || !argv[i + 1][0]) {
                 fprintf(stderr, "pbf validate: %s needs a value (see `pbf validate --help`)\n", a);
                 return EXIT_USAGE;
@@ -1492,6 +1512,9 @@ int pbfapp_validate_command(int argc, char **argv) {
             const char *v = argv[++i];
             if (strcmp(a, "--out") == 0) {
                 o.out = v;
+                out_given = 1;
+            } else if (strcmp(a, "--solver") == 0) {
+                o.solver = v;
             } else if (strcmp(a, "--report") == 0) {
                 o.report = v;
             } else if (strcmp(a, "--cache") == 0) {
@@ -1507,6 +1530,10 @@ int pbfapp_validate_command(int argc, char **argv) {
         }
     }
     if (o.threads < 0) o.threads = o.jobs > 1 ? 1 : 0;
+    if (o.solver) {
+        if (!out_given) o.out = "docs/validation_solvers";
+        return validate_methods(&o, argc, argv);
+    }
 
     /* the folder and the report path: DIR.md beside DIR */
     char out[4096], report[4200], work[4200], scenes[4200];
@@ -2581,4 +2608,497 @@ static int write_report(const validate_options *o, const char *report, const run
         return 0;
     }
     return 1;
+}
+
+/* ==== per method: `pbf validate --solver NAME|all` ============================================ */
+/*
+ * The suite again, for each pressure solver: the hydrostatic column (settled density error, the
+ * hydrostatic load against rho0 g d along the depth), the dam break with vorticity confinement
+ * off (front against the experiment, energy, column release, wall time per simulated second)
+ * and, without --fast, the stability envelope over time steps at n = 18 (frames of 1/60 s split
+ * into 1, 2, 4, 8 steps, with the SPH solvers' CFL substeps off where they can be: the step as
+ * given). PBF's iteration sweep has no counterpart: the SPH solvers stop at their tolerance,
+ * which keeps its default. The PBF suite above (no --solver) is unchanged.
+ */
+
+#define METHOD_COUNT 5
+static const int METHOD_ORDER[METHOD_COUNT] = {PBF_SOLVER_PBF, PBF_SOLVER_WCSPH, PBF_SOLVER_PCISPH,
+                                               PBF_SOLVER_IISPH, PBF_SOLVER_DFSPH};
+#define METHOD_TOL_FACTOR 5.0 /* CI: settled average density error <= 5 x the solve's tolerance */
+#define METHOD_PBF_BOUND 1.0  /* CI, PBF (fixed iterations, no tolerance): the PBF suite's bound */
+#define METHOD_MAX_SPECS (METHOD_COUNT * 8)
+
+static const char *method_name(int solver) {
+    size_t n = 0;
+    const pbf_solver_info *s = pbf_solvers(&n);
+    for (size_t i = 0; i < n; ++i)
+        if ((int)s[i].kind == solver) return s[i].name;
+    return "?";
+}
+
+static const char *method_title(int solver) {
+    size_t n = 0;
+    const pbf_solver_info *s = pbf_solvers(&n);
+    for (size_t i = 0; i < n; ++i)
+        if ((int)s[i].kind == solver) return s[i].title;
+    return "?";
+}
+
+/* The spec's solver into a world definition; CFL substeps off where the solver allows it. */
+static void apply_method(pbf_world_def *d, const spec *sp) {
+    d->solver = (pbf_solver_kind)sp->solver;
+    if (!sp->cfl_off) return;
+    if (sp->solver == PBF_SOLVER_DFSPH) d->dfsph.cfl = 0.0f;
+    if (sp->solver == PBF_SOLVER_PCISPH) d->pcisph.cfl = 0.0f;
+    if (sp->solver == PBF_SOLVER_IISPH) d->iisph.cfl = 0.0f;
+}
+
+/* The density tolerance of the solver's solve (%), NAN for PBF (fixed iterations) and WCSPH. */
+static double method_tolerance(int solver) {
+    pbf_world_def d = pbf_default_world_def();
+    switch (solver) {
+    case PBF_SOLVER_DFSPH: return d.dfsph.tolerance;
+    case PBF_SOLVER_PCISPH: return d.pcisph.tolerance;
+    case PBF_SOLVER_IISPH: return d.iisph.tolerance;
+    default: return NAN;
+    }
+}
+
+/* The CI bound on the settled average density error of the column (%): METHOD_TOL_FACTOR x the
+ * tolerance for a solve stopped at one; WCSPH: twice the mean compression the Tait equation
+ * predicts for the column, rho0 g H0 / (2 B gamma) (linearised, H0 = 2 L); PBF: its suite's. */
+static double method_density_bound(int solver) {
+    pbf_world_def d = pbf_default_world_def();
+    if (solver == PBF_SOLVER_WCSPH)
+        return 2.0 * 100.0 * d.rest_density * GRAVITY * (2.0 * KO_L) /
+               (2.0 * d.wcsph.stiffness * d.wcsph.exponent);
+    if (solver == PBF_SOLVER_PBF) return METHOD_PBF_BOUND;
+    return METHOD_TOL_FACTOR * method_tolerance(solver);
+}
+
+static int make_method_specs(spec *v, const int *solvers, int ns, int fast) {
+    int c = 0;
+    for (int k = 0; k < ns; ++k) {
+        const char *mn = method_name(solvers[k]);
+        for (int r = 0; r < (fast ? 1 : 2); ++r) {
+            int n = RES[r];
+            add_spec(v, &c, CASE_HYDRO, n, 4, 0, 0, HYDRO_T_END, n == N_COARSE);
+            snprintf(v[c - 1].name, sizeof v[c - 1].name, "%s_hydro_n%d", mn, n);
+            v[c - 1].solver = solvers[k];
+            add_spec(v, &c, CASE_DAM, n, 4, 1, 0, LONG_T_END, n == N_COARSE);
+            snprintf(v[c - 1].name, sizeof v[c - 1].name, "%s_dam_n%d_vort0", mn, n);
+            v[c - 1].solver = solvers[k];
+            if (fast || n != N_COARSE) continue;
+            for (int a = 0; a < 4; ++a) {
+                add_spec(v, &c, CASE_STAB, n, 4, 0, SUBSTEPS[a], LONG_T_END, 0);
+                snprintf(v[c - 1].name, sizeof v[c - 1].name, "%s_stab_n%d_s%d", mn, n,
+                         SUBSTEPS[a]);
+                v[c - 1].solver = solvers[k];
+                v[c - 1].cfl_off = 1;
+            }
+        }
+    }
+    return c;
+}
+
+static const sim_result *get_method(const run_set *rs, int solver, const char *fmt, int a, int b) {
+    char name[64], full[80];
+    snprintf(name, sizeof name, fmt, a, b);
+    snprintf(full, sizeof full, "%s_%s", method_name(solver), name);
+    int i = find_spec(rs->specs, rs->count, full);
+    if (i < 0 || !rs->res[i].h.ok) return NULL;
+    return &rs->res[i];
+}
+
+/* The hydrostatic load along the depth of the settled column: at the centre y_b of each layer
+ * of the final density profile, p_b = g m (particles above + half the layer's) / area, against
+ * rho0 g d_b with d_b = surface - y_b (the settled surface); the least-squares slope over the
+ * layers at least one spacing from the surface and the floor. Equilibrium needs dp/dd = rho g,
+ * so the slope is the column's mean density over rho0 along the depth (1: at rest density). */
+static double load_slope(const sim_result *r, double surface) {
+    const double s = KO_L / r->h.sp.n, area = KO_L * DEPTH_LAYERS * s;
+    const double rho0 = pbf_default_world_def().rest_density;
+    double above = 0.0, sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0;
+    int cnt = 0;
+    for (int b = r->h.nbins - 1; b >= 0; --b) {
+        double y = r->bins[3 * b], w = r->bins[3 * b + 2];
+        double p = GRAVITY * r->h.mass * (above + 0.5 * w) / area, d = surface - y;
+        above += w;
+        if (d < s || y < s) continue;
+        double x = rho0 * GRAVITY * d;
+        sx += x;
+        sy += p;
+        sxx += x * x;
+        sxy += x * p;
+        ++cnt;
+    }
+    double den = cnt * sxx - sx * sx;
+    return cnt >= 3 && den > 0 ? (cnt * sxy - sx * sy) / den : NAN;
+}
+
+typedef struct method_sum {
+    double set_avg, set_max;  /* hydrostatic, settled, % */
+    double slope;             /* load_slope */
+    double front_err;         /* largest front error vs the experiment (best shift), % */
+    double energy_inc;        /* largest increase of E between frames for t >= STARTUP_T, % E0 */
+    double energy_gain;       /* largest E(t) - E(0) over the run, % E0 (<= 0: never gained) */
+    double rise;              /* column release: largest rise of the top at the wall, r */
+    double wall_per_s;        /* dam break: wall s per simulated s (one thread) */
+    int particles;            /* dam break */
+    double max_stable_dt;     /* the envelope's largest stable step, s (NAN: not run) */
+    int stab_runs, stab_ok;   /* envelope runs made, stable */
+} method_sum;
+
+static method_sum method_summary(const run_set *rs, int solver, int n) {
+    method_sum m;
+    memset(&m, 0, sizeof m);
+    m.set_avg = m.set_max = m.slope = m.front_err = m.energy_inc = m.rise = m.wall_per_s = NAN;
+    m.energy_gain = NAN;
+    m.max_stable_dt = NAN;
+    const sim_result *h = get_method(rs, solver, "hydro_n%d", n, 0);
+    if (h) {
+        hydro_sum hs = hydro_summary(h);
+        m.set_avg = hs.set_avg;
+        m.set_max = hs.set_max;
+        m.slope = load_slope(h, hs.surface);
+    }
+    const sim_result *d = get_method(rs, solver, "dam_n%d_vort0", n, 0);
+    if (d && d->h.nrec > 1) {
+        double e, t, fin, at;
+        best_shift(d, SHIFT_MAX, &e);
+        m.front_err = e;
+        energy_summary(d, STARTUP_T, &m.energy_inc, &t, &fin);
+        double e0 = d->rec[0].ekin + d->rec[0].epot;
+        m.energy_gain = -INFINITY;
+        for (int k = 1; k < d->h.nrec; ++k) {
+            double g = 100.0 * (d->rec[k].ekin + d->rec[k].epot - e0) / e0;
+            if (g > m.energy_gain) m.energy_gain = g;
+        }
+        m.rise = top_rise(d, &at, NULL);
+        m.wall_per_s = d->h.wall_s / d->rec[d->h.nrec - 1].t;
+        m.particles = d->h.particles;
+    }
+    for (int a = 0; a < 4; ++a) {
+        const sim_result *s = get_method(rs, solver, "stab_n%d_s%d", n, SUBSTEPS[a]);
+        if (!s) continue;
+        ++m.stab_runs;
+        if (s->h.fail) continue;
+        ++m.stab_ok;
+        double dt = 1.0 / (STAB_FPS * SUBSTEPS[a]);
+        if (!(m.max_stable_dt >= dt)) m.max_stable_dt = dt;
+    }
+    return m;
+}
+
+/* The checks of CI, per method, on the n = 18 runs. */
+typedef struct method_check {
+    const char *what;
+    const char *unit;
+    double value, target, bound; /* bound: the CI tolerance (the target, or looser: note) */
+    const char *note;
+} method_check;
+
+/* PCISPH gains energy in the dam break: E rises from 0.991 E(0) at t = 0.19 s to 1.0009 E(0) at
+ * t = 0.31 s while the surge runs along the floor (n = 18, measured); its CI tolerance is looser
+ * than the target so that CI catches a worse gain, and the report calls the target missed. */
+#define PCISPH_ENERGY_CI 0.2
+
+static int method_checks(const method_sum *m, int solver, method_check *c) {
+    c[0] = (method_check){"no energy gain: E = kinetic + potential never above E(0) (largest "
+                          "E(t) - E(0), dam break, vorticity 0)",
+                          "%", m->energy_gain, ENERGY_NOISE, ENERGY_NOISE, NULL};
+    if (solver == PBF_SOLVER_PCISPH) {
+        c[0].bound = PCISPH_ENERGY_CI;
+        c[0].note = "missed: PCISPH gains about 1 % of E(0) while the surge runs along the floor "
+                    "(E from 0.991 E(0) at t = 0.19 s to 1.0009 E(0) at 0.31 s, n = 18)";
+    }
+    c[1] = (method_check){"column release: the top at the back wall rises at most half a radius",
+                          "r", m->rise, RISE_TOL, RISE_TOL, NULL};
+    c[2] = (method_check){"hydrostatic, settled: average density error within the method's bound",
+                          "%", m->set_avg, method_density_bound(solver),
+                          method_density_bound(solver), NULL};
+    return 3;
+}
+
+static int method_failures(const run_set *rs, const int *solvers, int ns, int print, FILE *f) {
+    int failed = 0;
+    for (int k = 0; k < ns; ++k) {
+        method_sum m = method_summary(rs, solvers[k], N_COARSE);
+        method_check c[3];
+        int nc = method_checks(&m, solvers[k], c);
+        for (int i = 0; i < nc; ++i) {
+            int ok = within(c[i].value, c[i].bound, 0), met = within(c[i].value, c[i].target, 0);
+            failed += !ok;
+            if (print || !ok)
+                fprintf(f, "pbf validate: %-6s %-7s %s: n = %d: %.3g %s (target ≤ %.3g %s)%s\n",
+                        method_name(solvers[k]), met ? "met" : "missed", c[i].what, N_COARSE,
+                        c[i].value, c[i].unit, c[i].target, c[i].unit,
+                        !ok  ? "; outside the CI tolerance: FAIL"
+                        : met ? ""
+                              : "; within the looser CI tolerance");
+        }
+    }
+    return failed;
+}
+
+static void method_cell(FILE *f, double v, const char *fmt) {
+    if (isfinite(v))
+        fprintf(f, fmt, v);
+    else
+        fprintf(f, " — |");
+}
+
+static int write_method_report(const validate_options *o, const char *report, const run_set *rs,
+                               const int *solvers, int ns, int argc, char **argv, double wall) {
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp", report);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "pbf validate: %s: cannot create: %s\n", tmp, strerror(errno));
+        return 0;
+    }
+    char cmd[1024] = "pbf validate", build[128], dur[32];
+    for (int i = 0; i < argc; ++i) {
+        size_t used = strlen(cmd);
+        snprintf(cmd + used, sizeof cmd - used, " %s", argv[i]);
+    }
+    pbfapp_format_duration(dur, sizeof dur, wall);
+    describe_build(build, sizeof build);
+    const int nres = o->fast ? 1 : 2;
+    pbf_world_def dd = pbf_default_world_def();
+    fprintf(f, "# Fidelity of pbf's pressure solvers, method by method\n\n");
+    fprintf(f,
+            "Generated by `%s` (pbf %s built from %s; %s) in %s of wall time, %d simulations, "
+            "%d at once with %d thread%s each. Do not edit by hand: rerun the command. The "
+            "Position Based Fluids suite (iteration sweeps, figures) is "
+            "[docs/validation.md](validation.md); this report runs its cases for every "
+            "method.\n\n",
+            cmd, PBF_VERSION_STRING, build, o->fast ? "--fast: n = 18, no envelope" : "full run",
+            dur, rs->count, o->jobs, o->threads, o->threads == 1 ? "" : "s");
+    if (PBF_GIT_DIRTY == 1)
+        fprintf(f, "**Built from a tree with uncommitted changes** (commit %s).\n\n",
+                PBF_GIT_COMMIT);
+    if (o->cached > 0)
+        fprintf(f,
+                "**%d of these %d results were reused from the cache of an earlier run** "
+                "(`--cache %s`), so the wall time above does not include them.\n\n",
+                o->cached, rs->count, o->cache);
+    fprintf(f,
+            "Cases (quasi-2D slabs, %d particle spacings deep; n particles across L = 0.146 m; "
+            "frames of 1/240 s split into n / 9 steps; every parameter at its default unless "
+            "named; `%s/scenes/NAME.json` reproduces each with `pbf run`):\n\n"
+            "- **hydrostatic column** (1 s): settled (last quarter) average and largest density "
+            "error; the hydrostatic load along the depth, p(d) = g × (mass above) / area at each "
+            "layer of the final state against ρ0 g d below the settled surface: the least-squares "
+            "slope, 1 for a column at rest density (equilibrium needs dp/dd = ρ g, so the slope is "
+            "the column's mean density over ρ0; pbf's API exposes no pressure field, and in a "
+            "column at rest the pressure gradient that moves the particles must balance this "
+            "load);\n"
+            "- **dam break** of Koshizuka & Oka (1996), vorticity confinement off, 1 s: the "
+            "largest front error against the experiment for T ≤ 3 (one time shift of at most "
+            "0.2 in T), the energy E = kinetic + potential: its largest value above E(0) (no "
+            "gain: ≤ %.2g %% of E(0)) and its largest increase between two frames after "
+            "t = %.2g s (the PBF suite's target ≤ %.2g %%, its noise level), the largest rise of the top of the "
+            "liquid at the back wall after the release for T ≤ %.0f (particle radii; a released "
+            "column falls), and the wall time per simulated second (one thread);\n"
+            "- **stability envelope** (n = 18, full run only): frames of 1/60 s split into 1, 2, "
+            "4, 8 steps, 1 s; stable = no non-finite value, no escape, average density error "
+            "below %.0f %%. The SPH solvers' CFL substeps are off (`dfsph_cfl`, `pcisph_cfl`, "
+            "`iisph_cfl` = 0: the step as given); WCSPH's cannot be (its substeps follow the "
+            "sound speed), so its envelope shows the outer step only.\n\n",
+            DEPTH_LAYERS, o->out, ENERGY_NOISE, STARTUP_T, ENERGY_NOISE, RELEASE_T, STAB_DENSITY);
+    fprintf(f,
+            "Solver settings (defaults): PBF %d iterations; WCSPH B = %.0f Pa, γ = %.0f, CFL "
+            "%.2g; PCISPH, IISPH, DFSPH tolerance %.2g %% (DFSPH's divergence %.2g %%), their "
+            "CFL %.2g (substeps of at most cfl × 2r / v_max).\n\n",
+            dd.pbf.solver_iterations, dd.wcsph.stiffness, dd.wcsph.exponent, dd.wcsph.cfl,
+            dd.pcisph.tolerance, dd.dfsph.divergence_tolerance, dd.dfsph.cfl);
+    /* the overview */
+    fprintf(f, "## Overview (n = %d)\n\n", N_COARSE);
+    fprintf(f, "| method | settled density error avg / max | load slope | front error | energy "
+               "gain E(t) - E(0) | largest increase between frames | release rise | wall s per "
+               "simulated s | largest stable step |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|\n");
+    for (int k = 0; k < ns; ++k) {
+        method_sum m = method_summary(rs, solvers[k], N_COARSE);
+        fprintf(f, "| `%s` |", method_name(solvers[k]));
+        if (isfinite(m.set_avg))
+            fprintf(f, " %.3f %% / %.2f %% |", m.set_avg, m.set_max);
+        else
+            fprintf(f, " — |");
+        method_cell(f, m.slope, " %.4f |");
+        method_cell(f, m.front_err, " %.1f %% |");
+        method_cell(f, m.energy_gain, " %.3f %% |");
+        method_cell(f, m.energy_inc, " %.4f %% |");
+        method_cell(f, m.rise, " %.2f r |");
+        method_cell(f, m.wall_per_s, " %.1f |");
+        if (isfinite(m.max_stable_dt))
+            fprintf(f, " 1/%.0f s |\n", 1.0 / m.max_stable_dt);
+        else
+            fprintf(f, " %s |\n", m.stab_runs ? "none" : "—");
+    }
+    fprintf(f, "\n");
+    /* one table per method */
+    for (int k = 0; k < ns; ++k) {
+        int sv = solvers[k];
+        fprintf(f, "## `%s`: %s\n\n", method_name(sv), method_title(sv));
+        fprintf(f, "| measurement | n = 18 |%s CI bound (n = 18) |\n", nres > 1 ? " n = 36 |" : "");
+        fprintf(f, "|---|---|%s---|\n", nres > 1 ? "---|" : "");
+        method_sum m[2];
+        for (int r = 0; r < nres; ++r) m[r] = method_summary(rs, sv, RES[r]);
+        method_check c[3];
+        method_checks(&m[0], sv, c);
+        struct {
+            const char *what, *fmt;
+            double v[2];
+            const char *bound;
+            double bv;
+        } rows[] = {
+            {"hydrostatic, settled: average density error (%)", " %.3f |",
+             {m[0].set_avg, m[1].set_avg}, "≤ %.3g %%", c[2].bound},
+            {"hydrostatic, settled: largest density error (%)", " %.2f |",
+             {m[0].set_max, m[1].set_max}, NULL, 0},
+            {"hydrostatic load against ρ0 g d: slope", " %.4f |", {m[0].slope, m[1].slope},
+             NULL, 0},
+            {"dam break: front error against the experiment, T ≤ 3 (%)", " %.1f |",
+             {m[0].front_err, m[1].front_err}, NULL, 0},
+            {"dam break: no energy gain, largest E(t) - E(0) (% of E(0))", " %.4f |",
+             {m[0].energy_gain, m[1].energy_gain}, "≤ %.2g %%", c[0].bound},
+            {"dam break: largest energy increase between two frames, t ≥ 0.05 s (% of E(0); "
+             "the PBF suite's target ≤ 0.01 %, not checked by CI here)",
+             " %.4f |", {m[0].energy_inc, m[1].energy_inc}, NULL, 0},
+            {"column release: largest rise of the top at the wall, T ≤ 2 (r)", " %.2f |",
+             {m[0].rise, m[1].rise}, "≤ %.2g r", RISE_TOL},
+            {"wall time per simulated second, dam break, one thread (s)", " %.1f |",
+             {m[0].wall_per_s, m[1].wall_per_s}, NULL, 0},
+        };
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; ++i) {
+            fprintf(f, "| %s |", rows[i].what);
+            for (int r = 0; r < nres; ++r) method_cell(f, rows[i].v[r], rows[i].fmt);
+            if (rows[i].bound) {
+                char b[64];
+                snprintf(b, sizeof b, rows[i].bound, rows[i].bv);
+                int ok = within(rows[i].v[0], rows[i].bv, 0);
+                fprintf(f, " %s %s%s |\n", b, ok ? "✅" : "❌",
+                        rows[i].bv == c[0].bound && c[0].note && i == 4 ? " (looser than the target: "
+                                                                          "see below)"
+                                                                        : "");
+            } else
+                fprintf(f, " — |\n");
+        }
+        fprintf(f, "| largest stable step of the envelope (n = 18) |");
+        if (isfinite(m[0].max_stable_dt))
+            fprintf(f, " 1/%.0f s (%d of %d steps stable) |", 1.0 / m[0].max_stable_dt,
+                    m[0].stab_ok, m[0].stab_runs);
+        else
+            fprintf(f, " %s |", m[0].stab_runs ? "none stable" : "not run (--fast)");
+        fprintf(f, "%s — |\n\n", nres > 1 ? " — |" : "");
+        fprintf(f, "Dam break: %d particles at n = 18%s.", m[0].particles,
+                nres > 1 ? "" : " (--fast: n = 18 only)");
+        if (sv == PBF_SOLVER_WCSPH)
+            fprintf(f, " Density bound: twice the mean compression the Tait equation predicts "
+                       "for the column, ρ0 g H0 / (2 B γ) with H0 = 2 L.");
+        else if (sv == PBF_SOLVER_PBF)
+            fprintf(f, " Density bound: the PBF suite's CI bound (fixed iterations, no "
+                       "tolerance).");
+        else
+            fprintf(f, " Density bound: %.0f × the solve's tolerance (%.2g %%).", METHOD_TOL_FACTOR,
+                    method_tolerance(sv));
+        for (int i = 0; i < 3; ++i)
+            if (c[i].note)
+                fprintf(f, " CI tolerance of \"%s\": %.2g %s, looser than the target %.2g %s: %s.",
+                        c[i].what, c[i].bound, c[i].unit, c[i].target, c[i].unit, c[i].note);
+        fprintf(f, "\n\n");
+    }
+    fprintf(f, "## What CI checks\n\n`ctest -L validation` runs `pbf validate --solver all "
+               "--fast` and fails (exit 4) when, for any method at n = 18, the energy E(t) "
+               "exceeds E(0) by more than %.2g %% of E(0), the released "
+               "column's top rises by more than %.2g r, or the settled average density error "
+               "exceeds the method's bound above.\n",
+            ENERGY_NOISE, RISE_TOL);
+    pbf_error err;
+    if (pbfapp_commit_file(f, tmp, report, &err) != PBF_OK) {
+        fprintf(stderr, "pbf validate: %s\n", err.message);
+        return 0;
+    }
+    return 1;
+}
+
+static int validate_methods(validate_options *o, int argc, char **argv) {
+    int solvers[METHOD_COUNT], ns = 0;
+    if (strcmp(o->solver, "all") == 0) {
+        for (int k = 0; k < METHOD_COUNT; ++k) solvers[ns++] = METHOD_ORDER[k];
+    } else {
+        for (int k = 0; k < METHOD_COUNT; ++k)
+            if (strcmp(o->solver, method_name(METHOD_ORDER[k])) == 0) solvers[ns++] = METHOD_ORDER[k];
+        if (ns == 0) {
+            fprintf(stderr,
+                    "pbf validate: --solver: \"%s\" is not a solver (pbf, wcsph, pcisph, iisph, "
+                    "dfsph or all)\n",
+                    o->solver);
+            return EXIT_USAGE;
+        }
+    }
+    char out[4096], report[4200], work[4200], scenes[4200];
+    size_t n = strlen(o->out);
+    if (n >= sizeof out - 16) {
+        fprintf(stderr, "pbf validate: --out: path too long\n");
+        return EXIT_USAGE;
+    }
+    memcpy(out, o->out, n + 1);
+    while (n > 1 && out[n - 1] == '/') out[--n] = '\0';
+    if (o->report)
+        snprintf(report, sizeof report, "%s", o->report);
+    else
+        snprintf(report, sizeof report, "%s.md", out);
+    snprintf(work, sizeof work, "%s/.work", out);
+    snprintf(scenes, sizeof scenes, "%s/scenes", out);
+    if (!mkdir_p(out) || !mkdir_p(scenes) || !mkdir_p(work) || (o->cache && !mkdir_p(o->cache)))
+        return EXIT_RUNTIME;
+    spec *specs = calloc(METHOD_MAX_SPECS, sizeof *specs);
+    sim_result *res = calloc(METHOD_MAX_SPECS, sizeof *res);
+    if (!specs || !res) {
+        free(specs);
+        free(res);
+        fputs("pbf validate: out of memory\n", stderr);
+        return EXIT_RUNTIME;
+    }
+    int count = make_method_specs(specs, solvers, ns, o->fast);
+    double t0 = pbfapp_now();
+    if (!o->quiet)
+        fprintf(stderr,
+                "pbf validate: --solver %s: %d simulations (%s), %d at once, %d thread%s each; "
+                "report %s\n",
+                o->solver, count, o->fast ? "--fast: n = 18, no envelope" : "n = 18, 36", o->jobs,
+                o->threads, o->threads == 1 ? "" : "s", report);
+    int rc = 0;
+    run_set rs = {specs, res, count};
+    if (!write_scenes(scenes, specs, count) || run_all(o, work, specs, count, res) != 0)
+        rc = EXIT_RUNTIME;
+    rmdir(work);
+    for (int i = 0; i < count && rc == 0; ++i)
+        if (!res[i].h.ok) {
+            fprintf(stderr, "pbf validate: %s\n", res[i].h.message);
+            rc = EXIT_RUNTIME;
+        }
+    if (rc == 0 && !write_data(out, &rs)) rc = EXIT_RUNTIME;
+    if (rc == 0) {
+        if (!write_method_report(o, report, &rs, solvers, ns, argc, argv, pbfapp_now() - t0))
+            rc = EXIT_RUNTIME;
+        else if (method_failures(&rs, solvers, ns, !o->quiet, stderr) != 0)
+            rc = EXIT_FAILED_CHECK;
+    }
+    if (!o->quiet) {
+        char d[32];
+        pbfapp_format_duration(d, sizeof d, pbfapp_now() - t0);
+        fprintf(stderr, "pbf validate: %s in %s; report %s\n",
+                rc == 0                   ? "done"
+                : rc == EXIT_FAILED_CHECK ? "CHECKS FAILED"
+                                          : "failed",
+                d, report);
+    }
+    for (int i = 0; i < count; ++i) sim_free(&res[i]);
+    free(specs);
+    free(res);
+    return rc;
 }

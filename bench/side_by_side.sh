@@ -7,12 +7,25 @@
 #
 #   bash bench/side_by_side.sh [--cases small,medium] [--steps N] [--warmup N] [--threads N]
 #                              [--build DIR] [--peer-dir DIR] [--targets]
+#                              [--methods pbf,wcsph,pcisph,iisph,dfsph] [--tolerance PCT]
 #
 # --targets also runs pbf alone at 1 thread (the speed-up from 1 to N threads), at 1,000,000
 # particles (1 and N threads: time per step, speed-up, resident bytes per particle) and one step
 # at 10,000,000 particles, and prints the performance targets (>= 5x the peer at 59k particles,
 # <= 0.5 s per step at 1M, >= 1.9x from 1 to 2 threads at 59k and 1M, <= 128 bytes per
 # particle at 1M, 10M runs), each with its figure and met / NOT met.
+#
+# --methods LIST runs, instead, each pressure solver on both programs on the case (default
+# medium): SPlisHSPlasH's `simulationMethod` (0 WCSPH, 1 PCISPH, 2 PBF, 3 IISPH, 4 DFSPH) against
+# pbf's `solver`, at the same fixed time step (0.005 s; WCSPH 0.0005 s, which both need to stay
+# stable: the Tait sound speed is 18.7 m/s), the same simulated time (warm-up and measured steps
+# scaled by 0.005 s / dt), the same density error tolerance (--tolerance, default 0.1 %:
+# SPlisHSPlasH's maxError and maxErrorV; pbf's *_tolerance), the same minimum and maximum
+# iterations (PCISPH 3, IISPH and DFSPH 2, divergence 1; at most 100), CFL substepping off on
+# both sides (WCSPH: pbf's wcsph_cfl 0.4 needs no substep at that dt), PBF with 4 fixed
+# iterations, WCSPH with stiffness 50000 Pa and exponent 7. Prints per method both times per step
+# and per simulated second, iterations, density errors and the speed ratio, and writes
+# bench/results/side_by_side_methods_<date>_<host>.json.
 #
 # The peer is pysplishsplash (PyPI) in a virtual environment bench/.venv, created on first use
 # (never installed globally; pip needs PyPI). Its ms/step is the mean wall-clock interval between
@@ -31,9 +44,11 @@ threads=2
 build="build"
 peer_dir="${root}/../shared/peers/splishsplash"
 targets=0
+methods=""
+tolerance="0.1"
 splash_version="${PBF_SPLASH_VERSION:-2.19.0}"
 
-usage() { sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --cases) cases="$2"; shift 2 ;;
@@ -43,10 +58,14 @@ while [[ $# -gt 0 ]]; do
         --build) build="$2"; shift 2 ;;
         --peer-dir) peer_dir="$2"; shift 2 ;;
         --targets) targets=1; shift ;;
+        --methods) methods="$2"; shift 2 ;;
+        --tolerance) tolerance="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "side_by_side.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     esac
 done
+if [[ -n "${methods}" && "${cases}" == "small,medium" ]]; then cases="medium"; fi
+[[ "${tolerance}" =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "side_by_side.sh: --tolerance: a number (%)" >&2; exit 2; }
 for v in "${steps}" "${warmup}" "${threads}"; do
     [[ "${v}" =~ ^[0-9]+$ && "${v}" -ge 1 ]] || { echo "side_by_side.sh: expected whole numbers >= 1" >&2; exit 2; }
 done
@@ -95,6 +114,66 @@ trap 'rm -rf "${work}"' EXIT
 cp "${peer_dir}"/*.json "${peer_dir}"/UnitBox.obj "${work}/"
 mkdir -p "${venv}/splash-cache"
 ln -s "${venv}/splash-cache" "${work}/Cache" # the peer caches volume maps in SCENE_DIR/Cache
+
+# ---- --methods: each pressure solver on both programs -----------------------------------------
+if [[ -n "${methods}" ]]; then
+    [[ "${cases}" != *,* ]] || { echo "side_by_side.sh: --methods takes one case (--cases small or medium)" >&2; exit 2; }
+    case "${cases}" in
+        small) scene="dam_break_pbf_fixed4_r025.json" ;;
+        medium) scene="dam_break_pbf_fixed4_r0125.json" ;;
+        *) echo "side_by_side.sh: case ${cases}: SPlisHSPlasH has scenes for small and medium only" >&2; exit 2 ;;
+    esac
+    pair_args=()
+    IFS=',' read -r -a method_list <<<"${methods}"
+    for m in "${method_list[@]}"; do
+        tol="${tolerance}"
+        dt="0.005"
+        peer_p=()
+        pbf_p=()
+        case "${m}" in
+            pbf) peer_p=(--param minIterations=4 --param maxIterations=4)
+                 pbf_p=(--iterations 4) ;;
+            wcsph) dt="0.0005"
+                   peer_p=(--param stiffness=50000 --param exponent=7)
+                   pbf_p=(--set wcsph_stiffness=50000 --set wcsph_exponent=7) ;;
+            pcisph) peer_p=(--param "maxError=${tol}" --param minIterations=3 --param maxIterations=100)
+                    pbf_p=(--set "pcisph_tolerance=${tol}" --set pcisph_min_iterations=3
+                           --set pcisph_max_iterations=100 --set pcisph_cfl=0) ;;
+            iisph) peer_p=(--param "maxError=${tol}" --param minIterations=2 --param maxIterations=100)
+                   pbf_p=(--set "iisph_tolerance=${tol}" --set iisph_min_iterations=2
+                          --set iisph_max_iterations=100 --set iisph_cfl=0) ;;
+            dfsph) peer_p=(--param "maxError=${tol}" --param minIterations=2 --param maxIterations=100
+                           --param "maxErrorV=${tol}" --param maxIterationsV=100
+                           --param enableDivergenceSolver=true)
+                   pbf_p=(--set "dfsph_tolerance=${tol}" --set dfsph_min_iterations=2
+                          --set dfsph_max_iterations=100 --set "dfsph_divergence_tolerance=${tol}"
+                          --set dfsph_divergence_min_iterations=1
+                          --set dfsph_divergence_max_iterations=100 --set dfsph_cfl=0) ;;
+            *) echo "side_by_side.sh: method ${m}: expected pbf, wcsph, pcisph, iisph or dfsph" >&2; exit 2 ;;
+        esac
+        # the same simulated time for every method: steps scaled by 0.005 s / dt
+        scale="$(awk -v dt="${dt}" 'BEGIN { printf "%d", 0.005 / dt + 0.5 }')"
+        m_steps=$((steps * scale))
+        m_warmup=$((warmup * scale))
+        echo "side_by_side: ${m}: SPlisHSPlasH, ${cases}, dt ${dt} s, OMP_NUM_THREADS=${threads}, ${m_warmup} + ${m_steps} steps ..."
+        env "${peer_env[@]}" OMP_NUM_THREADS="${threads}" "${py}" "${root}/bench/splash_timing.py" \
+            --scene "${work}/${scene}" --warmup "${m_warmup}" --steps "${m_steps}" \
+            --method "${m}" --dt "${dt}" "${peer_p[@]}" \
+            --json "${work}/peer_${m}.json" --out-dir "${work}/out_${m}" >"${work}/peer_${m}.log" 2>&1 \
+            || { tail -n 20 "${work}/peer_${m}.log" >&2; echo "side_by_side: SPlisHSPlasH (${m}) failed" >&2; exit 1; }
+        echo "side_by_side: ${m}: pbf bench --case ${cases} --set solver=${m} --dt ${dt} ${pbf_p[*]}"
+        "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
+            --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" --no-limits -q \
+            --json "${work}/pbf_${m}.json" >/dev/null
+        pair_args+=(--method "${m}=${work}/pbf_${m}.json,${work}/peer_${m}.json")
+    done
+    mkdir -p "${root}/bench/results"
+    host="$(hostname -s 2>/dev/null || uname -n)"
+    out="${root}/bench/results/side_by_side_methods_$(date -u +%Y%m%dT%H%M%SZ)_${host}.json"
+    "${py}" "${root}/bench/side_by_side_report.py" "${pair_args[@]}" --tolerance "${tolerance}" \
+        --out "${out}"
+    exit 0
+fi
 
 peer_args=()
 log_args=()

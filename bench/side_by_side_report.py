@@ -3,9 +3,11 @@
 and one JSON file. Called by bench/side_by_side.sh inside bench/.venv; standard library only.
 
 usage: side_by_side_report.py --pbf PBF.json --peer CASE=PEER.json [--peer ...] --out OUT.json
+       side_by_side_report.py --method NAME=PBF.json,PEER.json [--method ...] --out OUT.json
 """
 import argparse
 import json
+import os
 import sys
 
 
@@ -63,9 +65,104 @@ def check_targets(a, pbf, rows):
     return out
 
 
+def methods_report(a) -> int:
+    """--method NAME=PBF.json,PEER.json: one row per pressure solver, both programs."""
+    rows = []
+    machine = build = date = None
+    for item in a.method:
+        name, files = item.split("=", 1)
+        pbf_path, peer_path = files.split(",", 1)
+        pbf, peer = load(pbf_path), load(peer_path)
+        runs = [r for r in (pbf or {}).get("runs", []) if r.get("ok")]
+        if not runs or not peer:
+            print(f"side_by_side: {name}: no result (pbf {bool(runs)}, SPlisHSPlasH {bool(peer)})",
+                  file=sys.stderr)
+            continue
+        r = runs[-1]
+        machine, build, date = pbf.get("machine"), pbf.get("build"), pbf.get("date")
+        dt = pbf.get("settings", {}).get("dt") or peer["dt"]
+        rows.append({
+            "method": name,
+            "dt": peer["dt"],
+            "threads": r["threads"],
+            "particles_pbf": r["particles"],
+            "particles_peer": peer.get("particles"),
+            "steps": r["steps"],
+            "warmup_steps": r["warmup_steps"],
+            "simulated_time_s_pbf": r.get("simulated_time_s"),
+            "simulated_time_s_peer": peer.get("simulated_time_s"),
+            "pbf_ms_per_step_mean": r["ms_per_step_mean"],
+            "pbf_ms_per_step_median": r["ms_per_step_median"],
+            "peer_ms_per_step_mean": peer["ms_per_step_mean"],
+            "peer_ms_per_step_median": peer["ms_per_step_median"],
+            "pbf_s_per_simulated_s": r["ms_per_step_mean"] / 1000.0 / dt,
+            "peer_s_per_simulated_s": peer["ms_per_step_mean"] / 1000.0 / peer["dt"],
+            "ratio_pbf_over_peer": peer["ms_per_step_mean"] / r["ms_per_step_mean"]
+                                   * (dt / peer["dt"]) * (r["particles"] / peer["particles"]),
+            "pbf_substeps_per_step": r.get("substeps_per_step"),
+            "pbf_iterations_per_step": r.get("iterations_per_step"),
+            "pbf_divergence_iterations_per_step": r.get("divergence_iterations_per_step"),
+            "peer_iterations_per_step": peer.get("iterations_per_step"),
+            "peer_divergence_iterations_per_step": peer.get("divergence_iterations_per_step"),
+            "pbf_solver_error": r.get("solver_error"),
+            "pbf_density_error_avg_max": [r["density_error_avg"], r["density_error_max"]],
+            "peer_density_error_avg_max": [peer.get("density_error_avg"),
+                                           peer.get("density_error_max")],
+            "peer_settings": peer.get("peer_settings"),
+            "pbf_settings": pbf.get("settings"),
+            "peer_tool": peer.get("tool"),
+        })
+
+    def it(x, y):
+        if not x:
+            return "-"
+        return "%.1f" % x + ("+%.1f" % y if y else "")
+
+    print()
+    print("side by side per method: same scene, particles, fixed dt, simulated time, tolerance "
+          "(%s %%), min/max iterations and threads; ratio = SPlisHSPlasH's time per simulated "
+          "second over pbf's (> 1: pbf faster)" % a.tolerance)
+    hdr = ("method", "dt s", "pbf ms/st", "spl ms/st", "pbf s/sim s", "spl s/sim s", "ratio",
+           "pbf it", "spl it", "pbf err avg/max %", "spl err avg/max %")
+    print("%-7s %7s %9s %9s %11s %11s %6s %9s %9s %17s %17s" % hdr)
+    for x in rows:
+        pe = x["peer_density_error_avg_max"]
+        print("%-7s %7.4f %9.2f %9.2f %11.2f %11.2f %6.2f %9s %9s %17s %17s" % (
+            x["method"], x["dt"], x["pbf_ms_per_step_mean"], x["peer_ms_per_step_mean"],
+            x["pbf_s_per_simulated_s"], x["peer_s_per_simulated_s"], x["ratio_pbf_over_peer"],
+            it(x["pbf_iterations_per_step"], x["pbf_divergence_iterations_per_step"]),
+            it(x["peer_iterations_per_step"], x["peer_divergence_iterations_per_step"]),
+            "%.3f/%.2f" % tuple(x["pbf_density_error_avg_max"]),
+            "%.3f/%.2f" % tuple(pe) if pe[0] is not None else "-"))
+        if x["particles_peer"] != x["particles_pbf"]:
+            print(f"  note: particle counts differ ({x['particles_pbf']} vs {x['particles_peer']})")
+        if x["pbf_substeps_per_step"] and x["pbf_substeps_per_step"] > 1.005:
+            print(f"  note: pbf split its steps into {x['pbf_substeps_per_step']:.2f} substeps")
+    print("(ms/st: mean wall time per step; it: solver iterations per step (+ divergence); "
+          "density error: mean/max of max(rho/rho0 - 1, 0) at the last step)")
+    out = {
+        "tool": "bench/side_by_side.sh --methods",
+        "date": date,
+        "machine": machine,
+        "pbf_build": build,
+        "tolerance_pct": float(a.tolerance),
+        "load_average_at_end": list(os.getloadavg()),
+        "load_note": "the machine's 1/5/15-minute load averages when the report was written "
+                     "(other work on a shared machine slows both programs, not always equally)",
+        "comparison": rows,
+    }
+    with open(a.out, "w") as f:
+        json.dump(out, f, indent=2)
+    print(f"\nwritten: {a.out}")
+    return 0 if rows else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pbf", required=True)
+    ap.add_argument("--pbf")
+    ap.add_argument("--method", action="append", default=[],
+                    help="NAME=PBF.json,PEER.json: a pressure solver on both programs")
+    ap.add_argument("--tolerance", default="0.1", help="the density error tolerance (%%), a label")
     ap.add_argument("--peer", action="append", default=[], help="CASE=FILE")
     ap.add_argument("--out", required=True)
     ap.add_argument("--peer-log", action="append", default=[],
@@ -74,6 +171,10 @@ def main() -> int:
     ap.add_argument("--pbf-1m", help="pbf bench --json of --particles 1000000 (1 and N threads)")
     ap.add_argument("--pbf-10m", help="pbf bench --json of --particles 10000000")
     a = ap.parse_args()
+    if a.method:
+        return methods_report(a)
+    if not a.pbf:
+        ap.error("--pbf or --method is required")
 
     with open(a.pbf) as f:
         pbf = json.load(f)

@@ -11,6 +11,14 @@ is OMP_NUM_THREADS, set by the caller.
 
 At the last measured step it also takes the density error the way `pbf bench` reports it: the
 mean and the maximum over particles of max(rho / rho0 - 1, 0), in percent.
+
+--method NAME (wcsph, pcisph, pbf, iisph, dfsph) runs another pressure solver on the same scene:
+a copy of the scene with SPlisHSPlasH's `simulationMethod` (0 WCSPH, 1 PCISPH, 2 PBF, 3 IISPH,
+4 DFSPH), a fixed time step (--dt; `cflMethod` 0) and the solver's parameters (--param
+KEY=VALUE: maxError in %, minIterations, maxIterations, maxErrorV, stiffness, exponent, ...),
+written into `Configuration` and into the method's own block inside it (as the PBF scene's
+`"PBF"` block), and reads back the values the
+solver took (JSON `peer_settings`) and its iterations in each measured step.
 """
 import argparse
 import json
@@ -28,6 +36,57 @@ def peer_version() -> str:
         return "?"
 
 
+# SPlisHSPlasH's `simulationMethod` and the name of each method's parameter block.
+METHODS = {"wcsph": 0, "pcisph": 1, "pbf": 2, "iisph": 3, "dfsph": 4}
+BLOCKS = {"wcsph": "WCSPH", "pcisph": "PCISPH", "pbf": "PBF", "iisph": "IISPH", "dfsph": "DFSPH"}
+SETTINGS = ("MIN_ITERATIONS", "MAX_ITERATIONS", "MAX_ERROR", "MAX_ITERATIONS_V", "MAX_ERROR_V",
+            "USE_DIVERGENCE_SOLVER", "STIFFNESS", "EXPONENT")
+
+
+def method_scene(scene, method, dt, params):
+    """A copy of `scene` beside it that runs `method` at the fixed step `dt` with `params`."""
+    with open(scene) as f:
+        doc = json.load(f)
+    conf = doc["Configuration"]
+    conf["simulationMethod"] = METHODS[method]
+    if dt:
+        conf.update(timeStepSize=dt, cflMethod=0, cflMaxTimeStepSize=dt)
+    block = {}
+    for item in params:
+        key, value = item.split("=", 1)
+        v = json.loads(value) if value not in ("true", "false") else value == "true"
+        block[key] = v
+        conf[key] = v
+    conf[BLOCKS[method]] = dict(conf.get(BLOCKS[method], {}), **block)
+    out = os.path.join(os.path.dirname(scene), "%s_%s.json" % (
+        os.path.splitext(os.path.basename(scene))[0], method))
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=2)
+    return out
+
+
+def read_settings(sph, ts):
+    """The solver parameters as SPlisHSPlasH holds them (what it really ran with)."""
+    got = {"time_step_size": sph.TimeManager.getCurrent().getTimeStepSize()}
+    for name in SETTINGS:
+        if not hasattr(ts, name):
+            continue
+        pid = getattr(ts, name)
+        kind = ts.getType(pid)
+        try:
+            if kind in (ts.FLOAT, ts.DOUBLE):
+                got[name.lower()] = ts.getValueFloat(pid)
+            elif kind == ts.BOOL:
+                got[name.lower()] = ts.getValueBool(pid)
+            elif kind in (ts.UINT8, ts.UINT16, ts.UINT32):
+                got[name.lower()] = ts.getValueUInt(pid)
+            else:
+                got[name.lower()] = ts.getValueInt(pid)
+        except Exception:  # noqa: BLE001 (a label only)
+            got[name.lower()] = None
+    return got
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--scene", required=True, help="scene file (its UnitBox.obj beside it)")
@@ -35,11 +94,18 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=30, help="measured steps")
     ap.add_argument("--json", required=True, help="output file")
     ap.add_argument("--out-dir", default=None, help="SPlisHSPlasH's output directory (log only)")
+    ap.add_argument("--method", choices=sorted(METHODS), default=None,
+                    help="pressure solver (default: the scene's)")
+    ap.add_argument("--dt", type=float, default=None, help="fixed time step, s (with --method)")
+    ap.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                    help="a solver parameter of SPlisHSPlasH (with --method); may be repeated")
     a = ap.parse_args()
 
     import pysplishsplash as sph  # noqa: E402 (imported late: the venv's package)
 
     scene = os.path.abspath(a.scene)
+    if a.method:
+        scene = method_scene(scene, a.method, a.dt, a.param)
     with open(scene) as f:
         conf = json.load(f)["Configuration"]
     dt = float(conf.get("timeStepSize", 0.001))
@@ -49,9 +115,20 @@ def main() -> int:
 
     stamps = []
     state = {}
+    iters = []
+    iters_v = []
+    settings = {}
 
     def on_step():
         stamps.append(time.perf_counter())
+        if a.method and len(stamps) > warmup:  # iterations of the step just made (cheap reads)
+            ts = sph.Simulation.getCurrent().getTimeStep()
+            if hasattr(ts, "SOLVER_ITERATIONS"):
+                iters.append(ts.getValueInt(ts.SOLVER_ITERATIONS))
+            if hasattr(ts, "SOLVER_ITERATIONS_V"):
+                iters_v.append(ts.getValueInt(ts.SOLVER_ITERATIONS_V))
+            if not settings:
+                settings.update(read_settings(sph, ts))
         if len(stamps) == total:  # the last measured step: particle count and density error
             fm = sph.Simulation.getCurrent().getFluidModel(0)
             n = fm.numActiveParticles()
@@ -83,6 +160,7 @@ def main() -> int:
         "scene": os.path.basename(scene),
         "particle_radius": conf.get("particleRadius"),
         "dt": dt,
+        "method": a.method or {v: k for k, v in METHODS.items()}.get(conf.get("simulationMethod")),
         "iterations": conf.get("PBF", {}).get("maxIterations"),
         "threads": int(os.environ.get("OMP_NUM_THREADS", "0") or 0),
         "warmup_steps": warmup,
@@ -94,9 +172,15 @@ def main() -> int:
         "ms_note": "wall time between consecutive per-step callbacks (setTimeStepCB) after the "
                    "warm-up: one timeStepNoGUI() each; startup and volume maps excluded",
         "process_wall_s": wall,
+        "load_average_at_end": list(os.getloadavg()),
         **state,
     }
     res["particle_steps_per_s"] = res["particles"] * 1000.0 / res["ms_per_step_mean"]
+    res["s_per_simulated_s"] = res["ms_per_step_mean"] / 1000.0 / dt
+    if a.method:
+        res["peer_settings"] = settings
+        res["iterations_per_step"] = sum(iters) / len(iters) if iters else None
+        res["divergence_iterations_per_step"] = sum(iters_v) / len(iters_v) if iters_v else None
     with open(a.json, "w") as f:
         json.dump(res, f, indent=2)
     return 0

@@ -249,7 +249,7 @@ static void run_one(pbf_world *w, const pbf_stage_desc *sd, const pbf_step_ctx *
 /* One substep of dt: the solver's stages up to the statistics. */
 static void substep(pbf_world *w, const pbf_stage_desc *st, int n, float dt, double *t0,
                     const char **bad) {
-    const pbf_step_ctx ctx = {dt, w->def.cfl * w->k.h / dt, 0};
+    const pbf_step_ctx ctx = {dt, w->def.cfl * w->k.h / dt, 0, 0};
     for (int s = 0; s < n && st[s].id != PBF_STAGE_STATS; ++s) {
         if (!st[s].loop) {
             run_one(w, &st[s], &ctx, t0, bad);
@@ -263,13 +263,15 @@ static void substep(pbf_world *w, const pbf_stage_desc *st, int n, float dt, dou
         pbf_step_ctx measure = ctx; /* the stop needs the measured error now */
         measure.need_error = b.tol > 0.0f;
         int it = 0;
+        pbf_step_ctx iter = ctx;
         for (;;) {
+            measure.iteration = iter.iteration = it;
             if (b.tol > 0.0f || it < b.max) run_one(w, &st[s], &measure, t0, bad);
             const double err = loop == PBF_SOLVE_DIVERGENCE ? w->solve.divergence_error
                                                             : w->solve.error;
             if (b.tol > 0.0f ? (it >= b.max || (it >= b.min && err <= b.tol)) : it >= b.max)
                 break;
-            for (int k = s + 1; k <= last; ++k) run_one(w, &st[k], &ctx, t0, bad);
+            for (int k = s + 1; k <= last; ++k) run_one(w, &st[k], &iter, t0, bad);
             ++it;
         }
         if (loop == PBF_SOLVE_DIVERGENCE)
@@ -322,7 +324,7 @@ void pbf_run_step(pbf_world *w, float dt) {
 }
 
 void pbf_update_stats(pbf_world *w) {
-    const pbf_step_ctx ctx = {0.0f, 0.0f, 0};
+    const pbf_step_ctx ctx = {0.0f, 0.0f, 0, 0};
     w->backend->run_stage(w, PBF_STAGE_STATS, &ctx);
     w->stats.time = w->time;
     w->stats.steps = w->steps;

@@ -60,6 +60,10 @@ static const pbf_param_info pbf_params[] = {
      "constraint force mixing epsilon (eq. 11), relative to sum|grad C|^2 of a rest particle"},
     {"over_relaxation", PBF_PARAM_FLOAT, "1", 1.0, {0}, 0, 1.9, 1, NULL, F(pbf.over_relaxation),
      "omega scaling each Jacobi correction (successive over-relaxation); 1 = the paper, ~1.3 converges faster"},
+    {"chebyshev_rho", PBF_PARAM_FLOAT, "1", 0.0, {0}, 0, 0.95, 0, NULL, F(pbf.chebyshev_rho),
+     "Chebyshev semi-iterative acceleration of the Jacobi iterations (Wang 2015), on lambda: "
+     "the estimated spectral radius rho; larger converges faster per iteration, too large "
+     "leaves the fluid jittering; 0 = plain Jacobi, the paper"},
     {"constraint", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, constraint_names, F(pbf.constraint),
      "unilateral: only compression is corrected; bilateral: C_i = 0 as in the paper "
      "(needs relaxation ~1, the paper's large epsilon, to stay stable)"},

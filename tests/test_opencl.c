@@ -308,6 +308,20 @@ static void test_moving_wall_matches_cpu(void) {
     check_dam_break(1);
 }
 
+/* Chebyshev acceleration of the iterations: the previous iteration's lambda, read back on the
+ * device, gives the CPU's bits. */
+static void test_chebyshev_matches_cpu(void) {
+    pbf_world_def def = scene_def();
+    def.pbf.chebyshev_rho = 0.7f;
+    pbf_world *cpu = make(def, "cpu"), *gpu = make(def, "opencl");
+    ENSURE(cpu && gpu);
+    ENSURE(add_block(cpu, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.2f, 0.3f, 0.2f}));
+    ENSURE(add_block(gpu, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.2f, 0.3f, 0.2f}));
+    run_and_compare(cpu, gpu, 20);
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+}
+
 /* Other solver settings (the bilateral constraint, s_corr with n = 3, over-relaxation, two
  * iterations) and particles added in the middle of a run (the device arrays grow with particles
  * on them, then the sort and density of the refresh): still the CPU's bits. */
@@ -795,6 +809,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_dam_break_matches_cpu);
     RUN_SUBTEST(test_moving_wall_matches_cpu);
     RUN_SUBTEST(test_options_and_growth_match_cpu);
+    RUN_SUBTEST(test_chebyshev_matches_cpu);
     RUN_SUBTEST(test_speed_clamps_match_cpu);
     RUN_SUBTEST(test_determinism);
     RUN_SUBTEST(test_snapshot_opencl_to_cpu);

@@ -69,7 +69,7 @@ static void test_delta_p_conserves_momentum(void) {
     memcpy(w->qx, w->px, (size_t)w->count * 4);
     memcpy(w->qy, w->py, (size_t)w->count * 4);
     memcpy(w->qz, w->pz, (size_t)w->count * 4);
-    const pbf_step_ctx ctx = {1.0f / 240.0f, 1e3f, 0};
+    const pbf_step_ctx ctx = {1.0f / 240.0f, 1e3f, 0, 0};
     pbf_cpu_stage(w, PBF_STAGE_GRID, &ctx);
     pbf_cpu_stage(w, PBF_STAGE_LAMBDA, &ctx);
     /* delta p moves x* (with the collisions, none here: far from the walls) */
@@ -159,11 +159,12 @@ static void test_bilateral_column(void) {
 }
 
 /* Over-relaxing the Jacobi corrections (SOR) converges the column further in 4 iterations. */
-static double column_error(float omega) {
+static double column_error_with(float omega, float chebyshev_rho) {
     pbf_world_def def = pbf_default_world_def();
     def.particle_radius = 0.0125f;
     def.domain_max = (pbf_vec3){0.3f, 0.8f, 0.3f};
     def.pbf.over_relaxation = omega;
+    def.pbf.chebyshev_rho = chebyshev_rho;
     pbf_world *w = make(&def);
     if (!w) return NAN;
     if (!add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.3f, 0.5f, 0.3f}, (pbf_vec3){0, 0, 0}))
@@ -171,16 +172,38 @@ static double column_error(float omega) {
     for (int s = 0; s < 240; ++s) pbf_world_step(w, 1.0f / 240.0f, NULL);
     pbf_stats st = pbf_world_stats(w);
     pbf_world_destroy(w);
-    printf("  over_relaxation %.2f: density error avg %.3f %% max %.3f %%, escaped %d, "
-           "non-finite %d\n", omega, st.density_error_avg, st.density_error_max, st.escaped,
-           st.nonfinite);
+    printf("  over_relaxation %.2f, chebyshev_rho %.2f: density error avg %.3f %% max %.3f %%, "
+           "max speed %.4f m/s, escaped %d, non-finite %d\n", omega, chebyshev_rho,
+           st.density_error_avg, st.density_error_max, st.max_speed, st.escaped, st.nonfinite);
     return (st.escaped || st.nonfinite) ? NAN : st.density_error_avg;
+}
+static double column_error(float omega) {
+    return column_error_with(omega, 0.0f);
 }
 
 static void test_over_relaxation(void) {
     double plain = column_error(1.0f), sor = column_error(1.3f);
     ENSURE(isfinite(plain) && isfinite(sor));
     ENSURE(sor < 0.8 * plain);
+}
+
+/* Chebyshev acceleration (Wang 2015): the weights of its recurrence, plain Jacobi at rho = 0, and
+ * a column that converges further in the same 4 iterations. */
+static void test_chebyshev(void) {
+    for (int k = 0; k < 8; ++k) ENSURE(pbf_chebyshev_omega(0.0f, k) == 1.0f);
+    const float r2 = 0.7f * 0.7f;
+    float prev = 2.0f / (2.0f - r2);
+    ENSURE(pbf_chebyshev_omega(0.7f, 0) == 1.0f);
+    ENSURE(pbf_chebyshev_omega(0.7f, 1) == prev);
+    for (int k = 2; k < 8; ++k) { /* omega_k = 4 / (4 - rho^2 omega_(k-1)), falling to a limit */
+        float o = pbf_chebyshev_omega(0.7f, k);
+        ENSURE(o == 4.0f / (4.0f - r2 * prev));
+        ENSURE(o < prev && o > 1.0f);
+        prev = o;
+    }
+    double plain = column_error_with(1.0f, 0.0f), cheb = column_error_with(1.0f, 0.7f);
+    ENSURE(isfinite(plain) && isfinite(cheb));
+    ENSURE(cheb < 0.85 * plain);
 }
 
 /* A fast dam break stays in its container, finite and within the CFL speed limit. */
@@ -623,6 +646,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_resting_column);
     RUN_SUBTEST(test_bilateral_column);
     RUN_SUBTEST(test_over_relaxation);
+    RUN_SUBTEST(test_chebyshev);
     RUN_SUBTEST(test_dam_break_contained);
     RUN_SUBTEST(test_moving_wall);
     RUN_SUBTEST(test_friction);

@@ -396,7 +396,7 @@ static int solve_pressure(pbf_world *w, float dt) {
     const double tol = pci ? w->def.pcisph.tolerance : w->def.iisph.tolerance;
     const int min = pci ? w->def.pcisph.min_iterations : w->def.iisph.min_iterations;
     const int max = pci ? w->def.pcisph.max_iterations : w->def.iisph.max_iterations;
-    const pbf_step_ctx ctx = {dt, w->def.cfl * w->k.h / dt, 1};
+    const pbf_step_ctx ctx = {dt, w->def.cfl * w->k.h / dt, 1, 0};
     int n = 0, it = 0;
     const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &n);
     for (int s = 0; s < n && st[s].id != PBF_STAGE_ADVECT; ++s) {
@@ -542,7 +542,7 @@ static void test_formulas(void) {
 
     /* IISPH: a_ii = sum_j m (d_ii - d_ji) . grad W_ij, d_ii = -dt^2 sum_j m / rho_i^2 grad W_ij,
      * d_ji = dt^2 m / rho_i^2 grad W_ij, for a particle farther than h from every wall */
-    const pbf_step_ctx ctx = {(float)dt, w->def.cfl * w->k.h / (float)dt, 1};
+    const pbf_step_ctx ctx = {(float)dt, w->def.cfl * w->k.h / (float)dt, 1, 0};
     pbf_cpu_stage(w, PBF_STAGE_GRAVITY, &ctx);
     pbf_cpu_stage(w, PBF_STAGE_GRID, &ctx);
     pbf_cpu_stage(w, PBF_STAGE_IISPH_DIAGONAL, &ctx);

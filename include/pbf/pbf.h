@@ -87,6 +87,9 @@ typedef struct pbf_pbf_params {
     int solver_iterations;      /* Jacobi iterations per step (when tolerance = 0) */
     float relaxation;           /* epsilon of eq. 11, relative to sum |grad C|^2 of a rest lattice */
     float over_relaxation;      /* omega scaling each Jacobi correction delta p (1 = the paper) */
+    float chebyshev_rho;        /* Chebyshev acceleration of the iterations (Wang 2015): the
+                                   estimated spectral radius rho of the Jacobi iteration; 0 = plain
+                                   Jacobi (the paper) */
     pbf_constraint_mode constraint;
     float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13), for
                                    pairs closer than the rest spacing s (the part of s_corr above

@@ -47,6 +47,7 @@ typedef struct pbf_step_ctx {
      * error when run_stage returns. 0: a backend that keeps the state on a device may deliver the
      * error of the step's last measurement later, in finish_step (w->solve), and skip the read. */
     int need_error;
+    int iteration; /* index of the iteration of an iterative solve's stages (0 first), else 0 */
 } pbf_step_ctx;
 
 /* The particle (memory order after the step) at which a stage first produced a non-finite value. */

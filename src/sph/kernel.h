@@ -54,6 +54,24 @@ typedef struct pbf_sph_consts {
 #undef PBF_REAL_MAX
 #undef PBF_KFN
 
+/* Chebyshev semi-iterative acceleration of the Jacobi iterations (Wang 2015, "A Chebyshev
+ * semi-iterative approach for accelerating projective and position-based dynamics", eq. 10-12),
+ * applied to the multipliers: iteration k (0 first) takes
+ *     lambda_i <- omega_k lambda_i(Jacobi) + (omega_k - 1) lambda_i(previous iteration)
+ * with omega_0 = 1, omega_1 = 2 / (2 - rho^2), omega_k = 4 / (4 - rho^2 omega_(k-1)), rho the
+ * estimated spectral radius of the Jacobi iteration; rho = 0 gives omega = 1 (plain Jacobi). Since
+ * delta p is linear in the multipliers, this is Wang's x <- omega (x_Jacobi - x_prev) + x_prev
+ * on the constraint part of delta p, without storing the previous positions. */
+PBF_FN float pbf_chebyshev_omega(float rho, int k) {
+    float omega = 1.0f;
+    for (int m = 1; m <= k; ++m)
+        omega = m == 1 ? 2.0f / (2.0f - rho * rho) : 4.0f / (4.0f - rho * rho * omega);
+    return omega;
+}
+PBF_FN float pbf_chebyshev_lambda(float lambda, float previous, float omega) {
+    return omega * lambda + (omega - 1.0f) * previous;
+}
+
 /* Speed limit |v| <= vmax (the CFL limit of the step, FleX's maxSpeed). Returns 1 when it cut
  * the velocity, 0 otherwise: every backend counts the cuts (pbf_stats.speed_clamps), so that a
  * limit that changes the motion never does so silently. */

@@ -302,7 +302,7 @@ static inline PBF_SIMD_INLINE void decode_chunk(const uint8_t *codes, const uint
                 }                                                                                  \
         }                                                                                          \
     } while (0)
-#define FOR_NEIGHBOURS(w, i, ...)                                                                  \
+#define FOR_NEIGHBOURS(w, i, ...)                                                               \
     do {                                                                                           \
         nb_ranges nb_one_ = NB_RANGES_INIT;                                                        \
         FOR_NEIGHBOURS_R(w, i, &nb_one_, __VA_ARGS__);                                             \
@@ -459,13 +459,13 @@ static void stage_grid(pbf_world *w, int in_step) {
 }
 
 /* Density (eq. 2) at the predicted positions, including the wall. */
-static inline float density_at(const pbf_world *w, int i, float wall) {
+static inline float density_at(const pbf_world *w, int i, float wall, nb_ranges *cache) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const pbf_sph_consts *k = &w->k;
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
     pbf_vf rho = vf_set1(0.0f);
-    FOR_NEIGHBOURS(w, i, 
+    FOR_NEIGHBOURS_R(w, i, cache, 
         pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         rho += v_poly6(k, r2, valid & (r2 < h2v));
@@ -506,7 +506,8 @@ static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float 
     *s2_sum = vf_hsum(s2);
 }
 
-static int stage_lambda(pbf_world *w) {
+/* cheb: the Chebyshev weight of this iteration (pbf_chebyshev_omega; 1 = plain Jacobi). */
+static int stage_lambda(pbf_world *w, float cheb) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
@@ -528,7 +529,10 @@ static int stage_lambda(pbf_world *w) {
             float c = r * inv_rho0 - 1.0f; /* eq. 1 */
             if (unilateral && c < 0.0f) c = 0.0f;
             float sum2 = s2 + gix * gix + giy * giy + giz * giz;
-            w->lambda[i] = -c / (sum2 + w->eps_abs); /* eq. 11 */
+            float lambda = -c / (sum2 + w->eps_abs); /* eq. 11 */
+            /* lambda still holds the previous iteration's (each particle reads its own) */
+            if (cheb != 1.0f) lambda = pbf_chebyshev_lambda(lambda, w->lambda[i], cheb);
+            w->lambda[i] = lambda;
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;
         }
         pbf_denormals_restore(fp_mode);
@@ -865,33 +869,39 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
     const pbf_vf nu = vf_set1(dt * w->k.volume * pbf_wcsph_viscosity(w->def.wcsph.viscosity, B, gamma, k->h, rho0));
     const pbf_vf eps_h2 = vf_set1(0.01f * k->h2), zero = vf_set1(0.0f);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(monotonic : dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
-    for (int i = 0; i < n; ++i) {
-        const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-        const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-        float wall = pbf_world_wall_density(w, p, gw);
-        pbf_vf rho = vf_set1(0.0f), ax = rho, ay = rho, az = rho;
-        FOR_NEIGHBOURS(w, i,
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
-            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < h2v);
-            rho += v_poly6(k, r2, in);
-            /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */
-            pbf_vf vr = vf_and((vxi - LOAD(VX)) * dx + (vyi - LOAD(VY)) * dy + (vzi - LOAD(VZ)) * dz,
-                               in);
-            pbf_vf f = vf_and(nu * (zero - vf_max(zero - vr, zero)) / (r2 + eps_h2) * v_spiky(k, r2, in), in);
-            ax += vf_and(f * dx, in);
-            ay += vf_and(f * dy, in);
-            az += vf_and(f * dz, in);
-        );
-        float r = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
-        w->density[i] = r;
-        w->lambda[i] = pbf_wcsph_k(r * inv_rho0, B, gamma, rho0, dt);
-        w->sx[i] = vf_hsum(ax);
-        w->sy[i] = vf_hsum(ay);
-        w->sz[i] = vf_hsum(az);
-        if (!isfinite(w->lambda[i] + w->sx[i] + w->sy[i] + w->sz[i]) && i < bad) bad = i;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+        const unsigned fp_mode = pbf_denormals_off();
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+            const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
+            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+            float wall = pbf_world_wall_density(w, p, gw);
+            pbf_vf rho = vf_set1(0.0f), ax = rho, ay = rho, az = rho;
+            FOR_NEIGHBOURS_R(w, i, &cache,
+                pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+                pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+                pbf_vi in = valid & (r2 < h2v);
+                rho += v_poly6(k, r2, in);
+                /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */
+                pbf_vf vr = vf_and((vxi - LOAD(VX)) * dx + (vyi - LOAD(VY)) * dy + (vzi - LOAD(VZ)) * dz,
+                                   in);
+                pbf_vf f = vf_and(nu * (zero - vf_max(zero - vr, zero)) / (r2 + eps_h2) * v_spiky(k, r2, in), in);
+                ax += vf_and(f * dx, in);
+                ay += vf_and(f * dy, in);
+                az += vf_and(f * dz, in);
+            );
+            float r = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
+            w->density[i] = r;
+            w->lambda[i] = pbf_wcsph_k(r * inv_rho0, B, gamma, rho0, dt);
+            w->sx[i] = vf_hsum(ax);
+            w->sy[i] = vf_hsum(ay);
+            w->sz[i] = vf_hsum(az);
+            if (!isfinite(w->lambda[i] + w->sx[i] + w->sy[i] + w->sz[i]) && i < bad) bad = i;
+        }
+        pbf_denormals_restore(fp_mode);
     }
     w->solve_error = 100.0 * mean_excess(w, w->density, inv_rho0, -1.0f);
     return bad;
@@ -925,7 +935,8 @@ static int stage_dfsph_factor(pbf_world *w) {
 
 /* D_i = sum_j V (v_i - v_j) . grad W_ij + v_i . grad wall_i, the rate of change of rho_i / rho_0
  * from the current velocities (the wall is at rest), with gw the wall gradient at x_i. */
-static inline PBF_SIMD_INLINE float density_rate(pbf_world *w, int i, const float gw[3]) {
+static inline PBF_SIMD_INLINE float density_rate(pbf_world *w, int i, const float gw[3],
+                                                nb_ranges *cache) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const pbf_sph_consts *k = &w->k;
@@ -934,7 +945,7 @@ static inline PBF_SIMD_INLINE float density_rate(pbf_world *w, int i, const floa
     const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
     const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
     pbf_vf dsum = vf_set1(0.0f);
-    FOR_NEIGHBOURS(w, i,
+    FOR_NEIGHBOURS_R(w, i, cache,
         pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
@@ -953,14 +964,20 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence) {
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(monotonic : dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
-    for (int i = 0; i < n; ++i) {
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-        pbf_world_wall_density(w, p, gw);
-        float c = pbf_dfsph_source(w->density[i] * inv_rho0, density_rate(w, i, gw), dt, divergence);
-        w->sy[i] = c;
-        w->lambda[i] = c * w->sx[i];
-        if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+        const unsigned fp_mode = pbf_denormals_off();
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+            pbf_world_wall_density(w, p, gw);
+            float c = pbf_dfsph_source(w->density[i] * inv_rho0, density_rate(w, i, gw, &cache), dt, divergence);
+            w->sy[i] = c;
+            w->lambda[i] = c * w->sx[i];
+            if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+        }
+        pbf_denormals_restore(fp_mode);
     }
     w->solve_error = 100.0 * mean_excess(w, w->sy, 1.0f, 0.0f);
     return bad;
@@ -986,47 +1003,53 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
     const pbf_vf h2v = vf_set1(k->h2), dtv = vf_set1(dt);
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(monotonic : dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
-    for (int i = 0; i < n; ++i) {
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-        float g[3] = {p[0], p[1], p[2]}; /* where the gradients are taken */
-        if (predicted) {
-            g[0] += dt * VX[i];
-            g[1] += dt * VY[i];
-            g[2] += dt * VZ[i];
-        }
-        const pbf_vf xi = vf_set1(g[0]), yi = vf_set1(g[1]), zi = vf_set1(g[2]);
-        const float ki = K[i];
-        const pbf_vf vki = vf_set1(ki);
-        pbf_world_wall_density(w, g, gw);
-        pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
-        FOR_NEIGHBOURS(w, i,
-            pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+        const unsigned fp_mode = pbf_denormals_off();
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+            float g[3] = {p[0], p[1], p[2]}; /* where the gradients are taken */
             if (predicted) {
-                dx -= dtv * LOAD(VX);
-                dy -= dtv * LOAD(VY);
-                dz -= dtv * LOAD(VZ);
+                g[0] += dt * VX[i];
+                g[1] += dt * VY[i];
+                g[2] += dt * VZ[i];
             }
-            pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-            pbf_vi in = valid & (r2 < h2v);
-            pbf_vf f = vf_and((vki + LOAD(K)) * vol * v_spiky(k, r2, in), in);
-            ax += vf_and(f * dx, in);
-            ay += vf_and(f * dy, in);
-            az += vf_and(f * dz, in);
-        );
-        float vx = VX[i] - (vf_hsum(ax) + ki * gw[0]) * inv_dt;
-        float vy = VY[i] - (vf_hsum(ay) + ki * gw[1]) * inv_dt;
-        float vz = VZ[i] - (vf_hsum(az) + ki * gw[2]) * inv_dt;
-        if (viscous) { /* WCSPH's artificial viscosity, from its pressure stage */
-            vx += w->sx[i];
-            vy += w->sy[i];
-            vz += w->sz[i];
+            const pbf_vf xi = vf_set1(g[0]), yi = vf_set1(g[1]), zi = vf_set1(g[2]);
+            const float ki = K[i];
+            const pbf_vf vki = vf_set1(ki);
+            pbf_world_wall_density(w, g, gw);
+            pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
+            FOR_NEIGHBOURS_R(w, i, &cache,
+                pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+                if (predicted) {
+                    dx -= dtv * LOAD(VX);
+                    dy -= dtv * LOAD(VY);
+                    dz -= dtv * LOAD(VZ);
+                }
+                pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+                pbf_vi in = valid & (r2 < h2v);
+                pbf_vf f = vf_and((vki + LOAD(K)) * vol * v_spiky(k, r2, in), in);
+                ax += vf_and(f * dx, in);
+                ay += vf_and(f * dy, in);
+                az += vf_and(f * dz, in);
+            );
+            float vx = VX[i] - (vf_hsum(ax) + ki * gw[0]) * inv_dt;
+            float vy = VY[i] - (vf_hsum(ay) + ki * gw[1]) * inv_dt;
+            float vz = VZ[i] - (vf_hsum(az) + ki * gw[2]) * inv_dt;
+            if (viscous) { /* WCSPH's artificial viscosity, from its pressure stage */
+                vx += w->sx[i];
+                vy += w->sy[i];
+                vz += w->sz[i];
+            }
+            pbf_sph_collide_velocity(&w->wc, w->wall_boxes, p, dt, &vx, &vy, &vz);
+            OX[i] = vx;
+            OY[i] = vy;
+            OZ[i] = vz;
+            if (!isfinite(vx + vy + vz) && i < bad) bad = i;
         }
-        pbf_sph_collide_velocity(&w->wc, w->wall_boxes, p, dt, &vx, &vy, &vz);
-        OX[i] = vx;
-        OY[i] = vy;
-        OZ[i] = vz;
-        if (!isfinite(vx + vy + vz) && i < bad) bad = i;
+        pbf_denormals_restore(fp_mode);
     }
     if (predicted) {
         swapf(&w->vx, &w->sx);
@@ -1073,7 +1096,8 @@ static int stage_pcisph_init(pbf_world *w, float dt) {
 }
 
 /* sum_j W(x*_i - x*_j) over the step's neighbours at the predicted positions x* = x + dt v. */
-static inline PBF_SIMD_INLINE float predicted_kernel_sum(pbf_world *w, int i, float dt) {
+static inline PBF_SIMD_INLINE float predicted_kernel_sum(pbf_world *w, int i, float dt,
+                                                        nb_ranges *cache) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const pbf_sph_consts *k = &w->k;
@@ -1081,7 +1105,7 @@ static inline PBF_SIMD_INLINE float predicted_kernel_sum(pbf_world *w, int i, fl
     const pbf_vf xi = vf_set1(QX[i] + dt * VX[i]), yi = vf_set1(QY[i] + dt * VY[i]),
                  zi = vf_set1(QZ[i] + dt * VZ[i]);
     pbf_vf rho = vf_set1(0.0f);
-    FOR_NEIGHBOURS(w, i,
+    FOR_NEIGHBOURS_R(w, i, cache,
         pbf_vf dx = xi - LOAD(QX) - dtv * LOAD(VX), dy = yi - LOAD(QY) - dtv * LOAD(VY),
                dz = zi - LOAD(QZ) - dtv * LOAD(VZ);
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
@@ -1097,15 +1121,21 @@ static int stage_pcisph_pressure(pbf_world *w, float dt) {
     const int n = w->count;
     const float delta = pbf_pcisph_delta(w->lattice_grad2);
     int bad = INT_MAX;
-#pragma omp parallel for schedule(monotonic : dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
-    for (int i = 0; i < n; ++i) {
-        float p[3] = {w->qx[i] + dt * w->vx[i], w->qy[i] + dt * w->vy[i],
-                      w->qz[i] + dt * w->vz[i]},
-              gw[3];
-        float wall = pbf_world_wall_density(w, p, gw);
-        float rel = w->k.volume * predicted_kernel_sum(w, i, dt) + wall;
-        w->lambda[i] = rel - 1.0f;
-        if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+        const unsigned fp_mode = pbf_denormals_off();
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            float p[3] = {w->qx[i] + dt * w->vx[i], w->qy[i] + dt * w->vy[i],
+                          w->qz[i] + dt * w->vz[i]},
+                  gw[3];
+            float wall = pbf_world_wall_density(w, p, gw);
+            float rel = w->k.volume * predicted_kernel_sum(w, i, dt, &cache) + wall;
+            w->lambda[i] = rel - 1.0f;
+            if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+        }
+        pbf_denormals_restore(fp_mode);
     }
     w->solve_error = 100.0 * mean_excess(w, w->lambda, 1.0f, 0.0f);
 #pragma omp parallel for schedule(static) num_threads(w->nthreads)
@@ -1151,16 +1181,22 @@ static int stage_iisph_pressure(pbf_world *w, float dt) {
     const float inv_rho0 = 1.0f / w->k.rest_density, omega = w->def.iisph.omega;
     const float eps = 1e-6f * w->lattice_grad2;
     int bad = INT_MAX;
-#pragma omp parallel for schedule(monotonic : dynamic, 256) num_threads(w->nthreads) reduction(min : bad)
-    for (int i = 0; i < n; ++i) {
-        float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-        pbf_world_wall_density(w, p, gw);
-        float rel = w->density[i] * inv_rho0 + dt * density_rate(w, i, gw);
-        float kn = pbf_iisph_k(w->sy[i], rel, w->sx[i], omega, eps);
-        w->sz[i] = rel - 1.0f;
-        w->lambda[i] = kn - w->sy[i];
-        w->sy[i] = kn;
-        if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
+    {
+        const unsigned fp_mode = pbf_denormals_off();
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+        for (int i = 0; i < n; ++i) {
+            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+            pbf_world_wall_density(w, p, gw);
+            float rel = w->density[i] * inv_rho0 + dt * density_rate(w, i, gw, &cache);
+            float kn = pbf_iisph_k(w->sy[i], rel, w->sx[i], omega, eps);
+            w->sz[i] = rel - 1.0f;
+            w->lambda[i] = kn - w->sy[i];
+            w->sy[i] = kn;
+            if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+        }
+        pbf_denormals_restore(fp_mode);
     }
     w->solve_error = 100.0 * mean_excess(w, w->sz, 1.0f, 0.0f);
     return bad;
@@ -1173,10 +1209,16 @@ static void cpu_refresh(pbf_world *w) {
     memcpy(w->qz, w->pz, (size_t)w->count * sizeof(float));
     stage_grid(w, 0); /* between steps: the velocity is live */
     const int n = w->count;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads)
-    for (int i = 0; i < n; ++i) {
-        float p[3] = {w->qx[i], w->qy[i], w->qz[i]}, gw[3];
-        w->density[i] = density_at(w, i, pbf_world_wall_density(w, p, gw));
+#pragma omp parallel num_threads(w->nthreads)
+    {
+        const unsigned fp_mode = pbf_denormals_off();
+        nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(static)
+        for (int i = 0; i < n; ++i) {
+            float p[3] = {w->qx[i], w->qy[i], w->qz[i]}, gw[3];
+            w->density[i] = density_at(w, i, pbf_world_wall_density(w, p, gw), &cache);
+        }
+        pbf_denormals_restore(fp_mode);
     }
 }
 
@@ -1233,7 +1275,8 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     switch (stage) {
     case PBF_STAGE_PREDICT: return stage_predict(w, c->dt, c->vmax);
     case PBF_STAGE_GRID: stage_grid(w, 1); return INT_MAX;
-    case PBF_STAGE_LAMBDA: return stage_lambda(w);
+    case PBF_STAGE_LAMBDA:
+        return stage_lambda(w, pbf_chebyshev_omega(w->def.pbf.chebyshev_rho, c->iteration));
     case PBF_STAGE_DELTA_P: return stage_delta_p(w, c->dt);
     case PBF_STAGE_COLLIDE: return stage_collide(w);
     case PBF_STAGE_VELOCITY: return stage_velocity(w, c->dt, c->vmax);

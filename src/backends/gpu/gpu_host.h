@@ -62,6 +62,7 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.s_rest = w->scorr_s_rest;
     P.inv_wdq = w->scorr_inv_wdq;
     P.omega = w->def.pbf.over_relaxation;
+    P.chebyshev = pbf_chebyshev_omega(w->def.pbf.chebyshev_rho, c ? c->iteration : 0);
     P.vorticity = w->def.vorticity;
     P.xsph = w->def.xsph_viscosity;
     P.scorr_n = w->def.pbf.scorr_n;

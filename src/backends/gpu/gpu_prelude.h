@@ -114,6 +114,7 @@ typedef struct pbf_gpu_params {
     float s_rest;   /* s_corr's shape at the rest spacing */
     float inv_wdq;  /* 1 / W(dq) */
     float omega;    /* over-relaxation of delta p */
+    float chebyshev; /* this iteration's Chebyshev weight of lambda (pbf_chebyshev_omega) */
     float vorticity, xsph;
     int scorr_n;
     int unilateral;

@@ -428,7 +428,8 @@ PBF_DEVICE_FN void pbf_gpu_density_grad_sums(const pbf_gpu_params *P, const PBF_
     *s2_sum = pbf_gpu_hsum(s2);
 }
 
-/* rho_i (eq. 2) with the wall, C_i (eq. 1, clamped at 0 when unilateral), lambda_i (eq. 11). */
+/* rho_i (eq. 2) with the wall, C_i (eq. 1, clamped at 0 when unilateral), lambda_i (eq. 11),
+ * Chebyshev-accelerated (pbf_chebyshev_lambda) when P.chebyshev != 1. */
 PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                         const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
                         const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
@@ -449,7 +450,9 @@ PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     float cc = r * P.inv_rho0 - 1.0f; /* eq. 1 */
     if (P.unilateral && cc < 0.0f) cc = 0.0f;
     const float sum2 = s2 + gix * gix + giy * giy + giz * giz;
-    const float lam = -cc / (sum2 + P.eps_abs); /* eq. 11 */
+    float lam = -cc / (sum2 + P.eps_abs); /* eq. 11 */
+    /* lambda still holds the previous iteration's (each work-item reads its own) */
+    if (P.chebyshev != 1.0f) lam = pbf_chebyshev_lambda(lam, lambda[i], P.chebyshev);
     lambda[i] = lam;
     if (!isfinite(lam)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
