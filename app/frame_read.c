@@ -388,18 +388,82 @@ static pbf_status read_bgeo(const char *path, const char *buf, size_t size, pbfa
     return PBF_OK;
 }
 
+/* Appends the particles of g to f (f may be empty: zeroed). */
+static pbf_status append_frame(pbfapp_frame_data *f, const pbfapp_frame_data *g, const char *path,
+                               pbf_error *err) {
+    size_t n = (size_t)f->count + (size_t)g->count;
+    if (n > 0x7fffffffu)
+        return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: more than 2^31 particles in all", path);
+    float **fa[] = {&f->x, &f->y, &f->z, &f->vx, &f->vy, &f->vz, &f->density};
+    float *const ga[] = {g->x, g->y, g->z, g->vx, g->vy, g->vz, g->density};
+    for (size_t k = 0; k < sizeof fa / sizeof fa[0]; ++k) {
+        float *p = realloc(*fa[k], (n ? n : 1) * sizeof *p);
+        if (!p) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        if (g->count) memcpy(p + f->count, ga[k], (size_t)g->count * sizeof *p);
+        *fa[k] = p;
+    }
+    uint32_t *id = realloc(f->id, (n ? n : 1) * sizeof *id);
+    if (!id) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    if (g->count) memcpy(id + f->count, g->id, (size_t)g->count * sizeof *id);
+    f->id = id;
+    f->count = (int)n;
+    return PBF_OK;
+}
+
+/* A .pvtp index as `pbf run` writes it under MPI (mpi_output = pieces): the pieces it names
+ * (<Piece Source="..."/>, relative to its folder), read as .vtp and concatenated; the time is the
+ * first piece's. */
+static pbf_status read_pvtp(const char *path, const char *buf, pbfapp_frame_data *f,
+                            pbf_error *err) {
+    memset(f, 0, sizeof *f);
+    const char *slash = strrchr(path, '/');
+    const int dir_len = slash ? (int)(slash - path) + 1 : 0;
+    const char *q = buf;
+    int pieces = 0;
+    pbf_status st = PBF_OK;
+    while (st == PBF_OK && (q = strstr(q, "<Piece Source=\"")) != NULL) {
+        q += 15;
+        const char *end = strchr(q, '"');
+        if (!end || end - q > 1000 || end == q || memchr(q, '/', (size_t)(end - q)))
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                               "%s: a <Piece Source> that is not a file name beside it", path);
+        char piece[4200];
+        snprintf(piece, sizeof piece, "%.*s%.*s", dir_len, path, (int)(end - q), q);
+        char *pbuf = NULL;
+        size_t psize = 0;
+        pbfapp_frame_data g;
+        memset(&g, 0, sizeof g);
+        st = slurp(piece, &pbuf, &psize, err);
+        if (st == PBF_OK) st = read_vtp(piece, pbuf, psize, &g, err);
+        free(pbuf);
+        if (st == PBF_OK) st = append_frame(f, &g, path, err);
+        if (st == PBF_OK && pieces == 0) {
+            f->time = g.time;
+            f->has_time = g.has_time;
+        }
+        pbfapp_frame_data_free(&g);
+        q = end;
+        ++pieces;
+    }
+    if (st == PBF_OK && pieces == 0)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: names no <Piece Source=...>", path);
+    return st;
+}
+
 pbf_status pbfapp_read_frame(const char *path, pbfapp_frame_data *f, pbf_error *err) {
     pbfapp_frame_data_free(f);
     const char *dot = strrchr(path, '.');
     if (!dot || (strcmp(dot, ".vtp") && strcmp(dot, ".ply") && strcmp(dot, ".csv") &&
-                 strcmp(dot, ".geo") && strcmp(dot, ".bgeo")))
+                 strcmp(dot, ".geo") && strcmp(dot, ".bgeo") && strcmp(dot, ".pvtp")))
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
-                           "%s: unknown frame format (vtp, ply, csv, geo, bgeo)", path);
+                           "%s: unknown frame format (vtp, pvtp, ply, csv, geo, bgeo)", path);
     char *buf = NULL;
     size_t size = 0;
     pbf_status st = slurp(path, &buf, &size, err);
     if (st != PBF_OK) return st;
-    if (strcmp(dot, ".vtp") == 0)
+    if (strcmp(dot, ".pvtp") == 0)
+        st = read_pvtp(path, buf, f, err);
+    else if (strcmp(dot, ".vtp") == 0)
         st = read_vtp(path, buf, size, f, err);
     else if (strcmp(dot, ".ply") == 0)
         st = read_ply(path, buf, size, f, err);

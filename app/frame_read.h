@@ -3,7 +3,8 @@
  * appended little-endian arrays velocity, density, id, Points), .ply (binary little-endian with
  * the properties x y z vx vy vz density id), .csv (header x,y,z,vx,vy,vz,density,id, or without
  * the id column as earlier versions wrote it), .geo and .bgeo (Houdini classic geometry with the
- * point attributes v, density, id). Used by `pbf render DIR`. Files written by other programs are
+ * point attributes v, density, id), .pvtp (the index of a frame written in pieces under MPI:
+ * its pieces, concatenated). Used by `pbf render DIR` and `pbf mesh DIR`. Files written by other programs are
  * rejected with a message naming the file.
  */
 #ifndef PBFAPP_FRAME_READ_H

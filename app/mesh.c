@@ -283,7 +283,7 @@ static void print_help(FILE *f) {
     fprintf(f,
             "usage: pbf mesh DIR [options]\n"
             "\n"
-            "Turns the frames that `pbf run --out DIR` wrote (frame_NNNNN.vtp, .ply or .csv) into\n"
+            "Turns the frames that `pbf run --out DIR` wrote (frame_NNNNN.vtp, .pvtp, .ply or .csv) into\n"
             "surface meshes of the liquid, mesh_NNNNN.ply (or .obj) beside them: a closed, manifold\n"
             "triangle mesh with outward vertex normals, ready for Blender, Houdini or ParaView.\n"
             "Method: the density field phi = V sum W(x - x_j) (poly6-shaped kernel, phi = 1 in\n"
@@ -511,7 +511,7 @@ int pbfapp_mesh_command(int argc, char **argv) {
     }
     frame_file *frames = NULL;
     int nframes = 0;
-    static const char *const exts[] = {"vtp", "ply", "csv"};
+    static const char *const exts[] = {"vtp", "pvtp", "ply", "csv"};
     const char *ext = have_scene ? pbfapp_format_extension(scene.run.format) : "vtp";
     nframes = list_frames(dir, ext, &frames);
     for (int k = 0; nframes == 0 && k < 3; ++k) {
@@ -534,7 +534,7 @@ int pbfapp_mesh_command(int argc, char **argv) {
     }
     nframes = kept;
     if (nframes == 0) {
-        fprintf(stderr, "pbf mesh: %s: no frame files%s (frame_NNNNN.vtp, .ply or .csv)\n", dir,
+        fprintf(stderr, "pbf mesh: %s: no frame files%s (frame_NNNNN.vtp, .pvtp, .ply or .csv)\n", dir,
                 range ? " in --frames" : "");
         free(frames);
         if (have_scene) pbfapp_scene_free(&scene);

@@ -83,15 +83,31 @@ static pbf_status save_checkpoint(pbfapp_output *out, const char *dir, const pbf
     return st;
 }
 
-/* Gathers the frame on process 0 and writes it, its stats line and (when due) a checkpoint.
- * Collective; returns the exit status agreed by every process. */
+/* Writes a frame, its stats line and (when due) a checkpoint: gathered on process 0 (mpi_output
+ * = gather), or each process its piece and process 0 the index once every piece is there
+ * (pieces; a checkpoint is still gathered). Collective; returns the exit status agreed by every
+ * process. */
 static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, pbfapp_output *out,
-                       const char *dir, int frame, double ms, int64_t clamps, int checkpoint,
-                       uint64_t hash, int64_t *last, char *path, size_t path_size) {
+                       const char *dir, int pieces, int frame, double ms, int64_t clamps,
+                       int checkpoint, uint64_t hash, int64_t *last, char *path,
+                       size_t path_size) {
     pbf_error err;
     memset(&err, 0, sizeof err);
     pbf_snapshot s;
-    pbf_status st = pbf_mpi_gather(dom, 0, &s, &err);
+    memset(&s, 0, sizeof s);
+    pbf_status st = PBF_OK;
+    if (pieces) {
+        pbf_particles mine = pbf_world_particles(world); /* this process's particles */
+        st = pbfapp_write_piece(dir, frame, c->rank, pbf_world_stats(world).time, &mine, &err);
+        int rc = agree(exit_for(st));
+        if (rc) {
+            char msg[700];
+            snprintf(msg, sizeof msg, "frame %d: %s", frame, err.message);
+            if (st != PBF_OK) fprintf(stderr, "pbf: MPI process %d: %s\n", c->rank, msg);
+            return rc;
+        }
+    }
+    if (!pieces || checkpoint) st = pbf_mpi_gather(dom, 0, &s, &err);
     if (st == PBF_OK && c->root) {
         pbf_stats stats = pbf_world_stats(world);
         stats.speed_clamps = clamps; /* the frame's, every step */
@@ -112,7 +128,8 @@ static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, 
         p.vz = s.vz;
         p.density = s.density;
         p.id = s.id;
-        st = pbfapp_output_frame(out, frame, stats.time, &p, &err);
+        st = pieces ? pbfapp_output_pieces(out, frame, stats.time, c->size, &err)
+                    : pbfapp_output_frame(out, frame, stats.time, &p, &err);
         if (st == PBF_OK) st = pbfapp_output_stats(out, frame, &stats, ms, &err);
         if (st == PBF_OK && checkpoint)
             st = save_checkpoint(out, dir, &s, frame, hash, last, path, path_size, &err);
@@ -160,6 +177,16 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
         return rc;
     }
     const pbfapp_run *run = &scene.run;
+    if (run->mpi_output == PBFAPP_MPI_PIECES && run->format != PBFAPP_FORMAT_VTP) {
+        snprintf(msg, sizeof msg,
+                 "%.600s: mpi_output = \"pieces\" needs format = \"vtp\" (format = \"%s\"); "
+                 "use mpi_output = \"gather\" for one file per frame",
+                 scene_file, pbfapp_format_extension(run->format));
+        report(c, msg);
+        pbfapp_scene_free(&scene);
+        return EXIT_USAGE;
+    }
+    const int pieces = run->mpi_output == PBFAPP_MPI_PIECES;
     if (run->adaptive) {
         report(c, "adaptive = 1 (--adaptive) is not supported under mpirun yet");
         pbfapp_scene_free(&scene);
@@ -228,6 +255,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     if (rc == 0) {
         pbf_mpi_options mo = pbf_mpi_default_options();
         mo.imbalance = run->rank_imbalance;
+        mo.decomposition = run->mpi_decomposition == 1 ? PBF_MPI_SLABS : PBF_MPI_BISECTION;
         st = pbf_mpi_domain_create(world, MPI_COMM_WORLD, &mo, &dom, &err);
         rc = exit_for(st); /* agreed inside */
         if (rc) snprintf(msg, sizeof msg, "%s", err.message);
@@ -247,12 +275,17 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
         if (opt->resume)
             printf("pbf: resuming %s from %s: frame %d of %d, t = %.4f s\n", opt->out,
                    checkpoint_path, start_frame, run->frames, stats.time);
-        printf("pbf: %s: %s%s%d particles on %d MPI processes (cpu, slabs along %c), %d frames at "
+        char how[64];
+        if (info.decomposition == PBF_MPI_SLABS)
+            snprintf(how, sizeof how, "slabs along %c", "xyz"[info.axis]);
+        else
+            snprintf(how, sizeof how, "recursive coordinate bisection");
+        printf("pbf: %s: %s%s%d particles on %d MPI processes (cpu, %s), %d frames at "
                "%g fps (%g s), %d substeps of %.4g ms, writing %s files to %s/\n",
-               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles, c->size,
-               "xyz"[info.axis], run->frames, (double)run->fps,
-               (double)run->frames / (double)run->fps, run->substeps, 1000.0 * (double)dt,
-               pbfapp_format_extension(run->format), opt->out);
+               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles, c->size, how,
+               run->frames, (double)run->fps, (double)run->frames / (double)run->fps,
+               run->substeps, 1000.0 * (double)dt,
+               pieces ? "vtp pieces + pvtp" : pbfapp_format_extension(run->format), opt->out);
         fflush(stdout);
     }
     pbfapp_stop_install();
@@ -265,7 +298,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     int frames_done = start_frame;
     int64_t last_clamps = 0; /* the speed-limit cuts of the last frame */
     if (!opt->resume)
-        rc = write_frame(c, dom, world, out, opt->out, 0, 0.0, 0, run->checkpoint_every > 0, hash,
+        rc = write_frame(c, dom, world, out, opt->out, pieces, 0, 0.0, 0, run->checkpoint_every > 0, hash,
                          &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
     else if (start_frame >= run->frames && !opt->quiet && c->root)
         printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
@@ -330,7 +363,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
         int ck = run->checkpoint_every > 0 &&
                  (frame % run->checkpoint_every == 0 || frame == run->frames);
         last_clamps = rep.speed_clamps;
-        rc = write_frame(c, dom, world, out, opt->out, frame, ms, last_clamps, ck, hash,
+        rc = write_frame(c, dom, world, out, opt->out, pieces, frame, ms, last_clamps, ck, hash,
                          &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
         if (rc) {
             pbfapp_progress_finish(&progress);
@@ -346,7 +379,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     if (rc == 0 && sig) {
         /* SIGINT / SIGTERM on any process: the frame was finished everywhere; checkpoint it */
         if (last_checkpoint != frames_done)
-            rc = write_frame(c, dom, world, out, opt->out, frames_done, 0.0, last_clamps, 1, hash,
+            rc = write_frame(c, dom, world, out, opt->out, pieces, frames_done, 0.0, last_clamps, 1, hash,
                              &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
         if (rc == 0) {
             snprintf(msg, sizeof msg,
@@ -371,6 +404,8 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     info = pbf_mpi_domain_info(dom);
     double bytes[4] = {info.migrated_bytes, info.halo_bytes, info.ghosts, info.messages};
     MPI_Allreduce(MPI_IN_PLACE, bytes, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    int max_nbr = info.neighbours;
+    MPI_Allreduce(MPI_IN_PLACE, &max_nbr, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     double wall = pbfapp_now() - t_start;
     if (rc == 0 && !opt->quiet && c->root) {
         char wall_s[32];
@@ -383,12 +418,12 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
                steps > 0 ? 1000.0 * step_seconds / (double)steps : 0.0, (long long)steps,
                stats.density_error_avg, stats.density_error_max, opt->out);
         double pst = (double)c->size * (double)(info.steps > 0 ? info.steps : 1);
-        printf("pbf: MPI: %d processes, particles per process %d..%d, %lld rebalances; per "
-               "process and step %.0f ghosts, %.1f messages; sent per particle and step: %.2f B "
-               "migration and ghosts, %.2f B halo updates\n",
-               c->size, info.rank_particles_min, info.rank_particles_max,
-               (long long)info.rebalances, bytes[2] / pst, bytes[3] / pst, bytes[0] / ps,
-               bytes[1] / ps);
+        printf("pbf: MPI: %d processes (%s), particles per process %d..%d, %lld rebalances, up "
+               "to %d neighbours; per process and step %.0f ghosts, %.1f messages; sent per "
+               "particle and step: %.2f B migration and ghosts, %.2f B halo updates\n",
+               c->size, pbf_mpi_decomposition_name(info.decomposition), info.rank_particles_min,
+               info.rank_particles_max, (long long)info.rebalances, max_nbr, bytes[2] / pst,
+               bytes[3] / pst, bytes[0] / ps, bytes[1] / ps);
     }
     pbf_mpi_domain_destroy(dom);
     pbf_world_destroy(world);

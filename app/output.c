@@ -21,6 +21,7 @@
 typedef struct index_entry {
     int frame;
     char time[40];
+    int pieces; /* 1: the frame is frame_NNNNN.pvtp over pieces (a run under MPI) */
 } index_entry;
 
 struct pbfapp_output {
@@ -606,7 +607,8 @@ static void json_number(char *buf, size_t size, double v, const char *fmt);
 /* frame_NNNNN.EXT with 5 or more digits and EXT a frame format or png (the images of --render and
  * `pbf render`), or the NAME.tmp of an interrupted write: its frame number, else -1. */
 static long owned_frame_number(const char *name) {
-    static const char *const frame_exts[] = {"vtp", "ply", "csv", "geo", "bgeo", "png", NULL};
+    static const char *const frame_exts[] = {"vtp", "ply", "csv", "geo", "bgeo", "png", "pvtp", NULL};
+    static const char *const piece_exts[] = {"vtp", NULL}; /* frame_NNNNN_RRRRR.vtp: MPI pieces */
     static const char *const mesh_exts[] = {"ply", "obj", NULL}; /* pbf run --mesh, pbf mesh */
     const char *const *exts;
     const char *q;
@@ -626,7 +628,14 @@ static long owned_frame_number(const char *name) {
         ++q;
         ++digits;
     }
-    if (digits < 5 || digits > 9 || *q != '.') return -1;
+    if (digits < 5 || digits > 9) return -1;
+    if (*q == '_' && exts == frame_exts) { /* a piece: _ and the process number */
+        int pd = 0;
+        for (++q; *q >= '0' && *q <= '9'; ++q) ++pd;
+        if (pd < 5 || pd > 9) return -1;
+        exts = piece_exts;
+    }
+    if (*q != '.') return -1;
     ++q;
     for (size_t k = 0; exts[k]; ++k) {
         size_t len = strlen(exts[k]);
@@ -692,7 +701,7 @@ static pbf_status write_index(pbfapp_output *o, pbf_error *err) {
               a.f);
         for (size_t k = 0; k < o->index_count; ++k)
             fprintf(a.f, "    <DataSet timestep=\"%s\" group=\"\" part=\"0\" file=\"frame_%05d.%s\"/>\n",
-                    o->index[k].time, o->index[k].frame, ext);
+                    o->index[k].time, o->index[k].frame, o->index[k].pieces ? "pvtp" : ext);
         fputs("  </Collection>\n</VTKFile>\n", a.f);
     } else {
         fputs("{\n  \"file-series-version\" : \"1.0\",\n  \"files\" : [\n", a.f);
@@ -707,7 +716,8 @@ static pbf_status write_index(pbfapp_output *o, pbf_error *err) {
 
 /* Appends frame `frame` at time `time` (text as in stats.jsonl), first dropping the entries of
  * frames >= it. */
-static pbf_status index_add(pbfapp_output *o, int frame, const char *time, pbf_error *err) {
+static pbf_status index_add(pbfapp_output *o, int frame, const char *time, int pieces,
+                            pbf_error *err) {
     while (o->index_count > 0 && o->index[o->index_count - 1].frame >= frame) --o->index_count;
     if (o->index_count == o->index_cap) {
         size_t cap = o->index_cap ? 2 * o->index_cap : 256;
@@ -718,6 +728,7 @@ static pbf_status index_add(pbfapp_output *o, int frame, const char *time, pbf_e
     }
     index_entry *e = &o->index[o->index_count++];
     e->frame = frame;
+    e->pieces = pieces;
     snprintf(e->time, sizeof e->time, "%s", time);
     return PBF_OK;
 }
@@ -741,7 +752,16 @@ static pbf_status index_from_stats(pbfapp_output *o, int keep_last, pbf_error *e
         char time[40];
         memcpy(time, tm, len);
         time[len] = '\0';
-        st = index_add(o, (int)frame, time, err);
+        /* a frame of pieces when its .pvtp is there and no .vtp (the run's mode may differ) */
+        char path[4300];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/frame_%05ld.vtp", o->dir, frame);
+        int pieces = 0;
+        if (o->format == PBFAPP_FORMAT_VTP && stat(path, &sb) != 0) {
+            snprintf(path, sizeof path, "%s/frame_%05ld.pvtp", o->dir, frame);
+            pieces = stat(path, &sb) == 0;
+        }
+        st = index_add(o, (int)frame, time, pieces, err);
     }
     fclose(f);
     return st;
@@ -850,7 +870,79 @@ pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const p
     /* the index lists the frame once its file is complete, with its time as in stats.jsonl */
     char t[40];
     json_number(t, sizeof t, time, "%.9g");
-    st = index_add(o, frame, t, err);
+    st = index_add(o, frame, t, 0, err);
+    return st == PBF_OK ? write_index(o, err) : st;
+}
+
+pbf_status pbfapp_write_piece(const char *dir, int frame, int piece, double time,
+                              const pbf_particles *p, pbf_error *err) {
+    char path[4300];
+    snprintf(path, sizeof path, "%s/frame_%05d_%05d.vtp", dir, frame, piece);
+    size_t n = p->count > 0 ? (size_t)p->count : 0;
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order)
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory ordering %zu particles",
+                           path, n);
+    pbf_status st = pbfapp_id_order(p, order, err);
+    if (st == PBF_OK) st = pbfapp_write_vtp(path, p, order, time, err);
+    free(order);
+    return st;
+}
+
+pbf_status pbfapp_output_pieces(pbfapp_output *o, int frame, double time, int pieces,
+                                pbf_error *err) {
+    if (o->format != PBFAPP_FORMAT_VTP)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "mpi_output = \"pieces\" needs format = \"vtp\" (format is \"%s\")",
+                           pbfapp_format_extension(o->format));
+    snprintf(o->last, sizeof o->last, "%s/frame_%05d.pvtp", o->dir, frame);
+    size_t nf = 0;
+    const pbf_field_info *fi = pbf_particle_fields(&nf);
+    const int pos = pbfapp_field_index("position");
+    atomic_file a;
+    pbf_status st = atomic_open(&a, o->last, err);
+    if (st != PBF_OK) return st;
+    FILE *f = a.f;
+    /* the same arrays, names and active attributes as each piece (pbfapp_write_vtp) */
+    const char *scalars = NULL, *vectors = NULL;
+    for (size_t k = 0; k < nf; ++k) {
+        if ((int)k == pos || fi[k].type != PBF_FIELD_FLOAT32) continue;
+        if (!scalars && fi[k].components == 1) scalars = fi[k].name;
+        if (!vectors && fi[k].components == 3) vectors = fi[k].name;
+    }
+    fprintf(f,
+            "<?xml version=\"1.0\"?>\n"
+            "<VTKFile type=\"PPolyData\" version=\"1.0\" byte_order=\"LittleEndian\" "
+            "header_type=\"UInt64\">\n"
+            "  <PPolyData GhostLevel=\"0\">\n"
+            "    <PPointData%s%s%s%s%s%s>\n",
+            scalars ? " Scalars=\"" : "", scalars ? scalars : "", scalars ? "\"" : "",
+            vectors ? " Vectors=\"" : "", vectors ? vectors : "", vectors ? "\"" : "");
+    for (size_t k = 0; k < nf; ++k) {
+        if ((int)k == pos) continue;
+        char comps[40] = "";
+        if (fi[k].components > 1)
+            snprintf(comps, sizeof comps, " NumberOfComponents=\"%d\"", fi[k].components);
+        fprintf(f, "      <PDataArray type=\"%s\" Name=\"%s\"%s/>\n",
+                fi[k].type == PBF_FIELD_UINT32 ? "UInt32" : "Float32", fi[k].name, comps);
+    }
+    fputs("    </PPointData>\n"
+          "    <PPoints>\n"
+          "      <PDataArray type=\"Float32\" Name=\"Points\" NumberOfComponents=\"3\"/>\n"
+          "    </PPoints>\n",
+          f);
+    for (int r = 0; r < pieces; ++r)
+        fprintf(f, "    <Piece Source=\"frame_%05d_%05d.vtp\"/>\n", frame, r);
+    fputs("  </PPolyData>\n</VTKFile>\n", f);
+    if (ferror(f)) {
+        atomic_abort(&a);
+        return pbfapp_fail(err, PBF_ERR_IO, "%s.tmp: write failed", o->last);
+    }
+    st = atomic_commit(&a, err);
+    if (st != PBF_OK) return st;
+    char t[40];
+    json_number(t, sizeof t, time, "%.9g");
+    st = index_add(o, frame, t, 1, err);
     return st == PBF_OK ? write_index(o, err) : st;
 }
 

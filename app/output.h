@@ -19,6 +19,8 @@
  *   stats.jsonl      one JSON object per frame: frame, time, particles, density_error_avg,
  *                    density_error_max, max_speed, nonfinite, escaped, ms; under mpirun
  *                    also ranks, rank_particles_min, rank_particles_max
+ *   frame_00000.pvtp under mpirun with mpi_output = pieces: the index of the frame's pieces
+ *                    frame_00000_RRRRR.vtp, one per process (see pbfapp_output_pieces)
  *   frames.pvd       (vtp) ParaView collection of the frames with their simulated times
  *   frames.EXT.series (ply, csv) ParaView's file series index of the frames with their times
  *
@@ -54,7 +56,8 @@ pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_outp
 pbf_status pbfapp_output_open_append(const char *dir, pbfapp_format format, pbfapp_output **out,
                                      pbf_error *err);
 
-/* Makes the directory this run's: deletes the frame files frame_NNNNN.{vtp,ply,csv,geo,bgeo}, the
+/* Makes the directory this run's: deletes the frame files frame_NNNNN.{vtp,ply,csv,geo,bgeo} (and
+ * under MPI frame_NNNNN.pvtp and the pieces frame_NNNNN_RRRRR.vtp), the
  * images frame_NNNNN.png (and the .tmp of any of them) of frames after `keep_last`, and the
  * series indexes (all of them for a fresh run, keep_last = -1; those of other formats on a
  * resume). A resumed run (keep_last = its checkpoint's frame) then rebuilds its index from
@@ -72,6 +75,16 @@ pbf_status pbfapp_output_sync(pbfapp_output *o, pbf_error *err);
  * adds it to the series index. */
 pbf_status pbfapp_output_frame(pbfapp_output *o, int frame, double time, const pbf_particles *p,
                                pbf_error *err);
+
+/* Under MPI (scene key mpi_output = pieces): every process writes its particles as the piece
+ * DIR/frame_NNNNN_RRRRR.vtp (RRRRR its rank; in id order, as a frame), then process 0, once every
+ * piece is complete, the index DIR/frame_NNNNN.pvtp (VTK's parallel PolyData: ParaView and
+ * vtkXMLPPolyDataReader read the pieces as one data set) naming `pieces` pieces, and lists it in
+ * frames.pvd. vtp only. */
+pbf_status pbfapp_write_piece(const char *dir, int frame, int piece, double time,
+                              const pbf_particles *p, pbf_error *err);
+pbf_status pbfapp_output_pieces(pbfapp_output *o, int frame, double time, int pieces,
+                                pbf_error *err);
 
 /* Appends one line to stats.jsonl and flushes it. `ms` is the wall-clock time of the frame;
  * s->speed_clamps is written as the frame's count (the caller sums its steps'). On a failed write

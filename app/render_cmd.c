@@ -271,7 +271,8 @@ void pbfapp_render_print_help(FILE *f) {
     fprintf(f, "usage: pbf render DIR [options]\n"
                "\n"
                "Renders the frames that `pbf run --out DIR` wrote (frame_NNNNN.vtp, .ply, .csv, .geo\n"
-               "or .bgeo) into frame_NNNNN.png beside them, or into a video with --video. The\n"
+               "or .bgeo; .pvtp: a run under MPI with mpi_output = pieces) into frame_NNNNN.png\n"
+               "beside them, or into a video with --video. The\n"
                "container, obstacles, moving walls and camera come from DIR/scene.json, which\n"
                "`pbf run` writes (the scene as it ran); the camera is the scene's \"camera\" object\n"
                "or a default view of the container from the front-right, above; --camera-pos,\n"
@@ -890,7 +891,7 @@ int pbfapp_render_command(int argc, char **argv) {
     frame_file *frames = NULL;
     int nframes = 0;
     const char *ext = pbfapp_format_extension(scene.run.format);
-    static const char *const exts[] = {"vtp", "ply", "csv", "geo", "bgeo"};
+    static const char *const exts[] = {"vtp", "pvtp", "ply", "csv", "geo", "bgeo"};
     st = list_frames(dir, ext, &frames, &nframes, &err);
     for (int k = 0; st == PBF_OK && nframes == 0 && k < (int)(sizeof exts / sizeof exts[0]); ++k) {
         free_frames(frames, nframes);
@@ -901,7 +902,7 @@ int pbfapp_render_command(int argc, char **argv) {
         if (st != PBF_OK)
             fprintf(stderr, "pbf: %s\n", err.message);
         else
-            fprintf(stderr, "pbf: %s: no frame files (frame_NNNNN.vtp, .ply, .csv, .geo or .bgeo)\n", dir);
+            fprintf(stderr, "pbf: %s: no frame files (frame_NNNNN.vtp, .pvtp, .ply, .csv, .geo or .bgeo)\n", dir);
         free_frames(frames, nframes);
         pbfapp_scene_free(&scene);
         return st != PBF_OK ? EXIT_RUNTIME : EXIT_USAGE;

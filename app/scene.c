@@ -30,6 +30,9 @@
 /* ---- the run table and the geometry tables ----------------------------------------------- */
 
 static const char *const format_choices[] = {"vtp", "ply", "csv", "geo", "bgeo", NULL};
+/* the order of pbf_mpi_decomposition and pbfapp_mpi_output */
+static const char *const decomposition_choices[] = {"bisection", "slabs", NULL};
+static const char *const mpi_output_choices[] = {"gather", "pieces", NULL};
 
 static const pbf_param_info run_params[] = {
     {"frames",
@@ -120,8 +123,33 @@ static const pbf_param_info run_params[] = {
      0,
      NULL,
      offsetof(pbfapp_run, rank_imbalance),
-     "under mpirun: move the slab bounds when the busiest process holds more than (1 + this) "
-     "times the mean particle count; 0 = slabs of equal width, never moved"},
+     "under mpirun: recompute the processes' boxes when the busiest process holds more than "
+     "(1 + this) times the mean particle count; 0 = boxes of equal width, never moved"},
+    {"mpi_decomposition",
+     PBF_PARAM_ENUM,
+     "-",
+     0,
+     {0, 0, 0},
+     0,
+     0,
+     0,
+     decomposition_choices,
+     offsetof(pbfapp_run, mpi_decomposition),
+     "under mpirun: bisection = boxes by recursive coordinate bisection on particle counts, "
+     "slabs = slabs of cell layers along the container's longest axis"},
+    {"mpi_output",
+     PBF_PARAM_ENUM,
+     "-",
+     0,
+     {0, 0, 0},
+     0,
+     0,
+     0,
+     mpi_output_choices,
+     offsetof(pbfapp_run, mpi_output),
+     "under mpirun: gather = process 0 writes each frame (any format); pieces = every process "
+     "writes its particles (frame_NNNNN_RRRRR.vtp) and process 0 the index frame_NNNNN.pvtp "
+     "(vtp only)"},
 };
 
 const pbf_param_info *pbfapp_run_params(size_t *count) {

@@ -33,7 +33,8 @@ typedef enum pbfapp_format {
 const char *pbfapp_format_extension(pbfapp_format format);
 
 /* Run parameters: the second parameter table (keys frames, fps, substeps, format,
- * guard_density_error, checkpoint_every, adaptive, rank_imbalance). */
+ * guard_density_error, checkpoint_every, adaptive, rank_imbalance, mpi_decomposition,
+ * mpi_output). */
 typedef struct pbfapp_run {
     int frames;           /* frames written after frame 0 (the initial state) */
     float fps;            /* frames per simulated second */
@@ -45,9 +46,14 @@ typedef struct pbfapp_run {
     int checkpoint_every;      /* write a checkpoint every N frames (0 = only when stopped by a
                                   signal); --checkpoint-every N */
     int adaptive;              /* 1: retry an unstable frame with 2x..8x substeps; --adaptive */
-    float rank_imbalance;      /* under mpirun: rebalance the slabs above this excess over the
-                                  mean particle count per process; 0 = equal slabs */
+    float rank_imbalance;      /* under mpirun: rebalance the boxes above this excess over the
+                                  mean particle count per process; 0 = equal boxes */
+    int mpi_decomposition;     /* under mpirun: 0 recursive coordinate bisection, 1 slabs (the
+                                  order of pbf_mpi_decomposition) */
+    int mpi_output;            /* under mpirun: PBFAPP_MPI_GATHER or PBFAPP_MPI_PIECES */
 } pbfapp_run;
+
+enum { PBFAPP_MPI_GATHER = 0, PBFAPP_MPI_PIECES = 1 };
 
 const pbf_param_info *pbfapp_run_params(size_t *count);
 pbfapp_run pbfapp_default_run(void);

@@ -194,6 +194,11 @@ typedef struct pbf_world_hooks {
     /* 1 if particle i (memory order, after the grid stage) is a ghost: its speed-limit cuts are
      * counted by its owner, not here */
     int (*is_ghost)(const pbf_world *w, int i, void *user);
+    /* Called by the grid stage of a step after its sort, before the neighbour lists: a mask in
+     * the new memory order, nonzero for a ghost (or NULL). Nothing reads a ghost's own
+     * neighbour sums (the halo updates overwrite them before they are read), so the CPU backend
+     * gives ghosts empty neighbour lists: the neighbour passes skip them. */
+    const unsigned char *(*ghost_mask)(pbf_world *w, void *user);
     void *user;
 } pbf_world_hooks;
 

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # `mpirun -np N pbf run` (src/mpi/domain.c, app/mpi_run.c) against the single-process run of
 # scenes/quick.json (a dam break, 2250 particles, 12 frames, one thread per process):
-#   - 1, 2 and 4 processes write frames and checkpoints byte-identical to the single-process
-#     run's, and stats.jsonl lines equal to its own apart from ms, plus ranks and the particle
-#     counts per process;
+#   - 1, 2, 3 and 4 processes (recursive coordinate bisection, the default) write frames and
+#     checkpoints byte-identical to the single-process run's, and stats.jsonl lines equal to its
+#     own apart from ms, plus ranks and the particle counts per process;
+#   - 4 processes in slabs (mpi_decomposition = slabs): byte-identical too, and with more ghosts
+#     per process than bisection's boxes; 8 processes (6 frames): boxes cut across all three
+#     axes (a box with 7 or more neighbours: faces, edges and corners), byte-identical;
 #   - 4 processes in slabs of equal width (rank_imbalance = 0): processes start empty, and
 #     particles migrate into them across the slabs (their count becomes positive);
+#   - mpi_output = pieces on 3 processes: VTK's parallel reader reads each frame_NNNNN.pvtp as
+#     the single-process frame (tests/pvtp_reader_check.py: count, ids, values by id), the
+#     checkpoint is byte-identical, `pbf render` draws the same images from the .pvtp as from
+#     the single-process frames; with format = ply it is refused (exit 2);
 #   - a run stopped at frame 6 on 2 processes resumes on 4, and then without MPI: the same frames;
 #   - the instability guard stops every process with one message naming the process and the
 #     same particle as the single-process run (exit 3);
@@ -43,15 +50,17 @@ mp() { # mp N ARGS...: pbf on N processes
 }
 common=(--set threads=1 --frames 12 -q)
 
-# same files: every frame, checkpoints of frames 6 and 12
-same_files() { # same_files DIR [FIRST_FRAME]
-    local d="$1" first="${2:-0}" f k bad=0
-    for ((k = first; k <= 12; ++k)); do
+# same files: every frame, and the checkpoint of frame 12 (of a run to frame 12)
+same_files() { # same_files DIR [FIRST_FRAME [LAST_FRAME]]
+    local d="$1" first="${2:-0}" last="${3:-12}" f k bad=0
+    for ((k = first; k <= last; ++k)); do
         f=$(printf 'frame_%05d.vtp' "${k}")
         cmp -s "ref/${f}" "${d}/${f}" || { echo "  ${d}/${f} differs"; bad=1; }
     done
-    cmp -s ref/checkpoint_00012.pbfck "${d}/checkpoint_00012.pbfck" ||
-        { echo "  ${d}/checkpoint_00012.pbfck differs"; bad=1; }
+    if [[ "${last}" -eq 12 ]]; then
+        cmp -s ref/checkpoint_00012.pbfck "${d}/checkpoint_00012.pbfck" ||
+            { echo "  ${d}/checkpoint_00012.pbfck differs"; bad=1; }
+    fi
     return "${bad}"
 }
 # stats.jsonl: every member of the reference equal (but ms; solver_error, a sum over processes,
@@ -82,8 +91,9 @@ EOF
 "${pbf}" run "${scene}" --out ref --checkpoint-every 6 "${common[@]}"
 check "single-process reference run" $?
 
-for n in 1 2 4; do
-    mp "${n}" run "${scene}" --out "np${n}" --checkpoint-every 6 "${common[@]}"
+for n in 1 2 3 4; do # not quiet: np4.out's summary line is read below
+    mp "${n}" run "${scene}" --out "np${n}" --checkpoint-every 6 --set threads=1 --frames 12 \
+        > "np${n}.out" 2>&1
     check "mpirun -np ${n}: exit 0" $?
     same_files "np${n}"
     check "mpirun -np ${n}: frames and checkpoint byte-identical to the single-process run" $?
@@ -96,7 +106,45 @@ s = [json.loads(l) for l in open("np2/stats.jsonl")]
 sys.exit(0 if all(x["rank_particles_min"] > 0 for x in s) else 1)'
 check "mpirun -np 2: balanced slabs, no process empty" $?
 
-mp 4 run "${scene}" --out eq4 --set rank_imbalance=0 --checkpoint-every 6 "${common[@]}"
+# slabs against bisection's boxes: the same files, more ghosts
+mp 4 run "${scene}" --out sl4 --set mpi_decomposition=slabs --checkpoint-every 6 --set threads=1 \
+    --frames 12 > sl4.out 2>&1
+check "mpirun -np 4, slabs: exit 0" $?
+same_files sl4
+check "mpirun -np 4, slabs: frames and checkpoint byte-identical to the single-process run" $?
+ghosts() { grep -o '[0-9]* ghosts' "$1" | grep -o '[0-9]*'; }
+neighbours() { grep -o 'up to [0-9]* neighbours' "$1" | grep -o '[0-9]*'; }
+gs=$(ghosts sl4.out)
+gb=$(ghosts np4.out)
+echo "  ghosts per process and step on 4 processes: slabs ${gs}, bisection ${gb}"
+[[ -n "${gs}" && -n "${gb}" && "${gb}" -lt "${gs}" ]]
+check "mpirun -np 4: bisection's boxes receive fewer ghosts than slabs" $?
+mp 8 run "${scene}" --out bi8 --set threads=1 --frames 6 > bi8.out 2>&1
+check "mpirun -np 8, bisection: exit 0" $?
+same_files bi8 0 6
+check "mpirun -np 8, bisection: frames 0..6 byte-identical to the single-process run" $?
+nb=$(neighbours bi8.out)
+echo "  8 processes: up to ${nb} neighbours"
+[[ -n "${nb}" && "${nb}" -ge 7 ]]
+check "mpirun -np 8, bisection: boxes cut across three axes (a box with >= 7 neighbours)" $?
+
+# frames written in pieces, read back with VTK's parallel reader
+mp 3 run "${scene}" --out pc3 --set mpi_output=pieces --checkpoint-every 6 "${common[@]}"
+check "mpirun -np 3, mpi_output = pieces: exit 0" $?
+/usr/bin/python3 "${here}/pvtp_reader_check.py" pc3 ref 3 0 1 6 12
+check "mpirun -np 3, pieces: VTK reads each .pvtp as the single-process frame" $?
+cmp -s ref/checkpoint_00012.pbfck pc3/checkpoint_00012.pbfck
+check "mpirun -np 3, pieces: checkpoint byte-identical" $?
+"${pbf}" render pc3 --size 320x180 --out pc3_png -q && "${pbf}" render ref --size 320x180 --out ref_png -q &&
+    cmp -s ref_png/frame_00012.png pc3_png/frame_00012.png && cmp -s ref_png/frame_00001.png pc3_png/frame_00001.png
+check "pbf render of the .pvtp frames: the same images as of the single-process frames" $?
+mp 2 run "${scene}" --out pcply --set mpi_output=pieces --set format=ply "${common[@]}" > pcply.out 2>&1
+rc=$?
+[[ "${rc}" -ne 0 ]] && grep -q 'mpi_output = "pieces" needs format = "vtp"' pcply.out
+check "mpi_output = pieces with format = ply: refused, naming both keys" $?
+
+mp 4 run "${scene}" --out eq4 --set mpi_decomposition=slabs --set rank_imbalance=0 \
+    --checkpoint-every 6 "${common[@]}"
 check "mpirun -np 4, slabs of equal width: exit 0" $?
 same_files eq4
 check "mpirun -np 4, slabs of equal width: byte-identical frames" $?

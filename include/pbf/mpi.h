@@ -5,21 +5,24 @@
  *     MPI_Init(&argc, &argv);
  *     pbf_world *w = ...;                     // every process: the same definition, blocks, boxes
  *     pbf_mpi_domain *d = NULL;               // (or the same restored snapshot)
- *     pbf_mpi_domain_create(w, MPI_COMM_WORLD, NULL, &d, &err);  // each keeps its slab
+ *     pbf_mpi_domain_create(w, MPI_COMM_WORLD, NULL, &d, &err);  // each keeps its box
  *     for (...) pbf_world_step(w, dt, &err);  // collective: every process steps together
  *     pbf_snapshot s;
  *     pbf_mpi_gather(d, 0, &s);               // the whole state on process 0, in the order of a
  *                                             // single-process run
  *     pbf_mpi_domain_destroy(d);
  *
- * Decomposition: slabs of whole grid cells along the container's longest axis, one per process
- * in rank order, their bounds chosen on particle counts so that the load is balanced (or of equal
- * width: options.imbalance <= 0). Each process owns the particles whose grid cell (of the
- * predicted position, the cell the step sorts by) lies in its slab, and receives every step, as
- * ghost particles, the particles of the one cell layer on either side of it (a cell is at least
- * the kernel radius h wide). Exchanges in a step, all of them only between processes whose slabs
- * touch:
- *   after predict     migration of particles whose cell left the slab, and the ghosts (every
+ * Decomposition: every process owns a box of whole grid cells. Recursive coordinate bisection
+ * (the default): the grid is cut across the longest axis of its particles' bounding box at the
+ * particle-count median (weighted by the processes on each side: any number of processes), and
+ * each part again, so that every process holds about the same number of particles; or slabs
+ * along one axis, their bounds chosen on particle counts. options.imbalance <= 0: boxes (slabs)
+ * of equal width, never moved. Each process owns the particles whose grid cell (of the
+ * predicted position, the cell the step sorts by) lies in its box, and receives every step, as
+ * ghost particles, the particles of the cells around its box (one cell deep: a cell is at least
+ * the kernel radius h wide), from up to 26 neighbours (the processes whose boxes lie within one
+ * cell of its own). Exchanges in a step, the halo updates only between neighbours:
+ *   after predict     migration of particles whose cell left the box, and the ghosts (every
  *                     SORTED field of the particle-field registry: positions, predicted
  *                     positions, velocities, id, cell)
  *   after lambda      lambda of the ghosts (delta p reads lambda_j)
@@ -29,7 +32,7 @@
  *                     them; the ghosts' velocities are recomputed exactly from x and x*)
  *   after vorticity   the ghosts are dropped
  *   statistics        combined over every process (MPI_Allreduce)
- * The slabs are rebalanced at the start of a step when the largest process's particle count
+ * The boxes are recomputed at the start of a step when the largest process's particle count
  * exceeds the mean by more than options.imbalance.
  *
  * Same answer: ghosts enter every neighbour sum in the order of a single-process run (each
@@ -53,18 +56,27 @@ extern "C" {
 
 typedef struct pbf_mpi_domain pbf_mpi_domain;
 
+typedef enum pbf_mpi_decomposition {
+    PBF_MPI_BISECTION = 0, /* recursive coordinate bisection: boxes */
+    PBF_MPI_SLABS = 1      /* slabs along one axis */
+} pbf_mpi_decomposition;
+
 typedef struct pbf_mpi_options {
-    int axis;         /* 0, 1, 2; -1 = the container's longest axis */
-    double imbalance; /* rebalance when max count > (1 + imbalance) * mean; <= 0: slabs of equal
-                         width in cells, never rebalanced */
+    pbf_mpi_decomposition decomposition;
+    int axis;         /* slabs: 0, 1, 2; -1 = the container's longest axis */
+    double imbalance; /* rebalance when max count > (1 + imbalance) * mean; <= 0: boxes (slabs)
+                         of equal width in cells, never rebalanced */
 } pbf_mpi_options;
 
-/* Longest axis, imbalance 0.1. */
+/* Bisection, imbalance 0.1 (slabs: the longest axis). */
 pbf_mpi_options pbf_mpi_default_options(void);
+
+/* "bisection", "slabs" (the scene key mpi_decomposition's values). */
+const char *pbf_mpi_decomposition_name(pbf_mpi_decomposition kind);
 
 /* Splits the world among the processes of `comm`. Every process must hold the same world (same
  * definition, boxes, particles in the same order: built from the same scene, or restored from
- * the same snapshot); each keeps the particles of its slab. The world then belongs to the
+ * the same snapshot); each keeps the particles of its box. The world then belongs to the
  * domain until pbf_mpi_domain_destroy: step it on every process together, and neither add
  * particles to it nor restore a snapshot into it meanwhile (restore before creating the domain,
  * as `pbf run --resume` does). Fails (on every
@@ -88,11 +100,13 @@ pbf_diagnosis pbf_mpi_diagnose(pbf_mpi_domain *domain, double density_limit, int
 typedef struct pbf_mpi_info {
     int ranks;                 /* processes */
     int rank;                  /* this one */
-    int axis;                  /* slab axis */
+    pbf_mpi_decomposition decomposition;
+    int axis;                  /* slabs: their axis; bisection: -1 */
     int rank_particles_min;    /* smallest and largest particle count of a process, at the end */
     int rank_particles_max;    /* of the last step (or at creation) */
-    int slab_lo, slab_hi;      /* this process's cell layers along the axis: [lo, hi) */
-    int64_t rebalances;        /* times the slabs were moved */
+    int box_lo[3], box_hi[3];  /* this process's grid cells: [lo, hi) per axis */
+    int neighbours;            /* processes whose boxes lie within one cell of this one's */
+    int64_t rebalances;        /* times the boxes were moved */
     double migrated_bytes;     /* bytes this process sent, summed over steps: migration and */
     double halo_bytes;         /* ghost copies after predict; halo updates after lambda, */
                                /* collide and velocity */

@@ -1,8 +1,8 @@
 /*
- * Domain decomposition over MPI (include/pbf/mpi.h): slabs of grid cells, ghost particles,
- * migration, rebalancing, global statistics. Built into libpbf_mpi only where MPI is found; it
- * plugs into the stage runner through the world's hooks (internal.h) and moves the particle
- * arrays the field registry (fields.h) declares.
+ * Domain decomposition over MPI (include/pbf/mpi.h): boxes of grid cells (recursive coordinate
+ * bisection, or slabs), ghost particles, migration, rebalancing, global statistics. Built into
+ * libpbf_mpi only where MPI is found; it plugs into the stage runner through the world's hooks
+ * (internal.h) and moves the particle arrays the field registry (fields.h) declares.
  *
  * Why the answer is the same on any number of processes (bit for bit, on the CPU):
  *  - A neighbour sum depends on which neighbours a particle has and on their order (the SIMD
@@ -14,13 +14,15 @@
  *    so keys of particles held by different processes differ, and each process's particles are
  *    in ascending key order: the global order is the merge by key. After predict every
  *    particle is sent (with its key) to its new owner and, as a ghost, to the processes whose
- *    slab touches its cell layer; each process merges what it receives from every source by
- *    key, and the stable sort by the new cell then gives exactly the global order restricted to
- *    its owned and ghost particles. A ghost layer holds every particle of its cells, so an owned
- *    particle sees the same neighbours in the same order as in a single-process run.
- *  - Ghosts are computed on like any particle, and their values that neighbours read (lambda;
- *    x* after each collision pass; density and |omega|) are overwritten by their owner's before
- *    being read; their velocities v = (x* - x) / dt are recomputed locally from exact x and x*.
+ *    box holds one of the 26 cells around its cell; each process merges what it receives from
+ *    every source by key, and the stable sort by the new cell then gives exactly the global
+ *    order restricted to its owned and ghost particles. A ghost cell holds every particle of
+ *    that cell, so an owned particle sees the same neighbours in the same order as in a
+ *    single-process run.
+ *  - Ghosts pass through the stages with empty neighbour lists (ghost_mask), and their values
+ *    that neighbours read (lambda; x* after each collision pass; density and |omega|) are
+ *    overwritten by their owner's before being read; their velocities v = (x* - x) / dt are
+ *    recomputed locally from exact x and x*.
  *    After the last pass they are dropped, so the statistics and the guard see owned particles
  *    only.
  *  - After pbf_mpi_domain_create the key is the particle's index in the (identical) world every
@@ -38,30 +40,58 @@
 #include "pbf/params.h"
 
 enum { TAG_HALO = 1701 };
-#define STATE_WORDS 8 /* x y z vx vy vz density id: pbf_snapshot's arrays */
+#define STATE_WORDS 8  /* x y z vx vy vz density id: pbf_snapshot's arrays */
+#define MAX_TARGETS 26 /* the 26 cells around a cell lie in at most 26 boxes besides its own */
+#define TREE_STACK 128 /* a tree of P leaves is at most ceil(log2 P) + 1 deep */
+
+/* A node of the decomposition tree. An inner node splits its cells at `cut` along `axis`: cells
+ * with coordinate < cut go to child[0] (the processes [r0, r0 + (r1 - r0) / 2)), the others to
+ * child[1]; a leaf (child[0] < 0) is the box of process r0. Boxes are [lo, hi) in grid cells;
+ * a box may be empty (a process with no cell: more processes than cells along an axis). */
+typedef struct node {
+    int lo[3], hi[3];
+    int r0, r1;
+    int axis, cut;
+    int child[2];
+} node;
 
 struct pbf_mpi_domain {
     MPI_Comm comm;
     int rank, size;
     pbf_world *w;
     pbf_world_hooks hooks;
-    int axis, layers;  /* slab axis, grid cells along it */
+    pbf_mpi_decomposition kind;
+    int axis;          /* slabs: their axis */
+    int dim[3];        /* grid cells per axis */
     double imbalance;
-    int *lo;           /* size + 1: process r owns the layers [lo[r], lo[r + 1]) */
-    int *owner;        /* per layer: the process that owns it */
-    int *hist;         /* per layer: particle counts (rebalancing) */
+    node *tree;        /* 2 size - 1 nodes, the root first */
+    int nnodes;
+    int *leaf;         /* per process: its leaf */
+    int *boxes;        /* per process: lo[3], hi[3] of the last decomposition (rebalancing) */
+    int *nbr, nnbr;    /* the processes whose boxes lie within one cell of this one's */
+    int *lo, *hist;    /* slabs: bounds (process r: layers [lo[r], lo[r + 1])), counts per layer */
+    /* bisection's scratch: per particle its node, per node its slot among the active nodes */
+    int *part, *slot, *active, *next;
+    size_t part_cap;
+    int *bbox;         /* 6 per active node */
+    int64_t *bhist;
+    size_t bhist_cap;
     /* the words of a migrating particle: every SORTED row of the registry; key_word is `cell` */
     int fields[PBF_FIELD_COUNT], nfields, key_word;
     /* migration */
     int *scount, *sdispl, *rcount, *rdispl, *cursor, *wcount, *wdispl, *wrcount, *wrdispl;
-    int *layer;        /* per particle: layer of its predicted cell */
-    size_t layer_cap;
+    uint32_t *pcell;   /* per particle: the cell of its predicted position */
+    size_t pcell_cap;
     uint32_t *sbuf, *rbuf;
     size_t scap, rcap; /* words */
     /* halo lists, built after the sort: local indices, grouped by process, in memory order */
     int *hs_n, *hs_off, *hr_n, *hr_off;
     int *hs_idx, *hr_idx;
     size_t hs_cap, hr_cap;
+    unsigned char *ghost; /* per particle, 1 for a ghost: from the grid stage's sort to the
+                             ghosts' removal */
+    size_t ghost_cap;
+    int ghosts_in;        /* 1 while ghost[] is valid */
     MPI_Request *req;
     /* gathered state (root) */
     uint32_t *garr[STATE_WORDS];
@@ -75,9 +105,14 @@ struct pbf_mpi_domain {
 
 pbf_mpi_options pbf_mpi_default_options(void) {
     pbf_mpi_options o;
+    o.decomposition = PBF_MPI_BISECTION;
     o.axis = -1;
     o.imbalance = 0.1;
     return o;
+}
+
+const char *pbf_mpi_decomposition_name(pbf_mpi_decomposition kind) {
+    return kind == PBF_MPI_SLABS ? "slabs" : kind == PBF_MPI_BISECTION ? "bisection" : "?";
 }
 
 /* Grows *p to hold n elements of `size` bytes (at least); 0 on failure (then *p is unchanged). */
@@ -91,22 +126,134 @@ static int grow(void **p, size_t *cap, size_t n, size_t size) {
     return 1;
 }
 
-static inline int layer_of_cell(const pbf_grid *g, int axis, uint32_t c) {
-    const uint32_t dx = (uint32_t)g->dim[0], dy = (uint32_t)g->dim[1];
-    if (axis == 0) return (int)(c % dx);
-    if (axis == 1) return (int)((c / dx) % dy);
-    return (int)(c / (dx * dy));
+static inline void cell_xyz(const pbf_mpi_domain *d, uint32_t c, int x[3]) {
+    const uint32_t dx = (uint32_t)d->dim[0], dy = (uint32_t)d->dim[1];
+    x[0] = (int)(c % dx);
+    x[1] = (int)((c / dx) % dy);
+    x[2] = (int)(c / (dx * dy));
 }
 
-static void set_owner(pbf_mpi_domain *d) {
-    for (int r = 0; r < d->size; ++r)
-        for (int a = d->lo[r]; a < d->lo[r + 1]; ++a) d->owner[a] = r;
+/* The process that owns the cell at x. */
+static inline int owner_of(const pbf_mpi_domain *d, const int x[3]) {
+    const node *t = d->tree;
+    int k = 0;
+    while (t[k].child[0] >= 0) k = t[k].child[x[t[k].axis] >= t[k].cut];
+    return t[k].r0;
+}
+
+static inline int owner_of_cell(const pbf_mpi_domain *d, uint32_t c) {
+    int x[3];
+    cell_xyz(d, c, x);
+    return owner_of(d, x);
+}
+
+static inline int box_empty(const node *b) {
+    return b->lo[0] >= b->hi[0] || b->lo[1] >= b->hi[1] || b->lo[2] >= b->hi[2];
+}
+
+/* 1 if the 26 cells around the cell at x (clipped to the grid) all lie in the box of its owner
+ * o: most particles, whose cell is no process's ghost. */
+static inline int interior(const pbf_mpi_domain *d, const int x[3], int o) {
+    const node *own = &d->tree[d->leaf[o]];
+    for (int a = 0; a < 3; ++a) {
+        if (x[a] > 0 && x[a] - 1 < own->lo[a]) return 0;
+        if (x[a] + 1 < d->dim[a] && x[a] + 1 >= own->hi[a]) return 0;
+    }
+    return 1;
+}
+
+/* The processes, other than the owner o of the cell at x, whose boxes hold one of the 26 cells
+ * around it: they need the cell's particles as ghosts. Boxes are disjoint and each holds a whole
+ * number of the 27 cells, so there are at most 26. */
+static int border_targets(const pbf_mpi_domain *d, const int x[3], int o, int t[MAX_TARGETS]) {
+    int q0[3], q1[3]; /* the 27 cells, clipped to the grid: [q0, q1] */
+    for (int a = 0; a < 3; ++a) {
+        q0[a] = x[a] > 0 ? x[a] - 1 : 0;
+        q1[a] = x[a] + 1 < d->dim[a] ? x[a] + 1 : x[a];
+    }
+    int stack[TREE_STACK], sp = 0, n = 0;
+    stack[sp++] = 0;
+    while (sp > 0) {
+        const node *nd = &d->tree[stack[--sp]];
+        if (nd->child[0] < 0) {
+            if (nd->r0 != o && !box_empty(nd) && n < MAX_TARGETS) t[n++] = nd->r0;
+            continue;
+        }
+        const int a = nd->axis;
+        if (q1[a] >= nd->cut && sp < TREE_STACK) stack[sp++] = nd->child[1];
+        if (q0[a] < nd->cut && sp < TREE_STACK) stack[sp++] = nd->child[0];
+    }
+    return n;
+}
+
+static inline int ghost_targets(const pbf_mpi_domain *d, const int x[3], int o, int t[MAX_TARGETS]) {
+    return interior(d, x, o) ? 0 : border_targets(d, x, o, t);
+}
+
+/* 1 on every process if any process passes fail != 0. */
+static int agree_failed(pbf_mpi_domain *d, int fail) {
+    MPI_Allreduce(MPI_IN_PLACE, &fail, 1, MPI_INT, MPI_MAX, d->comm);
+    if (fail) d->failed = 1;
+    return fail;
+}
+
+/* ---- the decomposition ------------------------------------------------------------------- */
+
+static int new_node(pbf_mpi_domain *d, const int lo[3], const int hi[3], int r0, int r1) {
+    const int k = d->nnodes++;
+    node *nd = &d->tree[k];
+    for (int a = 0; a < 3; ++a) {
+        nd->lo[a] = lo[a];
+        nd->hi[a] = hi[a];
+    }
+    nd->r0 = r0;
+    nd->r1 = r1;
+    nd->axis = 0;
+    nd->cut = 0;
+    nd->child[0] = nd->child[1] = -1;
+    if (r1 - r0 == 1) d->leaf[r0] = k;
+    return k;
+}
+
+/* Splits node k at `cut` along `axis`: the first half of its processes below the cut. */
+static void split(pbf_mpi_domain *d, int k, int axis, int cut) {
+    int lo[3], hi[3];
+    node nd = d->tree[k];
+    const int m = nd.r0 + (nd.r1 - nd.r0) / 2;
+    d->tree[k].axis = axis;
+    d->tree[k].cut = cut;
+    for (int a = 0; a < 3; ++a) {
+        lo[a] = nd.lo[a];
+        hi[a] = nd.hi[a];
+    }
+    hi[axis] = cut;
+    const int c0 = new_node(d, lo, hi, nd.r0, m);
+    hi[axis] = nd.hi[axis];
+    lo[axis] = cut;
+    const int c1 = new_node(d, lo, hi, m, nd.r1);
+    d->tree[k].child[0] = c0;
+    d->tree[k].child[1] = c1;
+}
+
+static void root_node(pbf_mpi_domain *d) {
+    static const int zero[3] = {0, 0, 0};
+    d->nnodes = 0;
+    new_node(d, zero, d->dim, 0, d->size);
+}
+
+/* Slabs: the tree of the bounds lo[] (process r: layers [lo[r], lo[r + 1]) along d->axis). */
+static void slab_tree(pbf_mpi_domain *d, int k) {
+    const node *nd = &d->tree[k];
+    if (nd->r1 - nd->r0 < 2) return;
+    split(d, k, d->axis, d->lo[nd->r0 + (nd->r1 - nd->r0) / 2]);
+    slab_tree(d, d->tree[k].child[0]);
+    slab_tree(d, d->tree[k].child[1]);
 }
 
 /* Slab bounds that split the particle counts per layer evenly (each cut at the layer boundary
  * closest to its share), or slabs of equal width when hist is NULL. */
-static void bounds(pbf_mpi_domain *d, const int *hist, int *lo) {
-    const int L = d->layers, P = d->size;
+static void slab_bounds(const pbf_mpi_domain *d, const int *hist, int *lo) {
+    const int L = d->dim[d->axis], P = d->size;
     lo[0] = 0;
     lo[P] = L;
     if (!hist) {
@@ -124,38 +271,186 @@ static void bounds(pbf_mpi_domain *d, const int *hist, int *lo) {
     }
 }
 
-/* ---- migration and ghosts, after predict ------------------------------------------------- */
-
-/* The processes, other than the owner o of layer a, whose slab touches layer a: at most two. */
-static inline int ghost_targets(const pbf_mpi_domain *d, int a, int t[2]) {
-    const int o = d->owner[a];
-    int n = 0;
-    if (a + 1 < d->layers && d->owner[a + 1] != o) t[n++] = d->owner[a + 1];
-    if (a > 0 && d->owner[a - 1] != o) t[n++] = d->owner[a - 1];
-    return n;
+/* Recursive coordinate bisection of the grid's cells on the particle counts of the cells pc[0..n)
+ * (summed over the processes when `global`; at creation every process holds every particle):
+ * a box of several processes is split across the longest axis of its particles' bounding box at
+ * the cell boundary whose count below is closest to the share of its first half of processes
+ * (the weighted median: any number of processes), each part recursively. Level by level, with
+ * two reductions per level (bounding boxes, counts along the chosen axes), ceil(log2 P) levels.
+ * by_count = 0: boxes split in proportion to their length (no particle counts). 0 when out of
+ * memory (agreed). */
+static int bisect(pbf_mpi_domain *d, const uint32_t *pc, int n, int global, int by_count) {
+    const int P = d->size;
+    root_node(d);
+    if (P < 2) return 1;
+    int fail = !grow((void **)&d->part, &d->part_cap, (size_t)n + 1, sizeof *d->part);
+    if (global ? agree_failed(d, fail) : fail) return 0;
+    for (int i = 0; i < n; ++i) d->part[i] = 0;
+    for (int k = 0; k < 2 * P; ++k) d->slot[k] = -1;
+    int nact = 1;
+    d->active[0] = 0;
+    while (nact > 0) {
+        for (int s = 0; s < nact; ++s) d->slot[d->active[s]] = s;
+        /* bounding boxes of the active nodes' particles: max of hi and of -lo */
+        int *bb = d->bbox;
+        for (int k = 0; k < 6 * nact; ++k) bb[k] = -INT_MAX;
+        for (int i = 0; i < n; ++i) {
+            const int s = d->slot[d->part[i]];
+            if (s < 0) continue;
+            int x[3];
+            cell_xyz(d, pc[i], x);
+            for (int a = 0; a < 3; ++a) {
+                if (x[a] > bb[6 * s + a]) bb[6 * s + a] = x[a];
+                if (-x[a] > bb[6 * s + 3 + a]) bb[6 * s + 3 + a] = -x[a];
+            }
+        }
+        if (global) MPI_Allreduce(MPI_IN_PLACE, bb, 6 * nact, MPI_INT, MPI_MAX, d->comm);
+        /* the axis of each: the particles' longest extent among the axes the box can be cut
+         * across (two cells or more), else the box's */
+        size_t total = 0;
+        int *off = d->next; /* histogram offsets, one per active node */
+        for (int s = 0; s < nact; ++s) {
+            node *nd = &d->tree[d->active[s]];
+            int best = -1, best_len = -1, has = bb[6 * s] > -INT_MAX;
+            for (int a = 0; a < 3; ++a) {
+                const int box = nd->hi[a] - nd->lo[a];
+                const int len = has ? bb[6 * s + a] + bb[6 * s + 3 + a] + 1 : box;
+                if (box >= 2 && len > best_len) {
+                    best = a;
+                    best_len = len;
+                }
+            }
+            if (best < 0) /* a box of one cell: its processes beyond the first get nothing */
+                best = 0;
+            nd->axis = best;
+            off[s] = (int)total;
+            total += (size_t)(nd->hi[best] - nd->lo[best]);
+        }
+        if (by_count) {
+            fail = total > INT_MAX || !grow((void **)&d->bhist, &d->bhist_cap, total + 1, sizeof *d->bhist);
+            if (global ? agree_failed(d, fail) : fail) return 0;
+            memset(d->bhist, 0, total * sizeof *d->bhist);
+            for (int i = 0; i < n; ++i) {
+                const int s = d->slot[d->part[i]];
+                if (s < 0) continue;
+                const node *nd = &d->tree[d->active[s]];
+                int x[3];
+                cell_xyz(d, pc[i], x);
+                d->bhist[off[s] + x[nd->axis] - nd->lo[nd->axis]] += 1;
+            }
+            if (global && total > 0)
+                MPI_Allreduce(MPI_IN_PLACE, d->bhist, (int)total, MPI_INT64_T, MPI_SUM, d->comm);
+        }
+        /* the cuts, then the next level's active nodes */
+        int nnext = 0;
+        for (int s = 0; s < nact; ++s) {
+            const int k = d->active[s];
+            const node nd = d->tree[k];
+            const int a = nd.axis, L = nd.hi[a] - nd.lo[a];
+            const int nl = (nd.r1 - nd.r0) / 2;
+            int cut; /* in [0, L], relative to lo */
+            int64_t sum = 0;
+            if (by_count)
+                for (int j = 0; j < L; ++j) sum += d->bhist[off[s] + j];
+            if (L < 2) {
+                cut = L;
+            } else if (sum > 0) {
+                const double target = (double)sum * nl / (nd.r1 - nd.r0);
+                int64_t cum = d->bhist[off[s]];
+                cut = 1;
+                double best = fabs((double)cum - target);
+                for (int j = 2; j < L; ++j) {
+                    cum += d->bhist[off[s] + j - 1];
+                    const double e = fabs((double)cum - target);
+                    if (e < best) {
+                        best = e;
+                        cut = j;
+                    }
+                }
+            } else {
+                cut = (int)((int64_t)L * nl / (nd.r1 - nd.r0));
+                if (cut < 1) cut = 1;
+                if (cut > L - 1) cut = L - 1;
+            }
+            split(d, k, a, nd.lo[a] + cut);
+            for (int c = 0; c < 2; ++c) {
+                const node *ch = &d->tree[d->tree[k].child[c]];
+                if (ch->r1 - ch->r0 > 1) d->next[P + nnext++] = d->tree[k].child[c];
+            }
+        }
+        /* each particle of a split node into its child */
+        for (int i = 0; i < n; ++i) {
+            const int k = d->part[i];
+            if (d->slot[k] < 0) continue;
+            int x[3];
+            cell_xyz(d, pc[i], x);
+            d->part[i] = d->tree[k].child[x[d->tree[k].axis] >= d->tree[k].cut];
+        }
+        for (int s = 0; s < nact; ++s) d->slot[d->active[s]] = -1;
+        memcpy(d->active, d->next + P, (size_t)nnext * sizeof *d->active);
+        nact = nnext;
+    }
+    return 1;
 }
 
-/* 1 on every process if any process passes fail != 0. */
-static int agree_failed(pbf_mpi_domain *d, int fail) {
-    MPI_Allreduce(MPI_IN_PLACE, &fail, 1, MPI_INT, MPI_MAX, d->comm);
-    if (fail) d->failed = 1;
-    return fail;
+/* The neighbours (processes whose boxes lie within one cell of this one's: those that send or
+ * receive its ghosts) and the copy of the boxes. */
+static void finish_decomposition(pbf_mpi_domain *d) {
+    const node *me = &d->tree[d->leaf[d->rank]];
+    d->nnbr = 0;
+    for (int r = 0; r < d->size; ++r) {
+        const node *b = &d->tree[d->leaf[r]];
+        for (int a = 0; a < 3; ++a) {
+            d->boxes[6 * r + a] = b->lo[a];
+            d->boxes[6 * r + 3 + a] = b->hi[a];
+        }
+        if (r == d->rank || box_empty(b) || box_empty(me)) continue;
+        int near = 1;
+        for (int a = 0; a < 3; ++a) near = near && b->lo[a] <= me->hi[a] && me->lo[a] <= b->hi[a];
+        if (near) d->nbr[d->nnbr++] = r;
+    }
 }
 
+/* The decomposition of the cells pc[0..n) (see bisect for `global`). 0 when out of memory. */
+static int decompose(pbf_mpi_domain *d, const uint32_t *pc, int n, int global) {
+    if (d->kind == PBF_MPI_SLABS) {
+        if (d->imbalance > 0.0) {
+            memset(d->hist, 0, (size_t)d->dim[d->axis] * sizeof *d->hist);
+            for (int i = 0; i < n; ++i) {
+                int x[3];
+                cell_xyz(d, pc[i], x);
+                d->hist[x[d->axis]] += 1;
+            }
+            if (global)
+                MPI_Allreduce(MPI_IN_PLACE, d->hist, d->dim[d->axis], MPI_INT, MPI_SUM, d->comm);
+            slab_bounds(d, d->hist, d->lo);
+        } else {
+            slab_bounds(d, NULL, d->lo);
+        }
+        root_node(d);
+        slab_tree(d, 0);
+    } else if (!bisect(d, pc, n, global, d->imbalance > 0.0)) {
+        return 0;
+    }
+    finish_decomposition(d);
+    return 1;
+}
+
+/* At the start of a step (after predict, pcell holds the particles' cells), when the largest
+ * process holds more than (1 + imbalance) times the mean: the decomposition again, on the
+ * counts over every process. */
 static void maybe_rebalance(pbf_mpi_domain *d, int n) {
     if (d->imbalance <= 0.0 || d->size < 2) return;
     /* counts of the end of the last step, the same on every process (reduce_stats) */
     double mean = (double)d->w->stats.particles / d->size;
     if (!((double)d->count_max > (1.0 + d->imbalance) * mean)) return;
-    memset(d->hist, 0, (size_t)d->layers * sizeof *d->hist);
-    for (int i = 0; i < n; ++i) d->hist[d->layer[i]] += 1;
-    MPI_Allreduce(MPI_IN_PLACE, d->hist, d->layers, MPI_INT, MPI_SUM, d->comm);
-    int *lo = d->cursor; /* size + 1 ints of scratch */
-    bounds(d, d->hist, lo);
-    if (memcmp(lo, d->lo, (size_t)(d->size + 1) * sizeof *lo) == 0) return;
-    memcpy(d->lo, lo, (size_t)(d->size + 1) * sizeof *lo);
-    set_owner(d);
-    d->rebalances += 1;
+    const size_t nb = (size_t)6 * (size_t)d->size;
+    int *old = malloc(nb * sizeof *old);
+    if (agree_failed(d, !old)) return;
+    memcpy(old, d->boxes, nb * sizeof *old);
+    if (decompose(d, d->pcell, n, 1) && memcmp(old, d->boxes, nb * sizeof *old) != 0)
+        d->rebalances += 1;
+    free(old);
 }
 
 static inline void pack(const pbf_mpi_domain *d, uint32_t *rec, int i) {
@@ -166,15 +461,20 @@ static inline void pack(const pbf_mpi_domain *d, uint32_t *rec, int i) {
 static void migrate(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
     const int n = w->count, P = d->size, W = d->nfields;
-    int fail = !grow((void **)&d->layer, &d->layer_cap, (size_t)n, sizeof *d->layer);
+    int fail = !grow((void **)&d->pcell, &d->pcell_cap, (size_t)n, sizeof *d->pcell);
     if (agree_failed(d, fail)) return;
-    for (int i = 0; i < n; ++i)
-        d->layer[i] = layer_of_cell(&w->grid, d->axis, pbf_grid_cell_of(&w->grid, w->qx[i], w->qy[i], w->qz[i]));
+    for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->qx[i], w->qy[i], w->qz[i]);
     maybe_rebalance(d, n);
+    fail = !grow((void **)&d->part, &d->part_cap, (size_t)n + 1, sizeof *d->part);
+    if (d->failed || agree_failed(d, fail)) return;
+    /* part[i]: the owner, times 2, plus 1 when some other process needs the particle as a ghost */
     memset(d->scount, 0, (size_t)P * sizeof *d->scount);
     for (int i = 0; i < n; ++i) {
-        int t[2], nt = ghost_targets(d, d->layer[i], t);
-        d->scount[d->owner[d->layer[i]]] += 1;
+        int x[3], t[MAX_TARGETS];
+        cell_xyz(d, d->pcell[i], x);
+        const int o = owner_of(d, x), nt = ghost_targets(d, x, o, t);
+        d->part[i] = 2 * o + (nt > 0);
+        d->scount[o] += 1;
         for (int k = 0; k < nt; ++k) d->scount[t[k]] += 1;
     }
     size_t stotal = 0;
@@ -199,8 +499,12 @@ static void migrate(pbf_mpi_domain *d) {
     /* pack in memory order: every destination receives its particles in ascending key order */
     memcpy(d->cursor, d->sdispl, (size_t)P * sizeof *d->cursor);
     for (int i = 0; i < n; ++i) {
-        int t[2], nt = ghost_targets(d, d->layer[i], t);
-        int o = d->owner[d->layer[i]];
+        int x[3], t[MAX_TARGETS], nt = 0;
+        const int o = d->part[i] >> 1;
+        if (d->part[i] & 1) {
+            cell_xyz(d, d->pcell[i], x);
+            nt = border_targets(d, x, o, t);
+        }
         pack(d, d->sbuf + (size_t)d->cursor[o]++ * W, i);
         for (int k = 0; k < nt; ++k) pack(d, d->sbuf + (size_t)d->cursor[t[k]]++ * W, i);
     }
@@ -241,18 +545,39 @@ static void migrate(pbf_mpi_domain *d) {
 
 /* ---- halos, after the sort ----------------------------------------------------------------- */
 
+/* ghost[i] for the particles in the order of the grid stage's sort (their cell is w->cell[i]);
+ * 0 when out of memory. */
+static int mark_ghosts(pbf_mpi_domain *d) {
+    pbf_world *w = d->w;
+    const int n = w->count;
+    if (!grow((void **)&d->ghost, &d->ghost_cap, (size_t)n + 1, sizeof *d->ghost)) return 0;
+    for (int i = 0; i < n; ++i) d->ghost[i] = owner_of_cell(d, w->cell[i]) != d->rank;
+    d->ghosts_in = 1;
+    return 1;
+}
+
+/* The hook of the grid stage: the ghosts, which get empty neighbour lists. */
+static const unsigned char *ghost_mask(pbf_world *w, void *user) {
+    pbf_mpi_domain *d = user;
+    (void)w;
+    d->ghosts_in = 0;
+    return mark_ghosts(d) ? d->ghost : NULL;
+}
+
 static void halo_lists(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
     const int n = w->count, P = d->size, me = d->rank;
     memset(d->hs_n, 0, (size_t)P * sizeof *d->hs_n);
     memset(d->hr_n, 0, (size_t)P * sizeof *d->hr_n);
+    if (agree_failed(d, !d->ghosts_in && !mark_ghosts(d))) return;
     for (int i = 0; i < n; ++i) {
-        int a = layer_of_cell(&w->grid, d->axis, w->cell[i]), o = d->owner[a];
-        if (o != me) {
-            d->hr_n[o] += 1;
+        int x[3], t[MAX_TARGETS];
+        cell_xyz(d, w->cell[i], x);
+        if (d->ghost[i]) {
+            d->hr_n[owner_of(d, x)] += 1;
             continue;
         }
-        int t[2], nt = ghost_targets(d, a, t);
+        const int nt = ghost_targets(d, x, me, t);
         for (int k = 0; k < nt; ++k) d->hs_n[t[k]] += 1;
     }
     size_t ns = 0, nr = 0;
@@ -272,12 +597,13 @@ static void halo_lists(pbf_mpi_domain *d) {
     memcpy(cs, d->hs_off, (size_t)P * sizeof *cs);
     memcpy(cr, d->hr_off, (size_t)P * sizeof *cr);
     for (int i = 0; i < n; ++i) {
-        int a = layer_of_cell(&w->grid, d->axis, w->cell[i]), o = d->owner[a];
-        if (o != me) {
-            d->hr_idx[cr[o]++] = i;
+        int x[3], t[MAX_TARGETS];
+        cell_xyz(d, w->cell[i], x);
+        if (d->ghost[i]) {
+            d->hr_idx[cr[owner_of(d, x)]++] = i;
             continue;
         }
-        int t[2], nt = ghost_targets(d, a, t);
+        const int nt = ghost_targets(d, x, me, t);
         for (int k = 0; k < nt; ++k) d->hs_idx[cs[t[k]]++] = i;
     }
     d->ghosts += (double)nr;
@@ -288,13 +614,15 @@ static void halo_lists(pbf_mpi_domain *d) {
  * both are the global order, so the k-th word received is the k-th ghost's. */
 static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
     pbf_world *w = d->w;
-    const int P = d->size;
     int nreq = 0;
-    for (int r = 0; r < P; ++r)
+    for (int k = 0; k < d->nnbr; ++k) {
+        const int r = d->nbr[k];
         if (d->hr_n[r] > 0)
             MPI_Irecv(d->rbuf + (size_t)d->hr_off[r] * nf, d->hr_n[r] * nf, MPI_UINT32_T, r,
                       TAG_HALO, d->comm, &d->req[nreq++]);
-    for (int r = 0; r < P; ++r) {
+    }
+    for (int q = 0; q < d->nnbr; ++q) {
+        const int r = d->nbr[q];
         if (d->hs_n[r] == 0) continue;
         uint32_t *b = d->sbuf + (size_t)d->hs_off[r] * nf;
         const int *idx = d->hs_idx + d->hs_off[r];
@@ -305,7 +633,8 @@ static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
         d->messages += 1;
     }
     MPI_Waitall(nreq, d->req, MPI_STATUSES_IGNORE);
-    for (int r = 0; r < P; ++r) {
+    for (int q = 0; q < d->nnbr; ++q) {
+        const int r = d->nbr[q];
         const uint32_t *b = d->rbuf + (size_t)d->hr_off[r] * nf;
         const int *idx = d->hr_idx + d->hr_off[r];
         for (int k = 0; k < d->hr_n[r]; ++k)
@@ -316,7 +645,8 @@ static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
 /* 1 if particle i is a ghost (after the grid stage): the speed-limit cuts are counted by owners. */
 static int is_ghost(const pbf_world *w, int i, void *user) {
     const pbf_mpi_domain *d = user;
-    return d->owner[layer_of_cell(&w->grid, d->axis, w->cell[i])] != d->rank;
+    (void)w;
+    return d->ghosts_in && d->ghost[i];
 }
 
 /* Drops the ghosts: keeps the owned particles in memory order. */
@@ -325,13 +655,14 @@ static void drop_ghosts(pbf_mpi_domain *d) {
     const int n = w->count;
     int k = 0;
     for (int i = 0; i < n; ++i) {
-        if (d->owner[layer_of_cell(&w->grid, d->axis, w->cell[i])] != d->rank) continue;
+        if (d->ghosts_in ? d->ghost[i] : owner_of_cell(d, w->cell[i]) != d->rank) continue;
         if (k != i)
             for (int f = 0; f < PBF_FIELD_COUNT; ++f)
                 if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
         ++k;
     }
     w->count = k;
+    d->ghosts_in = 0;
 }
 
 /* The density solve's error (the average density error, percent, that the lambda stage measures)
@@ -343,7 +674,7 @@ static void global_solve_error(pbf_mpi_domain *d) {
     const float inv_rho0 = 1.0f / w->k.rest_density;
     double v[2] = {0.0, 0.0};
     for (int i = 0; i < w->count; ++i) {
-        if (d->owner[layer_of_cell(&w->grid, d->axis, w->cell[i])] != d->rank) continue;
+        if (d->ghost[i]) continue;
         const float e = w->density[i] * inv_rho0 - 1.0f;
         if (e > 0.0f) v[0] += e;
         v[1] += 1.0;
@@ -402,10 +733,15 @@ static void reduce_stats(pbf_world *w, double acc[PBF_STATS_PARTIALS], double *c
 void pbf_mpi_domain_destroy(pbf_mpi_domain *d) {
     if (!d) return;
     if (d->w && d->w->hooks == &d->hooks) d->w->hooks = NULL;
-    int **ints[] = {&d->lo, &d->owner, &d->hist, &d->scount, &d->sdispl, &d->rcount, &d->rdispl,
-                    &d->cursor, &d->wcount, &d->wdispl, &d->wrcount, &d->wrdispl, &d->layer,
+    int **ints[] = {&d->lo, &d->hist, &d->leaf, &d->boxes, &d->nbr, &d->part, &d->slot,
+                    &d->active, &d->next, &d->bbox, &d->scount, &d->sdispl, &d->rcount,
+                    &d->rdispl, &d->cursor, &d->wcount, &d->wdispl, &d->wrcount, &d->wrdispl,
                     &d->hs_n, &d->hs_off, &d->hr_n, &d->hr_off, &d->hs_idx, &d->hr_idx};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i) free(*ints[i]);
+    free(d->tree);
+    free(d->bhist);
+    free(d->pcell);
+    free(d->ghost);
     free(d->sbuf);
     free(d->rbuf);
     free(d->req);
@@ -435,8 +771,9 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     /* every check on every process, agreed, so that all fail or none */
     /* the halos are those of PBF's stages with a fixed iteration count (a tolerance would stop
      * each process after its own number of iterations) */
-    int bad[4] = {w->backend != &pbf_backend_cpu, w->hooks != NULL, 0,
-                  w->def.solver != PBF_SOLVER_PBF || w->def.pbf.tolerance > 0.0f};
+    int bad[5] = {w->backend != &pbf_backend_cpu, w->hooks != NULL, 0,
+                  w->def.solver != PBF_SOLVER_PBF || w->def.pbf.tolerance > 0.0f,
+                  o.decomposition != PBF_MPI_SLABS && o.decomposition != PBF_MPI_BISECTION};
     int cmin = w->count, cmax = w->count;
     MPI_Allreduce(MPI_IN_PLACE, &cmin, 1, MPI_INT, MPI_MIN, comm);
     MPI_Allreduce(MPI_IN_PLACE, &cmax, 1, MPI_INT, MPI_MAX, comm);
@@ -447,35 +784,48 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
         d->rank = rank;
         d->size = size;
         d->imbalance = o.imbalance;
+        d->kind = o.decomposition;
         d->axis = o.axis;
         if (d->axis < 0 || d->axis > 2) { /* the container's longest axis */
             d->axis = 0;
             for (int a = 1; a < 3; ++a)
                 if (w->hi[a] - w->lo[a] > w->hi[d->axis] - w->lo[d->axis]) d->axis = a;
         }
-        d->layers = w->grid.dim[d->axis];
-        const size_t P = (size_t)size, L = (size_t)d->layers;
+        for (int a = 0; a < 3; ++a) d->dim[a] = w->grid.dim[a];
+        const size_t P = (size_t)size, L = (size_t)d->dim[d->axis];
         d->lo = calloc(P + 1, sizeof(int));
-        d->owner = calloc(L, sizeof(int));
         d->hist = calloc(L, sizeof(int));
+        d->tree = calloc(2 * P, sizeof *d->tree);
+        d->boxes = calloc(6 * P, sizeof(int));
+        d->bbox = calloc(6 * P, sizeof(int));
         int **per_rank[] = {&d->scount, &d->sdispl, &d->rcount, &d->rdispl, &d->cursor,
                             &d->wcount, &d->wdispl, &d->wrcount, &d->wrdispl, &d->hs_n,
-                            &d->hs_off, &d->hr_n, &d->hr_off};
-        int ok = d->lo && d->owner && d->hist;
+                            &d->hs_off, &d->hr_n, &d->hr_off, &d->leaf, &d->nbr, &d->active};
+        int **two_per_rank[] = {&d->slot, &d->next};
+        int ok = d->lo && d->hist && d->tree && d->boxes && d->bbox;
         for (size_t i = 0; i < sizeof per_rank / sizeof per_rank[0]; ++i) {
             *per_rank[i] = calloc(P + 1, sizeof(int));
             ok = ok && *per_rank[i];
         }
+        for (size_t i = 0; i < sizeof two_per_rank / sizeof two_per_rank[0]; ++i) {
+            *two_per_rank[i] = calloc(2 * P + 1, sizeof(int));
+            ok = ok && *two_per_rank[i];
+        }
         d->req = calloc(2 * P, sizeof *d->req);
-        ok = ok && d->req && grow((void **)&d->layer, &d->layer_cap, (size_t)w->count + 1, sizeof(int));
+        ok = ok && d->req &&
+             grow((void **)&d->pcell, &d->pcell_cap, (size_t)w->count + 1, sizeof *d->pcell);
         if (ok && w->capacity < 1) ok = pbf_world_reserve(w, 64, NULL) == PBF_OK;
         bad[2] = !ok;
     } else {
         bad[2] = 1;
     }
-    MPI_Allreduce(MPI_IN_PLACE, bad, 4, MPI_INT, MPI_MAX, comm);
-    if (bad[0] || bad[1] || bad[2] || bad[3] || cmin != cmax) {
-        if (bad[3])
+    MPI_Allreduce(MPI_IN_PLACE, bad, 5, MPI_INT, MPI_MAX, comm);
+    if (bad[0] || bad[1] || bad[2] || bad[3] || bad[4] || cmin != cmax) {
+        if (bad[4])
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "pbf_mpi_domain_create: decomposition %d is neither slabs nor bisection",
+                          (int)o.decomposition);
+        else if (bad[3])
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                           "solver = \"%s\", pbf_tolerance = %g: a run over MPI processes needs "
                           "solver = \"pbf\" with a fixed iteration count (pbf_tolerance = 0)",
@@ -503,21 +853,19 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
             if (f == PBF_F_CELL) d->key_word = d->nfields;
             d->fields[d->nfields++] = f;
         }
-    /* the slabs, from every particle's cell (each process holds all of them now) */
+    /* the decomposition, from every particle's cell (each process holds all of them now, so
+     * each computes the same one without communicating) */
     const int n = w->count;
-    for (int i = 0; i < n; ++i)
-        d->layer[i] = layer_of_cell(&w->grid, d->axis, pbf_grid_cell_of(&w->grid, w->px[i], w->py[i], w->pz[i]));
-    if (d->imbalance > 0.0) {
-        for (int i = 0; i < n; ++i) d->hist[d->layer[i]] += 1;
-        bounds(d, d->hist, d->lo);
-    } else {
-        bounds(d, NULL, d->lo);
+    for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->px[i], w->py[i], w->pz[i]);
+    if (agree_failed(d, !decompose(d, d->pcell, n, 0))) {
+        pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "pbf_mpi_domain_create: out of memory on a process");
+        pbf_mpi_domain_destroy(d);
+        return PBF_ERR_OUT_OF_MEMORY;
     }
-    set_owner(d);
     /* keep this process's particles; the key is the index in the common world */
     int k = 0;
     for (int i = 0; i < n; ++i) {
-        if (d->owner[d->layer[i]] != rank) continue;
+        if (owner_of_cell(d, d->pcell[i]) != rank) continue;
         for (int f = 0; f < PBF_FIELD_COUNT; ++f)
             if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
         w->cell[k] = (uint32_t)i;
@@ -527,6 +875,7 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     d->hooks.after_stage = after_stage;
     d->hooks.reduce_stats = reduce_stats;
     d->hooks.is_ghost = is_ghost;
+    d->hooks.ghost_mask = ghost_mask;
     d->hooks.user = d;
     w->hooks = &d->hooks;
     pbf_update_stats(w); /* collective: the global statistics and the counts per process */
@@ -661,11 +1010,15 @@ pbf_mpi_info pbf_mpi_domain_info(const pbf_mpi_domain *d) {
     if (!d) return i;
     i.ranks = d->size;
     i.rank = d->rank;
-    i.axis = d->axis;
+    i.decomposition = d->kind;
+    i.axis = d->kind == PBF_MPI_SLABS ? d->axis : -1;
     i.rank_particles_min = d->count_min;
     i.rank_particles_max = d->count_max;
-    i.slab_lo = d->lo[d->rank];
-    i.slab_hi = d->lo[d->rank + 1];
+    for (int a = 0; a < 3; ++a) {
+        i.box_lo[a] = d->boxes[6 * d->rank + a];
+        i.box_hi[a] = d->boxes[6 * d->rank + 3 + a];
+    }
+    i.neighbours = d->nnbr;
     i.rebalances = d->rebalances;
     i.migrated_bytes = d->migrated_bytes;
     i.halo_bytes = d->halo_bytes;

@@ -113,8 +113,8 @@ static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int
 /* One scan of the candidates of the particles [i0, i1) into *buf (grown as needed): sets
  * start[i] to the offset of i's list inside the buffer and returns the block's length, or
  * SIZE_MAX (a range too long for the codes, or out of memory). */
-static size_t list_block(pbf_world *w, int i0, int i1, nb_ranges *cache, uint16_t **buf,
-                         size_t *cap) {
+static size_t list_block(pbf_world *w, int i0, int i1, const unsigned char *skip,
+                         nb_ranges *cache, uint16_t **buf, size_t *cap) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const pbf_vf h2v = vf_set1(w->k.h2);
     size_t len = 0;
@@ -122,6 +122,10 @@ static size_t list_block(pbf_world *w, int i0, int i1, nb_ranges *cache, uint16_
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
         const nb_ranges *R = ranges_of(w, i, cache);
         const size_t start = len; /* even */
+        if (skip && skip[i]) { /* a ghost of a distributed run: an empty list */
+            LISTS(w)->start[i] = (uint16_t)start;
+            continue;
+        }
         for (int r = 0; r < R->count; ++r) {
             const uint32_t b = R->begin[r], e = R->end[r];
             if (e - b > CODE_MAX_RANGE) return SIZE_MAX;
@@ -162,7 +166,8 @@ static void pack_codes(uint8_t *restrict out, const uint16_t *restrict codes, si
     }
 }
 
-static void build_lists(pbf_world *w) {
+/* skip: particles given an empty list (the ghosts of a distributed run), or NULL. */
+static void build_lists(pbf_world *w, const unsigned char *skip) {
     cpu_lists *L = LISTS(w);
     const int n = w->count;
     const int nblocks = (n + LIST_BLOCK - 1) / LIST_BLOCK;
@@ -195,7 +200,7 @@ static void build_lists(pbf_world *w) {
 #pragma omp for schedule(monotonic : dynamic, 1)
             for (int b = 0; b < nblocks; ++b) {
                 const int i0 = b * LIST_BLOCK, i1 = i0 + LIST_BLOCK < n ? i0 + LIST_BLOCK : n;
-                const size_t len = unusable ? SIZE_MAX : list_block(w, i0, i1, &cache, &buf, &buf_cap);
+                const size_t len = unusable ? SIZE_MAX : list_block(w, i0, i1, skip, &cache, &buf, &buf_cap);
                 if (len == SIZE_MAX) {
                     unusable = 1;
                     continue;
@@ -449,7 +454,8 @@ static void stage_grid(pbf_world *w, int in_step) {
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) permute(w, perm, &scratch, &w->field[f]);
     }
     w->density = scratch; /* the buffer left over; perm stays in lambda */
-    build_lists(w);
+    const pbf_world_hooks *hk = w->hooks;
+    build_lists(w, in_step && hk && hk->ghost_mask ? hk->ghost_mask(w, hk->user) : NULL);
 }
 
 /* Density (eq. 2) at the predicted positions, including the wall. */
