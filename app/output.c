@@ -607,7 +607,7 @@ static void json_number(char *buf, size_t size, double v, const char *fmt);
  * `pbf render`), or the NAME.tmp of an interrupted write: its frame number, else -1. */
 static long owned_frame_number(const char *name) {
     static const char *const frame_exts[] = {"vtp", "ply", "csv", "geo", "bgeo", "png", NULL};
-    static const char *const mesh_exts[] = {"ply", "obj", NULL}; /* pbf run --mesh, pbf mesh */
+    static const char *const mesh_exts[] = {"ply", "obj", "vdb", NULL}; /* pbf run --mesh, pbf mesh */
     const char *const *exts;
     const char *q;
     if (strncmp(name, "frame_", 6) == 0) {
