@@ -242,6 +242,7 @@ struct pbfapp_mesher {
     pbf_surface *surface;
     pbfapp_mesh_format format;
     double cell; /* the reconstruction's grid spacing, m: the level set's voxel size */
+    int threads;
     char dir[4096];
     double last_ms;
     int last_triangles;
@@ -263,6 +264,7 @@ pbf_status pbfapp_mesher_open(const pbfapp_scene *scene, const pbfapp_mesh_optio
     }
     m->format = o->format;
     m->cell = (double)p.cube_size * (double)p.particle_radius;
+    m->threads = p.threads;
     snprintf(m->dir, sizeof m->dir, "%s", dir);
     *out = m;
     return PBF_OK;
@@ -279,7 +281,7 @@ pbf_status pbfapp_mesher_frame(pbfapp_mesher *m, int frame, const float *x, cons
     m->info = pbf_surface_last_info(m->surface);
     char path[4400];
     snprintf(path, sizeof path, "%s/mesh_%05d.%s", m->dir, frame, format_ext(m->format));
-    if (m->format == PBFAPP_MESH_VDB) return pbfapp_write_mesh_vdb(path, &mesh, m->cell, err);
+    if (m->format == PBFAPP_MESH_VDB) return pbfapp_write_mesh_vdb(path, &mesh, m->cell, m->threads, err);
     return m->format == PBFAPP_MESH_OBJ ? pbfapp_write_mesh_obj(path, &mesh, err)
                                         : pbfapp_write_mesh_ply(path, &mesh, err);
 }
@@ -303,7 +305,8 @@ static void print_help(FILE *f) {
             "\n"
             "Turns the frames that `pbf run --out DIR` wrote (frame_NNNNN.vtp, .ply or .csv) into\n"
             "surface meshes of the liquid, mesh_NNNNN.ply (or .obj) beside them: a closed, manifold\n"
-            "triangle mesh with outward vertex normals, ready for Blender, Houdini or ParaView.\n"
+            "triangle mesh with outward vertex normals, ready for Blender, Houdini or ParaView\n"
+            "(or, --format vdb, its signed-distance level set mesh_NNNNN.vdb).\n"
             "Method: the density field phi = V sum W(x - x_j) (poly6-shaped kernel, phi = 1 in\n"
             "liquid at rest) on a sparse grid of 8^3-point blocks near the particles, marching\n"
             "cubes with a table that cuts every face consistently, normals from -grad phi;\n"

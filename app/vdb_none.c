@@ -12,9 +12,10 @@ const char *pbfapp_vdb_unsupported_message(void) {
 }
 
 pbf_status pbfapp_write_mesh_vdb(const char *path, const pbf_mesh *m, double voxel_size,
-                                 pbf_error *err) {
+                                 int threads, pbf_error *err) {
     (void)m;
     (void)voxel_size;
+    (void)threads;
     return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s", path,
                        pbfapp_vdb_unsupported_message());
 }

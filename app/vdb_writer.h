@@ -27,11 +27,11 @@ int pbfapp_vdb_supported(void);
 /* "this build of pbf has no OpenVDB support (...)": the refusal of the vdb format. */
 const char *pbfapp_vdb_unsupported_message(void);
 
-/* Writes the level set of the closed mesh m, voxel_size metres per voxel, to path (atomically).
- * Errors name the file; without OpenVDB:
- * PBF_ERR_INVALID_ARGUMENT with the message above. */
+/* Writes the level set of the closed mesh m, voxel_size metres per voxel, to path (atomically),
+ * on `threads` TBB threads (0: all; the values do not depend on it). Errors name the file;
+ * without OpenVDB: PBF_ERR_INVALID_ARGUMENT with the message above. */
 pbf_status pbfapp_write_mesh_vdb(const char *path, const pbf_mesh *m, double voxel_size,
-                                 pbf_error *err);
+                                 int threads, pbf_error *err);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,7 @@
 #     mesh's rounded edges make it 1-2 % less) and 2 % of the mesh's, bounds equal to the mesh's
 #     within a voxel;
 #   - a dam-break frame (scenes/quick.json, frame 6): the same checks against the mesh alone;
+#   - the same frame on 1 and 2 threads gives the same bytes;
 #   - the files are written atomically: no NAME.tmp left; a target that cannot be replaced (a
 #     directory in its place) is an error naming the file, exit 1, no NAME.tmp left;
 #   - a run owns mesh_NNNNN.vdb: a new run into the directory removes the old ones.
@@ -110,6 +111,16 @@ check "dam break (scenes/quick.json), frame 6: vdb and ply meshes (exit ${rc})" 
 rc=0
 "${vdb_check}" "${tmp}/dam/mesh_00006.vdb" "${tmp}/dam/mesh_00006.ply" 0.01 || rc=$?
 check "dam break, frame 6 (vdb_check above)" ${rc}
+
+# the same frame on 1 and 2 threads: the same bytes (the file's UUID is made from its contents)
+rc=0
+for t in 1 2; do
+    "${pbf}" mesh "${tmp}/dam" --format vdb --frames 6:6 --set threads=${t} --out "${tmp}/t${t}" -q \
+        || rc=$?
+done
+cmp -s "${tmp}/t1/mesh_00006.vdb" "${tmp}/t2/mesh_00006.vdb" && cmp -s "${tmp}/t1/mesh_00006.vdb" \
+    "${tmp}/dam/mesh_00006.vdb" || rc=1
+check "dam break, frame 6, on 1 and 2 threads and the default: byte-identical files" ${rc}
 
 # ---- atomic writing and errors ----------------------------------------------------------------
 mkdir -p "${tmp}/err"
