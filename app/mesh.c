@@ -243,6 +243,7 @@ struct pbfapp_mesher {
     pbfapp_mesh_format format;
     double cell; /* the reconstruction's grid spacing, m: the level set's voxel size */
     int threads;
+    pbfapp_vdb vdb; /* the OpenVDB module, loaded for the vdb format only */
     char dir[4096];
     double last_ms;
     int last_triangles;
@@ -258,6 +259,10 @@ pbf_status pbfapp_mesher_open(const pbfapp_scene *scene, const pbfapp_mesh_optio
     pbfapp_mesher *m = calloc(1, sizeof *m);
     if (!m) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
     st = pbf_surface_create(&p, &m->surface, err);
+    if (st == PBF_OK && o->format == PBFAPP_MESH_VDB) {
+        st = pbfapp_vdb_open(&m->vdb, err);
+        if (st != PBF_OK) pbf_surface_destroy(m->surface);
+    }
     if (st != PBF_OK) {
         free(m);
         return st;
@@ -281,7 +286,8 @@ pbf_status pbfapp_mesher_frame(pbfapp_mesher *m, int frame, const float *x, cons
     m->info = pbf_surface_last_info(m->surface);
     char path[4400];
     snprintf(path, sizeof path, "%s/mesh_%05d.%s", m->dir, frame, format_ext(m->format));
-    if (m->format == PBFAPP_MESH_VDB) return pbfapp_write_mesh_vdb(path, &mesh, m->cell, m->threads, err);
+    if (m->format == PBFAPP_MESH_VDB)
+        return pbfapp_write_mesh_vdb(&m->vdb, path, &mesh, m->cell, m->threads, err);
     return m->format == PBFAPP_MESH_OBJ ? pbfapp_write_mesh_obj(path, &mesh, err)
                                         : pbfapp_write_mesh_ply(path, &mesh, err);
 }
@@ -293,6 +299,7 @@ void pbfapp_mesher_last(const pbfapp_mesher *m, double *ms, int *triangles) {
 
 void pbfapp_mesher_close(pbfapp_mesher *m) {
     if (!m) return;
+    pbfapp_vdb_close(&m->vdb);
     pbf_surface_destroy(m->surface);
     free(m);
 }

@@ -1,5 +1,7 @@
-/* OpenVDB level sets of surface meshes (see vdb_writer.h). The only C++ of pbf; built when
- * cmake/openvdb.cmake finds OpenVDB. */
+/* The OpenVDB module pbf_vdb.so (see vdb_writer.h): a mesh to the bytes of a .vdb file holding
+ * its level set. The only C++ of pbf; built when cmake/openvdb.cmake finds OpenVDB, loaded by
+ * app/vdb.c with dlopen. */
+#define PBF_VDB_MODULE_ONLY
 #include "vdb_writer.h"
 
 #include <openvdb/io/Stream.h>
@@ -8,24 +10,17 @@
 #include <tbb/global_control.h>
 
 #include <cctype>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
-
-extern "C" {
-#include "util.h"
-}
-
-extern "C" int pbfapp_vdb_supported(void) { return 1; }
-
-extern "C" const char *pbfapp_vdb_unsupported_message(void) { return ""; }
 
 /* OpenVDB writes a random UUID into every file (the 36 characters after the 21-byte header:
  * magic, file version, library version, offsets flag), so two writes of one grid differ. pbf's
@@ -61,24 +56,22 @@ static void content_uuid(std::string &bytes) {
     bytes.replace(at, len, text, len);
 }
 
-/* The file's bytes, built in memory (io::Stream: the same layout io::File reads), or an
- * exception's message. */
-static pbf_status level_set_bytes(const pbf_mesh *m, double voxel_size, int threads,
-                                  std::string &bytes, std::string &why) {
+/* The level set of the mesh, serialised in memory (io::Stream: the layout io::File reads). */
+static int level_set_bytes(const float *positions, int vertex_count, const uint32_t *tri,
+                           int triangle_count, double voxel_size, int threads, std::string &bytes,
+                           std::string &why) {
     try {
         openvdb::initialize();
         std::unique_ptr<tbb::global_control> limit; /* meshToLevelSet's threads, for this call */
         if (threads > 0)
             limit.reset(new tbb::global_control(tbb::global_control::max_allowed_parallelism,
                                                 (size_t)threads));
-        std::vector<openvdb::Vec3s> points((size_t)m->vertex_count);
-        std::vector<openvdb::Vec3I> triangles((size_t)m->triangle_count);
+        std::vector<openvdb::Vec3s> points((size_t)vertex_count);
+        std::vector<openvdb::Vec3I> triangles((size_t)triangle_count);
         for (size_t v = 0; v < points.size(); ++v)
-            points[v] = openvdb::Vec3s(m->positions[3 * v], m->positions[3 * v + 1],
-                                       m->positions[3 * v + 2]);
+            points[v] = openvdb::Vec3s(positions[3 * v], positions[3 * v + 1], positions[3 * v + 2]);
         for (size_t t = 0; t < triangles.size(); ++t)
-            triangles[t] = openvdb::Vec3I(m->triangles[3 * t], m->triangles[3 * t + 1],
-                                          m->triangles[3 * t + 2]);
+            triangles[t] = openvdb::Vec3I(tri[3 * t], tri[3 * t + 1], tri[3 * t + 2]);
         openvdb::math::Transform::Ptr xform =
             openvdb::math::Transform::createLinearTransform(voxel_size);
         openvdb::FloatGrid::Ptr grid = openvdb::tools::meshToLevelSet<openvdb::FloatGrid>(
@@ -90,38 +83,44 @@ static pbf_status level_set_bytes(const pbf_mesh *m, double voxel_size, int thre
         openvdb::io::Stream(os).write(openvdb::GridCPtrVec{grid});
         if (!os) {
             why = "OpenVDB could not serialise the grid";
-            return PBF_ERR_IO;
+            return 1;
         }
         bytes = os.str();
         content_uuid(bytes);
-        return PBF_OK;
+        return 0;
     } catch (const std::bad_alloc &) {
         why = "out of memory";
-        return PBF_ERR_OUT_OF_MEMORY;
+        return 2;
     } catch (const std::exception &e) {
         why = e.what();
     } catch (...) {
         why = "unknown exception";
     }
-    return PBF_ERR_IO;
+    return 1;
 }
 
-extern "C" pbf_status pbfapp_write_mesh_vdb(const char *path, const pbf_mesh *m,
-                                            double voxel_size, int threads, pbf_error *err) {
-    if (!(voxel_size > 0))
-        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: voxel size %g is not positive",
-                           path, voxel_size);
-    std::string bytes, why;
-    pbf_status st = level_set_bytes(m, voxel_size, threads, bytes, why);
-    if (st != PBF_OK)
-        return pbfapp_fail(err, st, "%s: OpenVDB level set: %s", path, why.c_str());
-    char tmp[4200];
-    int n = std::snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (n < 0 || (size_t)n >= sizeof tmp)
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: path too long", path);
-    FILE *f = std::fopen(tmp, "wb");
-    if (!f)
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create: %s", tmp, std::strerror(errno));
-    std::fwrite(bytes.data(), 1, bytes.size(), f);
-    return pbfapp_commit_file(f, tmp, path, err);
+extern "C" __attribute__((visibility("default"))) int
+pbf_vdb_level_set_v1(const float *positions, int vertex_count, const uint32_t *triangles,
+                     int triangle_count, double voxel_size, int threads, unsigned char **bytes,
+                     size_t *size, char *why, size_t why_size) {
+    /* the entry point has the type the loader expects */
+    static_assert(std::is_same<decltype(&pbf_vdb_level_set_v1), pbf_vdb_level_set_fn>::value,
+                  "pbf_vdb_level_set_v1 must match pbf_vdb_level_set_fn");
+    *bytes = nullptr;
+    *size = 0;
+    std::string data, message;
+    int rc = level_set_bytes(positions, vertex_count, triangles, triangle_count, voxel_size,
+                             threads, data, message);
+    if (rc == 0) {
+        *bytes = static_cast<unsigned char *>(std::malloc(data.size() ? data.size() : 1));
+        if (!*bytes) {
+            rc = 2;
+            message = "out of memory";
+        } else {
+            std::memcpy(*bytes, data.data(), data.size());
+            *size = data.size();
+        }
+    }
+    if (rc != 0 && why_size > 0) std::snprintf(why, why_size, "%s", message.c_str());
+    return rc;
 }

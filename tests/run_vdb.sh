@@ -11,6 +11,8 @@
 #   - the same frame on 1 and 2 threads gives the same bytes;
 #   - the files are written atomically: no NAME.tmp left; a target that cannot be replaced (a
 #     directory in its place) is an error naming the file, exit 1, no NAME.tmp left;
+#   - the pbf program does not link OpenVDB (app/vdb.c loads pbf_vdb.so on demand); a module
+#     that cannot be loaded is an error naming it;
 #   - a run owns mesh_NNNNN.vdb: a new run into the directory removes the old ones.
 # Without OpenVDB (cmake: "pbf OpenVDB: OFF"): `--format vdb` and `--mesh-format vdb` are refused
 # (exit 2, "no OpenVDB support", nothing written or deleted), then exit 77 (skipped).
@@ -133,6 +135,20 @@ grep -q "mesh_00006.vdb" "${tmp}/err.log"
 check "  the message names the file: $(head -c 300 "${tmp}/err.log")" $?
 ! ls "${tmp}/err"/*.tmp > /dev/null 2>&1
 check "  no NAME.tmp left" $?
+
+# OpenVDB is loaded only to write a .vdb file: `pbf` itself does not link it; a missing module
+# (PBF_VDB_MODULE naming another file) is an error naming the file, before any frame
+rc=0
+if command -v ldd > /dev/null 2>&1; then
+    ! ldd "${pbf}" | grep -q -i openvdb || rc=1
+fi
+check "the pbf program does not link OpenVDB (the module pbf_vdb.so is loaded on demand)" ${rc}
+rc=0
+PBF_VDB_MODULE="${tmp}/no_such_module.so" "${pbf}" mesh "${tmp}/dam" --format vdb --out \
+    "${tmp}/nomod" -q > "${tmp}/nomod.log" 2>&1 || rc=$?
+grep -q "no_such_module.so" "${tmp}/nomod.log" && [[ ${rc} -eq 1 ]] && \
+    ! ls "${tmp}/nomod"/mesh_* > /dev/null 2>&1
+check "PBF_VDB_MODULE naming a missing file: exit 1 (got ${rc}), message names it, no file: $(head -c 300 "${tmp}/nomod.log")" $?
 
 # a new run into the directory removes the level sets of the earlier one
 rc=0
