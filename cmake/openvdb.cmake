@@ -3,7 +3,8 @@
 # OpenVDB's header and library are found with the libraries its headers need (TBB, Imath);
 # Debian 12: libopenvdb-dev (scripts/setup-debian.sh --with-openvdb). Included by the top-level
 # CMakeLists.txt before app/. Sets PBF_HAVE_OPENVDB (ON/OFF) and, when ON, the interface target
-# pbf_openvdb; otherwise app/vdb_none.c refuses the format with a message.
+# pbf_openvdb (linked only by the module pbf_vdb.so and tests/vdb_check.cpp); otherwise app/vdb.c
+# refuses the format with a message.
 #
 # OpenVDB's own FindOpenVDB.cmake is not used: on Debian 12 it stops the configure with an
 # error unless Boost's CMake packages of libboost-iostreams-dev are installed, which
