@@ -14,6 +14,7 @@
 #include "frame_read.h"
 #include "progress.h"
 #include "util.h"
+#include "vdb_writer.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -23,14 +24,27 @@ void pbfapp_mesh_options_default(pbfapp_mesh_options *o) {
     o->format = PBFAPP_MESH_PLY;
 }
 
+/* 1: *f set; 0: not a format name; -1: vdb in a build without OpenVDB. */
 static int parse_format(const char *v, pbfapp_mesh_format *f) {
     if (strcmp(v, "ply") == 0) *f = PBFAPP_MESH_PLY;
     else if (strcmp(v, "obj") == 0) *f = PBFAPP_MESH_OBJ;
+    else if (strcmp(v, "vdb") == 0 && !pbfapp_vdb_supported()) return -1;
+    else if (strcmp(v, "vdb") == 0) *f = PBFAPP_MESH_VDB;
     else return 0;
     return 1;
 }
 
-static const char *format_ext(pbfapp_mesh_format f) { return f == PBFAPP_MESH_OBJ ? "obj" : "ply"; }
+/* The usage error of a bad format value (opt: "--format" or "--mesh-format"). */
+static void format_error(const char *prog, const char *opt, const char *value, int parsed) {
+    if (parsed < 0)
+        fprintf(stderr, "%s: %s vdb: %s\n", prog, opt, pbfapp_vdb_unsupported_message());
+    else
+        fprintf(stderr, "%s: %s: expected ply, obj or vdb, got \"%s\"\n", prog, opt, value);
+}
+
+static const char *format_ext(pbfapp_mesh_format f) {
+    return f == PBFAPP_MESH_OBJ ? "obj" : f == PBFAPP_MESH_VDB ? "vdb" : "ply";
+}
 
 static int add_set(pbfapp_mesh_options *o, const char *value, const char *opt, int *rc) {
     if (!strchr(value, '=') || value[0] == '=') {
@@ -54,9 +68,9 @@ int pbfapp_mesh_parse_run_option(int argc, char **argv, int *i, pbfapp_mesh_opti
         return 1;
     }
     if ((m = pbfapp_option_value(argc, argv, i, "--mesh-format", &value)) != 0) {
-        if (m < 0 || !parse_format(value, &o->format)) {
-            fprintf(stderr, "pbf: --mesh-format: expected ply or obj, got \"%s\"\n",
-                    m < 0 ? "" : value);
+        int parsed = m < 0 ? 0 : parse_format(value, &o->format);
+        if (parsed != 1) {
+            format_error("pbf", "--mesh-format", m < 0 ? "" : value, parsed);
             *rc = EXIT_USAGE;
         }
         o->enabled = 1;
@@ -88,7 +102,8 @@ void pbfapp_mesh_print_run_options(FILE *f) {
     fprintf(f,
             "  --mesh              also write mesh_00000.ply ... : the liquid's surface per frame\n"
             "                      (see `pbf mesh --help`)\n"
-            "  --mesh-format F     ply (binary, with normals) or obj (implies --mesh)\n"
+            "  --mesh-format F     ply (binary, with normals), obj or vdb (OpenVDB level set;\n"
+            "                      builds with OpenVDB only) (implies --mesh)\n"
             "  --mesh-set KEY=VALUE  a surface parameter of `pbf mesh --help` (implies --mesh)\n");
 }
 
@@ -226,6 +241,9 @@ pbf_status pbfapp_write_mesh_obj(const char *path, const pbf_mesh *m, pbf_error 
 struct pbfapp_mesher {
     pbf_surface *surface;
     pbfapp_mesh_format format;
+    double cell; /* the reconstruction's grid spacing, m: the level set's voxel size */
+    int threads;
+    pbfapp_vdb vdb; /* the OpenVDB module, loaded for the vdb format only */
     char dir[4096];
     double last_ms;
     int last_triangles;
@@ -241,11 +259,17 @@ pbf_status pbfapp_mesher_open(const pbfapp_scene *scene, const pbfapp_mesh_optio
     pbfapp_mesher *m = calloc(1, sizeof *m);
     if (!m) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
     st = pbf_surface_create(&p, &m->surface, err);
+    if (st == PBF_OK && o->format == PBFAPP_MESH_VDB) {
+        st = pbfapp_vdb_open(&m->vdb, err);
+        if (st != PBF_OK) pbf_surface_destroy(m->surface);
+    }
     if (st != PBF_OK) {
         free(m);
         return st;
     }
     m->format = o->format;
+    m->cell = (double)p.cube_size * (double)p.particle_radius;
+    m->threads = p.threads;
     snprintf(m->dir, sizeof m->dir, "%s", dir);
     *out = m;
     return PBF_OK;
@@ -262,6 +286,8 @@ pbf_status pbfapp_mesher_frame(pbfapp_mesher *m, int frame, const float *x, cons
     m->info = pbf_surface_last_info(m->surface);
     char path[4400];
     snprintf(path, sizeof path, "%s/mesh_%05d.%s", m->dir, frame, format_ext(m->format));
+    if (m->format == PBFAPP_MESH_VDB)
+        return pbfapp_write_mesh_vdb(&m->vdb, path, &mesh, m->cell, m->threads, err);
     return m->format == PBFAPP_MESH_OBJ ? pbfapp_write_mesh_obj(path, &mesh, err)
                                         : pbfapp_write_mesh_ply(path, &mesh, err);
 }
@@ -273,6 +299,7 @@ void pbfapp_mesher_last(const pbfapp_mesher *m, double *ms, int *triangles) {
 
 void pbfapp_mesher_close(pbfapp_mesher *m) {
     if (!m) return;
+    pbfapp_vdb_close(&m->vdb);
     pbf_surface_destroy(m->surface);
     free(m);
 }
@@ -285,7 +312,8 @@ static void print_help(FILE *f) {
             "\n"
             "Turns the frames that `pbf run --out DIR` wrote (frame_NNNNN.vtp, .pvtp, .ply or .csv) into\n"
             "surface meshes of the liquid, mesh_NNNNN.ply (or .obj) beside them: a closed, manifold\n"
-            "triangle mesh with outward vertex normals, ready for Blender, Houdini or ParaView.\n"
+            "triangle mesh with outward vertex normals, ready for Blender, Houdini or ParaView\n"
+            "(or, --format vdb, its signed-distance level set mesh_NNNNN.vdb).\n"
             "Method: the density field phi = V sum W(x - x_j) (poly6-shaped kernel, phi = 1 in\n"
             "liquid at rest) on a sparse grid of 8^3-point blocks near the particles, marching\n"
             "cubes with a table that cuts every face consistently, normals from -grad phi;\n"
@@ -294,7 +322,10 @@ static void print_help(FILE *f) {
             "threads come from DIR/scene.json.\n"
             "\n"
             "options:\n"
-            "  --format F          ply (binary little-endian, with normals; default) or obj\n"
+            "  --format F          ply (binary little-endian, with normals; default), obj, or vdb:\n"
+            "                      an OpenVDB narrow-band level set of the mesh (FloatGrid\n"
+            "                      \"surface\", voxel = the cube size; for Houdini, Blender's\n"
+            "                      volume objects, VDB tools), in builds with OpenVDB only\n"
             "  --out DIR2          write the meshes into DIR2 (created if missing) instead of DIR\n"
             "  --scene FILE        the scene file (default DIR/scene.json)\n"
             "  --set KEY=VALUE     a surface parameter below; may be repeated\n"
@@ -309,10 +340,11 @@ static void print_help(FILE *f) {
     print_surface_table(f);
     fprintf(f,
             "\n"
-            "The same meshes during a run: `pbf run SCENE --mesh [--mesh-format obj] [--mesh-set\n"
-            "KEY=VALUE]`.\n"
+            "The same meshes during a run: `pbf run SCENE --mesh [--mesh-format obj|vdb]\n"
+            "[--mesh-set KEY=VALUE]`. This build: vdb %s.\n"
             "exit status: 0 success; 1 runtime error (I/O: the message names the file); 2 usage\n"
-            "  error, bad parameter or unreadable scene\n");
+            "  error, bad parameter or unreadable scene\n",
+            pbfapp_vdb_supported() ? "available (OpenVDB)" : "not available (no OpenVDB)");
 }
 
 typedef struct frame_file {
@@ -419,9 +451,9 @@ int pbfapp_mesh_command(int argc, char **argv) {
         } else if (strcmp(arg, "--timings") == 0) {
             timings = 1;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--format", &value)) != 0) {
-            if (m < 0 || !parse_format(value, &o.format)) {
-                fprintf(stderr, "pbf mesh: --format: expected ply or obj, got \"%s\"\n",
-                        m < 0 ? "" : value);
+            int parsed = m < 0 ? 0 : parse_format(value, &o.format);
+            if (parsed != 1) {
+                format_error("pbf mesh", "--format", m < 0 ? "" : value, parsed);
                 rc = EXIT_USAGE;
             }
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--set", &value)) != 0) {

@@ -4,6 +4,8 @@
  *   mesh_00000.ply  binary little-endian PLY: vertex (float x y z nx ny nz), face (uchar count,
  *                   uint indices), triangles counter-clockwise seen from outside
  *   mesh_00000.obj  Wavefront OBJ: v, vn, f a//a b//b c//c
+ *   mesh_00000.vdb  OpenVDB narrow-band level set of the mesh (app/vdb_writer.h; only in a build
+ *                   with OpenVDB, refused with a message otherwise)
  * Written like every frame file: NAME.tmp, fsync, rename, fsync of the directory.
  */
 #ifndef PBFAPP_MESH_H
@@ -16,7 +18,11 @@
 #include "pbf/surface.h"
 #include "scene.h"
 
-typedef enum pbfapp_mesh_format { PBFAPP_MESH_PLY = 0, PBFAPP_MESH_OBJ = 1 } pbfapp_mesh_format;
+typedef enum pbfapp_mesh_format {
+    PBFAPP_MESH_PLY = 0,
+    PBFAPP_MESH_OBJ = 1,
+    PBFAPP_MESH_VDB = 2
+} pbfapp_mesh_format;
 
 typedef struct pbfapp_mesh_options {
     int enabled;                  /* pbf run: --mesh given */

@@ -609,7 +609,7 @@ static void json_number(char *buf, size_t size, double v, const char *fmt);
 static long owned_frame_number(const char *name) {
     static const char *const frame_exts[] = {"vtp", "ply", "csv", "geo", "bgeo", "png", "pvtp", NULL};
     static const char *const piece_exts[] = {"vtp", NULL}; /* frame_NNNNN_RRRRR.vtp: MPI pieces */
-    static const char *const mesh_exts[] = {"ply", "obj", NULL}; /* pbf run --mesh, pbf mesh */
+    static const char *const mesh_exts[] = {"ply", "obj", "vdb", NULL}; /* pbf run --mesh, pbf mesh */
     const char *const *exts;
     const char *q;
     if (strncmp(name, "frame_", 6) == 0) {

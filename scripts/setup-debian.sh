@@ -7,6 +7,10 @@
 #   bash scripts/setup-debian.sh --with-blender    # also Blender (large: about 300 MB with its
 #                                                  # libraries), for scripts/blender_import.py
 #                                                  # and its test; PBF_WITH_BLENDER=1 does the same
+#   bash scripts/setup-debian.sh --with-openvdb    # also OpenVDB (libopenvdb-dev with TBB, Imath,
+#                                                  # Blosc: 65 MB beside the packages below), for
+#                                                  # `pbf mesh --format vdb` and its test (configure
+#                                                  # again afterwards); PBF_WITH_OPENVDB=1 does the same
 #
 # Runs apt-get as root directly, through sudo when not root, or else prints the command to run.
 set -euo pipefail
@@ -15,11 +19,13 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 list="${here}/debian-packages.txt"
 
 with_blender="${PBF_WITH_BLENDER:-0}"
+with_openvdb="${PBF_WITH_OPENVDB:-0}"
 for arg in "$@"; do
     case "${arg}" in
         --with-blender) with_blender=1 ;;
+        --with-openvdb) with_openvdb=1 ;;
         *)
-            echo "setup-debian.sh: unknown argument \"${arg}\" (the only one is --with-blender)" >&2
+            echo "setup-debian.sh: unknown argument \"${arg}\" (they are --with-blender and --with-openvdb)" >&2
             exit 2
             ;;
     esac
@@ -34,6 +40,9 @@ fi
 mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "${list}")
 if [[ "${with_blender}" == 1 ]]; then
     wanted+=(blender)
+fi
+if [[ "${with_openvdb}" == 1 ]]; then
+    wanted+=(libopenvdb-dev)
 fi
 
 if ! command -v dpkg-query > /dev/null 2>&1; then
