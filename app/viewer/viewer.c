@@ -964,6 +964,7 @@ int pbfview_main(int argc, char **argv, const char *default_scene) {
     }
     if (st != PBF_OK) {
         fprintf(stderr, "pbf view: %s\n", err.message);
+        pbf_world_destroy(v.world); /* NULL unless the checkpoint was refused */
         pbfapp_scene_free(&v.scene);
         free_options(&opt);
         return st == PBF_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME : EXIT_USAGE;
