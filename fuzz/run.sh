@@ -11,7 +11,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 secs="${1:-60}"
 build="${2:-build-fuzz}"
 
-cmake -S . -B "${build}" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPBF_FUZZ=ON -DPBF_OPENCL=OFF -DPBF_CUDA=OFF \
+cmake -S . -B "${build}" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPBF_FUZZ=ON -DPBF_OPENCL=OFF -DPBF_CUDA=OFF -DPBF_OPENVDB=OFF \
     -DBUILD_TESTING=OFF > /dev/null
 cmake --build "${build}" -j2 --target fuzz_scene fuzz_checkpoint pbf_cli
 
