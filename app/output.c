@@ -220,6 +220,18 @@ static pbf_status sink_finish(sink *s, atomic_file *a, const char *path, pbf_err
     return PBF_OK;
 }
 
+/* The active scalars and vectors of a VTK file: the first one-component and three-component float
+ * arrays other than the position (the .vtp and .pvtp writers name the same). */
+static void active_attributes(const pbf_field_info *fi, size_t nf, int pos, const char **scalars,
+                              const char **vectors) {
+    *scalars = *vectors = NULL;
+    for (size_t k = 0; k < nf; ++k) {
+        if ((int)k == pos || fi[k].type != PBF_FIELD_FLOAT32) continue;
+        if (!*scalars && fi[k].components == 1) *scalars = fi[k].name;
+        if (!*vectors && fi[k].components == 3) *vectors = fi[k].name;
+    }
+}
+
 /* VTK XML PolyData, raw appended data: every field of the table but position is a PointData
  * array (table order), position is the Points, then one vertex per particle. Each appended
  * block is a UInt64 byte count followed by the bytes, in the order the header names them. */
@@ -239,13 +251,8 @@ pbf_status pbfapp_write_vtp(const char *path, const pbf_particles *p, const uint
     if (st != PBF_OK) return st;
     uint64_t n = p->count > 0 ? (uint64_t)p->count : 0;
     FILE *f = a.f;
-    /* the active scalars and vectors: the first one-component and three-component float arrays */
-    const char *scalars = NULL, *vectors = NULL;
-    for (size_t k = 0; k < nf; ++k) {
-        if ((int)k == pos || fi[k].type != PBF_FIELD_FLOAT32) continue;
-        if (!scalars && fi[k].components == 1) scalars = fi[k].name;
-        if (!vectors && fi[k].components == 3) vectors = fi[k].name;
-    }
+    const char *scalars, *vectors;
+    active_attributes(fi, nf, pos, &scalars, &vectors);
     fprintf(f,
             "<?xml version=\"1.0\"?>\n"
             "<VTKFile type=\"PolyData\" version=\"1.0\" byte_order=\"LittleEndian\" "
@@ -904,12 +911,8 @@ pbf_status pbfapp_output_pieces(pbfapp_output *o, int frame, double time, int pi
     if (st != PBF_OK) return st;
     FILE *f = a.f;
     /* the same arrays, names and active attributes as each piece (pbfapp_write_vtp) */
-    const char *scalars = NULL, *vectors = NULL;
-    for (size_t k = 0; k < nf; ++k) {
-        if ((int)k == pos || fi[k].type != PBF_FIELD_FLOAT32) continue;
-        if (!scalars && fi[k].components == 1) scalars = fi[k].name;
-        if (!vectors && fi[k].components == 3) vectors = fi[k].name;
-    }
+    const char *scalars, *vectors;
+    active_attributes(fi, nf, pos, &scalars, &vectors);
     fprintf(f,
             "<?xml version=\"1.0\"?>\n"
             "<VTKFile type=\"PPolyData\" version=\"1.0\" byte_order=\"LittleEndian\" "

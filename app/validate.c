@@ -1476,6 +1476,24 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
     return 1;
 }
 
+/* The end of a validate run: the summary line (unless quiet), then the simulations freed. */
+static int finish_run(int rc, int quiet, double t0, const char *report, spec *specs,
+                      sim_result *res, int count) {
+    if (!quiet) {
+        char d[32];
+        pbfapp_format_duration(d, sizeof d, pbfapp_now() - t0);
+        fprintf(stderr, "pbf validate: %s in %s; report %s\n",
+                rc == 0                   ? "done"
+                : rc == EXIT_FAILED_CHECK ? "CHECKS FAILED"
+                                          : "failed",
+                d, report);
+    }
+    for (int i = 0; i < count; ++i) sim_free(&res[i]);
+    free(specs);
+    free(res);
+    return rc;
+}
+
 static int write_report(const validate_options *o, const char *report, const run_set *rs,
                         const figure_list *fl, int argc, char **argv, double wall);
 static int write_checks_json(const char *dir, const validate_options *o, const run_set *rs);
@@ -1606,19 +1624,7 @@ int pbfapp_validate_command(int argc, char **argv) {
         else if (evaluate_checks(&rs, !o.quiet, stderr) != 0)
             rc = EXIT_FAILED_CHECK;
     }
-    if (!o.quiet) {
-        char d[32];
-        pbfapp_format_duration(d, sizeof d, pbfapp_now() - t0);
-        fprintf(stderr, "pbf validate: %s in %s; report %s\n",
-                rc == 0                   ? "done"
-                : rc == EXIT_FAILED_CHECK ? "CHECKS FAILED"
-                                          : "failed",
-                d, report);
-    }
-    for (int i = 0; i < count; ++i) sim_free(&res[i]);
-    free(specs);
-    free(res);
-    return rc;
+    return finish_run(rc, o.quiet, t0, report, specs, res, count);
 }
 
 /* ---- targets and the checks of CI ------------------------------------------------------------ */
@@ -3088,17 +3094,5 @@ static int validate_methods(validate_options *o, int argc, char **argv) {
         else if (method_failures(&rs, solvers, ns, !o->quiet, stderr) != 0)
             rc = EXIT_FAILED_CHECK;
     }
-    if (!o->quiet) {
-        char d[32];
-        pbfapp_format_duration(d, sizeof d, pbfapp_now() - t0);
-        fprintf(stderr, "pbf validate: %s in %s; report %s\n",
-                rc == 0                   ? "done"
-                : rc == EXIT_FAILED_CHECK ? "CHECKS FAILED"
-                                          : "failed",
-                d, report);
-    }
-    for (int i = 0; i < count; ++i) sim_free(&res[i]);
-    free(specs);
-    free(res);
-    return rc;
+    return finish_run(rc, o->quiet, t0, report, specs, res, count);
 }
