@@ -94,6 +94,9 @@ struct pbf_world {
     double time;
     int64_t steps;
     double solve_error;   /* set by the stage that measures an iterative solve (percent) */
+    /* that measure's sum of per-particle errors (fractions) and the particles summed: a
+     * distributed run's ghosts are left out, and its hooks combine both over the processes */
+    double solve_sum, solve_count;
     struct {              /* the pressure solve of the last step, for pbf_stats */
         int substeps, iterations, divergence_iterations;
         double error, divergence_error;

@@ -665,20 +665,14 @@ static void drop_ghosts(pbf_mpi_domain *d) {
     d->ghosts_in = 0;
 }
 
-/* The density solve's error (the average density error, percent, that the lambda stage measures)
- * over every process's owned particles: the stage measured this process's owned particles and
- * ghosts. The same float terms as the single-process sum, added in another order: equal to it
- * within double rounding. */
+/* The error of the solve the stage just measured (percent), over every process's owned
+ * particles: the backend summed this process's owned particles (w->solve_sum, solve_count; the
+ * ghosts left out). The same float terms as the single-process sum, added in another order:
+ * equal to it within double rounding. Every process then stops an iterative solve after the same
+ * iteration. */
 static void global_solve_error(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
-    const float inv_rho0 = 1.0f / w->k.rest_density;
-    double v[2] = {0.0, 0.0};
-    for (int i = 0; i < w->count; ++i) {
-        if (d->ghost[i]) continue;
-        const float e = w->density[i] * inv_rho0 - 1.0f;
-        if (e > 0.0f) v[0] += e;
-        v[1] += 1.0;
-    }
+    double v[2] = {w->solve_sum, w->solve_count};
     MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_SUM, d->comm);
     w->solve_error = v[1] > 0.0 ? 100.0 * v[0] / v[1] : 0.0;
 }
@@ -690,22 +684,34 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
         if (stage == PBF_STAGE_VORTICITY_XSPH) drop_ghosts(d); /* local */
         return;
     }
+    /* What the ghosts' neighbours read next, where the stage computed it from neighbour sums
+     * (a ghost's own sums are empty): per-particle stages give a ghost its owner's values. */
     static const int lambda[] = {PBF_F_LAMBDA}, q[] = {PBF_F_QX, PBF_F_QY, PBF_F_QZ},
-                     curl[] = {PBF_F_DENSITY, PBF_F_LAMBDA};
+                     v[] = {PBF_F_VX, PBF_F_VY, PBF_F_VZ}, curl[] = {PBF_F_DENSITY, PBF_F_LAMBDA};
     switch (stage) {
-    case PBF_STAGE_PREDICT: migrate(d); break;
+    case PBF_STAGE_PREDICT: /* PBF */
+    case PBF_STAGE_GRAVITY: /* the SPH solvers */
+        migrate(d);
+        break;
     case PBF_STAGE_GRID: halo_lists(d); break;
-    case PBF_STAGE_LAMBDA: /* delta p reads lambda_j */
+    case PBF_STAGE_LAMBDA:          /* PBF: delta p reads lambda_j */
+    case PBF_STAGE_WCSPH_PRESSURE:  /* the pressure acceleration reads k_j (lambda) */
+    case PBF_STAGE_DIVERGENCE:      /* DFSPH */
+    case PBF_STAGE_DENSITY_ADV:     /* DFSPH */
+    case PBF_STAGE_PCISPH_PRESSURE: /* the increment of k */
+    case PBF_STAGE_IISPH_PRESSURE:  /* the increment of k */
         global_solve_error(d);
         halo_update(d, lambda, 1);
         break;
+    case PBF_STAGE_PRESSURE_ACCEL: halo_update(d, v, 3); break; /* the next measure reads v_j */
     case PBF_STAGE_COLLIDE: halo_update(d, q, 3); break;        /* lambda, velocity read x*_j */
     case PBF_STAGE_VELOCITY: halo_update(d, curl, 2); break;    /* XSPH: rho_j; eta: |omega_j| */
     case PBF_STAGE_VORTICITY_XSPH:
         drop_ghosts(d);
         d->steps += 1;
         break;
-    default: break;
+    default: break; /* per particle (advect, PCISPH's start) or read by the particle itself only
+                       (the DFSPH factor, IISPH's diagonal) */
     }
 }
 
@@ -749,14 +755,6 @@ void pbf_mpi_domain_destroy(pbf_mpi_domain *d) {
     free(d);
 }
 
-static const char *solver_name(pbf_solver_kind kind) {
-    size_t n = 0;
-    const pbf_solver_info *info = pbf_solvers(&n);
-    for (size_t i = 0; i < n; ++i)
-        if (info[i].kind == kind) return info[i].name;
-    return "?";
-}
-
 pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_options *options,
                                  pbf_mpi_domain **out, pbf_error *err) {
     if (!w || !out) {
@@ -769,10 +767,7 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     /* every check on every process, agreed, so that all fail or none */
-    /* the halos are those of PBF's stages with a fixed iteration count (a tolerance would stop
-     * each process after its own number of iterations) */
-    int bad[5] = {w->backend != &pbf_backend_cpu, w->hooks != NULL, 0,
-                  w->def.solver != PBF_SOLVER_PBF || w->def.pbf.tolerance > 0.0f,
+    int bad[4] = {w->backend != &pbf_backend_cpu, w->hooks != NULL, 0,
                   o.decomposition != PBF_MPI_SLABS && o.decomposition != PBF_MPI_BISECTION};
     int cmin = w->count, cmax = w->count;
     MPI_Allreduce(MPI_IN_PLACE, &cmin, 1, MPI_INT, MPI_MIN, comm);
@@ -819,17 +814,12 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     } else {
         bad[2] = 1;
     }
-    MPI_Allreduce(MPI_IN_PLACE, bad, 5, MPI_INT, MPI_MAX, comm);
-    if (bad[0] || bad[1] || bad[2] || bad[3] || bad[4] || cmin != cmax) {
-        if (bad[4])
+    MPI_Allreduce(MPI_IN_PLACE, bad, 4, MPI_INT, MPI_MAX, comm);
+    if (bad[0] || bad[1] || bad[2] || bad[3] || cmin != cmax) {
+        if (bad[3])
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                           "pbf_mpi_domain_create: decomposition %d is neither slabs nor bisection",
                           (int)o.decomposition);
-        else if (bad[3])
-            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                          "solver = \"%s\", pbf_tolerance = %g: a run over MPI processes needs "
-                          "solver = \"pbf\" with a fixed iteration count (pbf_tolerance = 0)",
-                          solver_name(w->def.solver), (double)w->def.pbf.tolerance);
         else if (bad[0])
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                           "device = \"%s\": a run over MPI processes needs the cpu device",

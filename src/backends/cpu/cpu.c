@@ -390,7 +390,7 @@ static inline PBF_SIMD_INLINE void load_neighbours(const float *P, const uint32_
     if (w) *w = vf_gather_idx(W, jv);
 }
 
-static double mean_excess(const pbf_world *w, const float *a, float scale, float offset);
+static double mean_excess(pbf_world *w, const float *a, float scale, float offset);
 
 static void swapf(float **a, float **b) {
     float *t = *a;
@@ -810,27 +810,42 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
 
 /* Mean of max(a_i scale + offset, 0): sums of fixed chunks of particles (at most EXCESS_CHUNKS,
  * at least 4096 particles each) in parallel, added in chunk order, so that the result does not
- * depend on the thread count. */
-static double mean_excess(const pbf_world *w, const float *a, float scale, float offset) {
+ * depend on the thread count. The sum and the count go to w->solve_sum and w->solve_count; the
+ * ghosts of a distributed run are left out (their values are not their owners'), and its hooks
+ * combine the processes' sums. */
+static double mean_excess(pbf_world *w, const float *a, float scale, float offset) {
     const int n = w->count;
+    w->solve_sum = 0.0;
+    w->solve_count = 0.0;
     if (n <= 0) return 0.0;
     int size = (n + EXCESS_CHUNKS - 1) / EXCESS_CHUNKS;
     if (size < 4096) size = 4096;
     const int chunks = (n + size - 1) / size;
+    const pbf_world_hooks *hk = w->hooks && w->hooks->is_ghost ? w->hooks : NULL;
     double part[EXCESS_CHUNKS];
+    int counted[EXCESS_CHUNKS];
 #pragma omp parallel for schedule(static) num_threads(w->nthreads)
     for (int c = 0; c < chunks; ++c) {
         const int i0 = c * size, i1 = n - i0 > size ? i0 + size : n;
         double sum = 0.0;
+        int m = 0;
         for (int i = i0; i < i1; ++i) {
+            if (hk && hk->is_ghost(w, i, hk->user)) continue;
             float e = a[i] * scale + offset;
             if (e > 0.0f) sum += e;
+            ++m;
         }
         part[c] = sum;
+        counted[c] = m;
     }
-    double total = 0.0;
-    for (int c = 0; c < chunks; ++c) total += part[c];
-    return total / n;
+    double total = 0.0, count = 0.0;
+    for (int c = 0; c < chunks; ++c) {
+        total += part[c];
+        count += counted[c];
+    }
+    w->solve_sum = total;
+    w->solve_count = count;
+    return count > 0.0 ? total / count : 0.0;
 }
 
 /* v += dt g, |v| <= vmax; x* = x: the SPH solvers find neighbours and densities at x. */
