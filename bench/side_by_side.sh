@@ -23,9 +23,14 @@
 # SPlisHSPlasH's maxError and maxErrorV; pbf's *_tolerance), the same minimum and maximum
 # iterations (PCISPH 3, IISPH and DFSPH 2, divergence 1; at most 100), CFL substepping off on
 # both sides (WCSPH: pbf's wcsph_cfl 0.4 needs no substep at that dt), PBF with 4 fixed
-# iterations, WCSPH with stiffness 50000 Pa and exponent 7. Prints per method both times per step
-# and per simulated second, iterations, density errors and the speed ratio, and writes
-# bench/results/side_by_side_methods_<date>_<host>.json.
+# iterations, WCSPH with stiffness 50000 Pa and exponent 7, and the same physics: pbf with
+# vorticity = 0, as SPlisHSPlasH's scenes run no vorticity confinement (both keep their viscosity
+# of 0.01). Prints per method both times per step and per simulated second, iterations, density
+# errors and the speed ratio at the same tolerance; then, for PCISPH, IISPH and DFSPH, a
+# matched-error figure beside it: pbf again at each tolerance of the ladder 0.1/0.2/0.5/1/2 %,
+# and the ratio at the loosest whose measured average density error is still at most
+# SPlisHSPlasH's measured average (SPlisHSPlasH stops at its own error measure, often well above
+# the tolerance). Writes bench/results/side_by_side_methods_<date>_<host>.json.
 #
 # The peer is pysplishsplash (PyPI) in a virtual environment bench/.venv, created on first use
 # (never installed globally; pip needs PyPI). Its ms/step is the mean wall-clock interval between
@@ -89,7 +94,9 @@ fi
 # Preloading the system libGLdispatch makes both use one copy. Only when the plain import fails.
 peer_env=()
 if ! ("${py}" -c "import pysplishsplash") >/dev/null 2>&1; then
-    gld="$(ldconfig -p 2>/dev/null | awk '/libGLdispatch\.so\.0 .*x86-64/ {print $NF; exit}')"
+    # (awk stops reading at the first match: ldconfig may then die of SIGPIPE, which pipefail
+    # and set -e would turn into a silent exit)
+    gld="$(ldconfig -p 2>/dev/null | awk '/libGLdispatch\.so\.0 .*x86-64/ {print $NF; exit}' || true)"
     if [[ -n "${gld}" ]] && (LD_PRELOAD="${gld}" "${py}" -c "import pysplishsplash") >/dev/null 2>&1; then
         peer_env=("LD_PRELOAD=${gld}")
         echo "side_by_side: pysplishsplash imports with LD_PRELOAD=${gld}"
@@ -124,6 +131,10 @@ if [[ -n "${methods}" ]]; then
         *) echo "side_by_side.sh: case ${cases}: SPlisHSPlasH has scenes for small and medium only" >&2; exit 2 ;;
     esac
     pair_args=()
+    # the same physics on both sides: SPlisHSPlasH's scenes run no vorticity confinement, so pbf
+    # runs none either (its default is on); both keep their viscosity of 0.01
+    same_physics=(--set vorticity=0)
+    ladder="0.1 0.2 0.5 1 2"
     IFS=',' read -r -a method_list <<<"${methods}"
     for m in "${method_list[@]}"; do
         tol="${tolerance}"
@@ -163,15 +174,31 @@ if [[ -n "${methods}" ]]; then
             || { tail -n 20 "${work}/peer_${m}.log" >&2; echo "side_by_side: SPlisHSPlasH (${m}) failed" >&2; exit 1; }
         echo "side_by_side: ${m}: pbf bench --case ${cases} --set solver=${m} --dt ${dt} ${pbf_p[*]}"
         "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
-            --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" --no-limits -q \
-            --json "${work}/pbf_${m}.json" >/dev/null
+            --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" "${same_physics[@]}" \
+            --no-limits -q --json "${work}/pbf_${m}.json" >/dev/null
         pair_args+=(--method "${m}=${work}/pbf_${m}.json,${work}/peer_${m}.json")
+        # the matched-error ladder: pbf's iterative solvers again at each looser tolerance; the
+        # report picks the loosest whose measured average density error is still at most the
+        # peer's measured one (beside, never instead of, the same-tolerance figure)
+        case "${m}" in pcisph|iisph|dfsph)
+            for lt in ${ladder}; do
+                awk -v a="${lt}" -v b="${tol}" 'BEGIN { exit !(a + 0 > b + 0) }' || continue
+                lp=(--set "${m}_tolerance=${lt}")
+                [[ "${m}" == dfsph ]] && lp+=(--set "dfsph_divergence_tolerance=${lt}")
+                echo "side_by_side: ${m}: pbf at tolerance ${lt} % (matched-error ladder)"
+                "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
+                    --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" \
+                    "${same_physics[@]}" "${lp[@]}" --no-limits -q \
+                    --json "${work}/pbf_${m}_tol${lt}.json" >/dev/null
+                pair_args+=(--ladder "${m}=${lt},${work}/pbf_${m}_tol${lt}.json")
+            done ;;
+        esac
     done
     mkdir -p "${root}/bench/results"
     host="$(hostname -s 2>/dev/null || uname -n)"
     out="${root}/bench/results/side_by_side_methods_$(date -u +%Y%m%dT%H%M%SZ)_${host}.json"
     "${py}" "${root}/bench/side_by_side_report.py" "${pair_args[@]}" --tolerance "${tolerance}" \
-        --out "${out}"
+        --ladder-text "${ladder// //}" --out "${out}"
     exit 0
 fi
 

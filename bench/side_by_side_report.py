@@ -3,7 +3,8 @@
 and one JSON file. Called by bench/side_by_side.sh inside bench/.venv; standard library only.
 
 usage: side_by_side_report.py --pbf PBF.json --peer CASE=PEER.json [--peer ...] --out OUT.json
-       side_by_side_report.py --method NAME=PBF.json,PEER.json [--method ...] --out OUT.json
+       side_by_side_report.py --method NAME=PBF.json,PEER.json [--method ...]
+                              [--ladder NAME=TOL,PBF.json ...] --out OUT.json
 """
 import argparse
 import json
@@ -113,6 +114,51 @@ def methods_report(a) -> int:
             "peer_tool": peer.get("tool"),
         })
 
+    # the matched-error figure: the loosest ladder tolerance whose measured average density
+    # error is at most the peer's measured one (None when none is)
+    ladder = {}
+    for item in a.ladder:
+        name, rest = item.split("=", 1)
+        tol, path = rest.split(",", 1)
+        lr = [r for r in (load(path) or {}).get("runs", []) if r.get("ok")]
+        if lr:
+            ladder.setdefault(name, []).append((float(tol), lr[-1]))
+    for x in rows:
+        if x["method"] in ladder:  # the same-tolerance run is the ladder's first rung
+            ladder[x["method"]].append((float(a.tolerance), {
+                "ms_per_step_mean": x["pbf_ms_per_step_mean"], "particles": x["particles_pbf"],
+                "iterations_per_step": x["pbf_iterations_per_step"],
+                "divergence_iterations_per_step": x["pbf_divergence_iterations_per_step"],
+                "density_error_avg": x["pbf_density_error_avg_max"][0],
+                "density_error_max": x["pbf_density_error_avg_max"][1]}))
+        pe = x["peer_density_error_avg_max"][0]
+        cands = [(t, r) for t, r in ladder.get(x["method"], [])
+                 if pe is not None and r["density_error_avg"] <= pe]
+        if x["method"] not in ladder:
+            continue
+        x["matched_error_ladder"] = [
+            {"tolerance_pct": t, "pbf_ms_per_step_mean": r["ms_per_step_mean"],
+             "pbf_iterations_per_step": r.get("iterations_per_step"),
+             "pbf_divergence_iterations_per_step": r.get("divergence_iterations_per_step"),
+             "pbf_density_error_avg_max": [r["density_error_avg"], r["density_error_max"]]}
+            for t, r in sorted(ladder[x["method"]], key=lambda c: c[0])]
+        if not cands:
+            x["matched_error"] = None
+            continue
+        t, r = max(cands, key=lambda c: c[0])
+        x["matched_error"] = {
+            "what": "pbf at the loosest tolerance of the ladder whose measured average density "
+                    "error is at most SPlisHSPlasH's measured average (same dt, scene, threads; "
+                    "the peer at the same-tolerance settings)",
+            "tolerance_pct": t,
+            "pbf_ms_per_step_mean": r["ms_per_step_mean"],
+            "pbf_iterations_per_step": r.get("iterations_per_step"),
+            "pbf_divergence_iterations_per_step": r.get("divergence_iterations_per_step"),
+            "pbf_density_error_avg_max": [r["density_error_avg"], r["density_error_max"]],
+            "ratio_pbf_over_peer": x["peer_ms_per_step_mean"] / r["ms_per_step_mean"]
+                                   * (r["particles"] / x["particles_peer"]),
+        }
+
     def it(x, y):
         if not x:
             return "-"
@@ -138,6 +184,24 @@ def methods_report(a) -> int:
             print(f"  note: particle counts differ ({x['particles_pbf']} vs {x['particles_peer']})")
         if x["pbf_substeps_per_step"] and x["pbf_substeps_per_step"] > 1.005:
             print(f"  note: pbf split its steps into {x['pbf_substeps_per_step']:.2f} substeps")
+    matched = [x for x in rows if "matched_error" in x]
+    if matched:
+        print()
+        print("matched error: pbf at the loosest tolerance of %s %% whose measured average "
+              "density error is <= SPlisHSPlasH's measured average (SPlisHSPlasH as above, at the "
+              "same tolerance); the same-tolerance ratio above stays the headline" % a.ladder_text)
+        print("%-7s %8s %9s %9s %14s %9s %17s %17s" % ("method", "pbf tol", "pbf ms/st",
+              "spl ms/st", "matched ratio", "pbf it", "pbf err avg/max %", "spl err avg/max %"))
+        for x in matched:
+            m, pe = x["matched_error"], x["peer_density_error_avg_max"]
+            if m is None:
+                print("%-7s  no tolerance of the ladder reached SPlisHSPlasH's error" % x["method"])
+                continue
+            print("%-7s %8g %9.2f %9.2f %14.2f %9s %17s %17s" % (
+                x["method"], m["tolerance_pct"], m["pbf_ms_per_step_mean"],
+                x["peer_ms_per_step_mean"], m["ratio_pbf_over_peer"],
+                it(m["pbf_iterations_per_step"], m["pbf_divergence_iterations_per_step"]),
+                "%.3f/%.2f" % tuple(m["pbf_density_error_avg_max"]), "%.3f/%.2f" % tuple(pe)))
     print("(ms/st: mean wall time per step; it: solver iterations per step (+ divergence); "
           "density error: mean/max of max(rho/rho0 - 1, 0) at the last step)")
     out = {
@@ -149,6 +213,8 @@ def methods_report(a) -> int:
         "load_average_at_end": list(os.getloadavg()),
         "load_note": "the machine's 1/5/15-minute load averages when the report was written "
                      "(other work on a shared machine slows both programs, not always equally)",
+        "pbf_same_physics": "pbf runs with vorticity = 0 (SPlisHSPlasH's scenes have no vorticity "
+                            "confinement); both programs keep their viscosity of 0.01",
         "comparison": rows,
     }
     with open(a.out, "w") as f:
@@ -164,6 +230,10 @@ def main() -> int:
                     help="NAME=PBF.json,PEER.json: a pressure solver on both programs")
     ap.add_argument("--tolerance", default="0.1", help="the density error tolerance (%%), a label")
     ap.add_argument("--peer", action="append", default=[], help="CASE=FILE")
+    ap.add_argument("--ladder", action="append", default=[],
+                    help="NAME=TOL,PBF.json: pbf's method NAME again at tolerance TOL (%%)")
+    ap.add_argument("--ladder-text", default="0.1/0.2/0.5/1/2",
+                    help="the ladder's tolerances, for the printed label")
     ap.add_argument("--out", required=True)
     ap.add_argument("--peer-log", action="append", default=[],
                     help="CASE=VALUE: SPlisHSPlasH's own 'Average time: SimStep' (ms, all steps)")
@@ -247,6 +317,8 @@ def main() -> int:
         "pbf_build": pbf.get("build"),
         "peer": {case: {k: v for k, v in p.items()} for case, p in peers.items()},
         "pbf": pbf,
+        "pbf_same_physics": "pbf runs with vorticity = 0 (SPlisHSPlasH's scenes have no vorticity "
+                            "confinement); both programs keep their viscosity of 0.01",
         "comparison": rows,
     }
     with open(a.out, "w") as f:
