@@ -78,6 +78,11 @@ struct pbf_mpi_domain {
     size_t bhist_cap;
     /* the words of a migrating particle: every SORTED row of the registry; key_word is `cell` */
     int fields[PBF_FIELD_COUNT], nfields, key_word;
+    /* what a particle carries when the domain is made from parts of the state: every SORTED row
+     * and every STATE row (the density too); key_cword is `cell` among them */
+    int cfields[PBF_FIELD_COUNT], ncfields, key_cword;
+    int key_is_cell;   /* 0: `cell` holds the place in the world every process started from (no
+                          step yet); 1: the cell of the last sort */
     /* migration */
     int *scount, *sdispl, *rcount, *rdispl, *cursor, *wcount, *wdispl, *wrcount, *wrdispl;
     uint32_t *pcell;   /* per particle: the cell of its predicted position */
@@ -453,26 +458,24 @@ static void maybe_rebalance(pbf_mpi_domain *d, int n) {
     free(old);
 }
 
-static inline void pack(const pbf_mpi_domain *d, uint32_t *rec, int i) {
-    const pbf_world *w = d->w;
-    for (int f = 0; f < d->nfields; ++f) rec[f] = ((const uint32_t *)w->field[d->fields[f]])[i];
+static inline void pack(const pbf_world *w, const int *fld, int nf, uint32_t *rec, int i) {
+    for (int f = 0; f < nf; ++f) rec[f] = ((const uint32_t *)w->field[fld[f]])[i];
 }
 
-static void migrate(pbf_mpi_domain *d) {
+/* Sends every particle to the owner of its cell pcell[i] and, with `ghosts`, to the processes
+ * that need it as a ghost; each process then holds what it received merged by key (rows `fld`,
+ * nf of them, the key the row key_word). Collective. */
+static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int key_word) {
     pbf_world *w = d->w;
-    const int n = w->count, P = d->size, W = d->nfields;
-    int fail = !grow((void **)&d->pcell, &d->pcell_cap, (size_t)n, sizeof *d->pcell);
-    if (agree_failed(d, fail)) return;
-    for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->qx[i], w->qy[i], w->qz[i]);
-    maybe_rebalance(d, n);
-    fail = !grow((void **)&d->part, &d->part_cap, (size_t)n + 1, sizeof *d->part);
+    const int n = w->count, P = d->size, W = nf;
+    int fail = !grow((void **)&d->part, &d->part_cap, (size_t)n + 1, sizeof *d->part);
     if (d->failed || agree_failed(d, fail)) return;
     /* part[i]: the owner, times 2, plus 1 when some other process needs the particle as a ghost */
     memset(d->scount, 0, (size_t)P * sizeof *d->scount);
     for (int i = 0; i < n; ++i) {
         int x[3], t[MAX_TARGETS];
         cell_xyz(d, d->pcell[i], x);
-        const int o = owner_of(d, x), nt = ghost_targets(d, x, o, t);
+        const int o = owner_of(d, x), nt = ghosts ? ghost_targets(d, x, o, t) : 0;
         d->part[i] = 2 * o + (nt > 0);
         d->scount[o] += 1;
         for (int k = 0; k < nt; ++k) d->scount[t[k]] += 1;
@@ -505,8 +508,8 @@ static void migrate(pbf_mpi_domain *d) {
             cell_xyz(d, d->pcell[i], x);
             nt = border_targets(d, x, o, t);
         }
-        pack(d, d->sbuf + (size_t)d->cursor[o]++ * W, i);
-        for (int k = 0; k < nt; ++k) pack(d, d->sbuf + (size_t)d->cursor[t[k]]++ * W, i);
+        pack(w, fld, W, d->sbuf + (size_t)d->cursor[o]++ * W, i);
+        for (int k = 0; k < nt; ++k) pack(w, fld, W, d->sbuf + (size_t)d->cursor[t[k]]++ * W, i);
     }
     for (int r = 0; r < P; ++r) {
         d->wcount[r] = d->scount[r] * W;
@@ -518,29 +521,57 @@ static void migrate(pbf_mpi_domain *d) {
                   MPI_UINT32_T, d->comm);
     d->migrated_bytes += 4.0 * (double)W * (double)(stotal - (size_t)d->scount[d->rank]);
     for (int r = 0; r < P; ++r) d->messages += r != d->rank && d->scount[r] > 0;
-    /* merge the sources by key (keys of different sources differ; each source is ascending) */
+    /* merge the sources by key (keys of different sources differ; each source is ascending):
+     * runs from the source with the smallest head key, up to the next source's head key */
     int *head = d->cursor, *src = d->scount; /* reused: the counts are no longer needed */
     int nsrc = 0;
     for (int r = 0; r < P; ++r) {
         if (d->rcount[r] > 0) src[nsrc++] = r;
         head[r] = 0;
     }
-    for (int k = 0; k < (int)rtotal; ++k) {
-        int best = -1;
-        uint32_t best_key = 0;
+#define KEY_AT(r, j) d->rbuf[((size_t)d->rdispl[r] + (size_t)(j)) * W + key_word]
+    for (int k = 0; k < (int)rtotal;) {
+        int best = -1, second = -1;
         for (int s = 0; s < nsrc; ++s) {
-            int r = src[s];
+            const int r = src[s];
             if (head[r] >= d->rcount[r]) continue;
-            uint32_t key = d->rbuf[((size_t)d->rdispl[r] + (size_t)head[r]) * W + d->key_word];
-            if (best < 0 || key < best_key) {
+            const uint32_t key = KEY_AT(r, head[r]);
+            if (best < 0 || key < KEY_AT(best, head[best])) {
+                second = best;
                 best = r;
-                best_key = key;
+            } else if (second < 0 || key < KEY_AT(second, head[second])) {
+                second = r;
             }
         }
-        const uint32_t *rec = d->rbuf + ((size_t)d->rdispl[best] + (size_t)head[best]++) * W;
-        for (int f = 0; f < W; ++f) ((uint32_t *)w->field[d->fields[f]])[k] = rec[f];
+        int end = d->rcount[best];
+        if (second >= 0) {
+            const uint32_t lim = KEY_AT(second, head[second]);
+            end = head[best] + 1;
+            while (end < d->rcount[best] && KEY_AT(best, end) < lim) ++end;
+        }
+        const uint32_t *rec = d->rbuf + ((size_t)d->rdispl[best] + (size_t)head[best]) * W;
+        const int len = end - head[best];
+        for (int f = 0; f < W; ++f) {
+            uint32_t *dst = (uint32_t *)w->field[fld[f]] + k;
+            for (int j = 0; j < len; ++j) dst[j] = rec[(size_t)j * W + f];
+        }
+        k += len;
+        head[best] = end;
     }
+#undef KEY_AT
     w->count = (int)rtotal;
+}
+
+/* After predict: every particle to the owner of the cell of its predicted position (the boxes
+ * moved first when the load is out of balance), and the ghosts. */
+static void migrate(pbf_mpi_domain *d) {
+    pbf_world *w = d->w;
+    const int n = w->count;
+    int fail = !grow((void **)&d->pcell, &d->pcell_cap, (size_t)n, sizeof *d->pcell);
+    if (agree_failed(d, fail)) return;
+    for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->qx[i], w->qy[i], w->qz[i]);
+    maybe_rebalance(d, n);
+    exchange(d, 1, d->fields, d->nfields, d->key_word);
 }
 
 /* ---- halos, after the sort ----------------------------------------------------------------- */
@@ -694,7 +725,10 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
                      curl[] = {PBF_F_DENSITY, PBF_F_LAMBDA};
     switch (stage) {
     case PBF_STAGE_PREDICT: migrate(d); break;
-    case PBF_STAGE_GRID: halo_lists(d); break;
+    case PBF_STAGE_GRID:
+        d->key_is_cell = 1; /* `cell` is now the cell of this sort */
+        halo_lists(d);
+        break;
     case PBF_STAGE_LAMBDA: /* delta p reads lambda_j */
         global_solve_error(d);
         halo_update(d, lambda, 1);
@@ -757,9 +791,12 @@ static const char *solver_name(pbf_solver_kind kind) {
     return "?";
 }
 
-pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_options *options,
-                                 pbf_mpi_domain **out, pbf_error *err) {
-    if (!w || !out) {
+/* The domain over the world `w` of every process: the same world on every process (parts = 0),
+ * or each process's part of the state with its keys (parts = 1; see pbf_mpi_domain_create_parts). */
+static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_options *options,
+                                int parts, const uint32_t *key, int key_is_cell,
+                                pbf_mpi_domain **out, pbf_error *err) {
+    if (!w || !out || (parts && !key && w->count > 0)) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_mpi_domain_create: NULL argument");
         return PBF_ERR_INVALID_ARGUMENT;
     }
@@ -777,6 +814,7 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     int cmin = w->count, cmax = w->count;
     MPI_Allreduce(MPI_IN_PLACE, &cmin, 1, MPI_INT, MPI_MIN, comm);
     MPI_Allreduce(MPI_IN_PLACE, &cmax, 1, MPI_INT, MPI_MAX, comm);
+    if (parts) cmin = cmax; /* each process holds its own part */
     pbf_mpi_domain *d = calloc(1, sizeof *d);
     if (d) {
         d->w = w;
@@ -816,15 +854,23 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
              grow((void **)&d->pcell, &d->pcell_cap, (size_t)w->count + 1, sizeof *d->pcell);
         if (ok && w->capacity < 1) ok = pbf_world_reserve(w, 64, NULL) == PBF_OK;
         bad[2] = !ok;
+        /* parts: keys that are cells must be cells of the grid, in ascending order */
+        const uint32_t ncells = (uint32_t)d->dim[0] * (uint32_t)d->dim[1] * (uint32_t)d->dim[2];
+        for (int i = 0; parts && i < w->count && !bad[4]; ++i)
+            bad[4] = (key_is_cell && key[i] >= ncells) || (i > 0 && key[i] < key[i - 1]);
     } else {
         bad[2] = 1;
     }
     MPI_Allreduce(MPI_IN_PLACE, bad, 5, MPI_INT, MPI_MAX, comm);
     if (bad[0] || bad[1] || bad[2] || bad[3] || bad[4] || cmin != cmax) {
-        if (bad[4])
+        if (bad[4] && o.decomposition != PBF_MPI_SLABS && o.decomposition != PBF_MPI_BISECTION)
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                           "pbf_mpi_domain_create: decomposition %d is neither slabs nor bisection",
                           (int)o.decomposition);
+        else if (bad[4])
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "pbf_mpi_domain_create_parts: keys out of order%s on a process",
+                          key_is_cell ? " or outside the grid" : "");
         else if (bad[3])
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                           "solver = \"%s\", pbf_tolerance = %g: a run over MPI processes needs "
@@ -848,30 +894,53 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
         pbf_mpi_domain_destroy(d);
         return bad[2] ? PBF_ERR_OUT_OF_MEMORY : PBF_ERR_INVALID_ARGUMENT;
     }
-    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) {
             if (f == PBF_F_CELL) d->key_word = d->nfields;
             d->fields[d->nfields++] = f;
         }
-    /* the decomposition, from every particle's cell (each process holds all of them now, so
-     * each computes the same one without communicating) */
+        if (pbf_fields[f].flags & (PBF_FIELD_SORTED | PBF_FIELD_STATE)) {
+            if (f == PBF_F_CELL) d->key_cword = d->ncfields;
+            d->cfields[d->ncfields++] = f;
+        }
+    }
     const int n = w->count;
-    for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->px[i], w->py[i], w->pz[i]);
-    if (agree_failed(d, !decompose(d, d->pcell, n, 0))) {
-        pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "pbf_mpi_domain_create: out of memory on a process");
-        pbf_mpi_domain_destroy(d);
-        return PBF_ERR_OUT_OF_MEMORY;
+    if (parts) {
+        /* the owner of each particle: the cell of its key (every particle of a cell then
+         * reaches the same process, from one source, in order), or of its position (keys that
+         * are places in the memory order are unique); the decomposition over every process */
+        for (int i = 0; i < n; ++i) {
+            d->pcell[i] = key_is_cell ? key[i] : pbf_grid_cell_of(&w->grid, w->px[i], w->py[i], w->pz[i]);
+            w->cell[i] = key[i];
+        }
+        d->key_is_cell = key_is_cell;
+        if (agree_failed(d, !decompose(d, d->pcell, n, 1)) ||
+            (exchange(d, 0, d->cfields, d->ncfields, d->key_cword), d->failed)) {
+            pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "pbf_mpi_domain_create: out of memory on a process");
+            pbf_mpi_domain_destroy(d);
+            return PBF_ERR_OUT_OF_MEMORY;
+        }
+        d->migrated_bytes = d->messages = 0.0; /* the run's traffic only */
+    } else {
+        /* the decomposition, from every particle's cell (each process holds all of them now, so
+         * each computes the same one without communicating) */
+        for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->px[i], w->py[i], w->pz[i]);
+        if (agree_failed(d, !decompose(d, d->pcell, n, 0))) {
+            pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "pbf_mpi_domain_create: out of memory on a process");
+            pbf_mpi_domain_destroy(d);
+            return PBF_ERR_OUT_OF_MEMORY;
+        }
+        /* keep this process's particles; the key is the index in the common world */
+        int k = 0;
+        for (int i = 0; i < n; ++i) {
+            if (owner_of_cell(d, d->pcell[i]) != rank) continue;
+            for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+                if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
+            w->cell[k] = (uint32_t)i;
+            ++k;
+        }
+        w->count = k;
     }
-    /* keep this process's particles; the key is the index in the common world */
-    int k = 0;
-    for (int i = 0; i < n; ++i) {
-        if (owner_of_cell(d, d->pcell[i]) != rank) continue;
-        for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-            if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
-        w->cell[k] = (uint32_t)i;
-        ++k;
-    }
-    w->count = k;
     d->hooks.after_stage = after_stage;
     d->hooks.reduce_stats = reduce_stats;
     d->hooks.is_ghost = is_ghost;
@@ -883,7 +952,27 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     return PBF_OK;
 }
 
-/* ---- gather, diagnosis, info ------------------------------------------------------------- */
+pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_options *options,
+                                 pbf_mpi_domain **out, pbf_error *err) {
+    return create_domain(w, comm, options, 0, NULL, 0, out, err);
+}
+
+pbf_status pbf_mpi_domain_create_parts(pbf_world *w, MPI_Comm comm,
+                                       const pbf_mpi_options *options, const uint32_t *key,
+                                       int key_is_cell, pbf_mpi_domain **out, pbf_error *err) {
+    return create_domain(w, comm, options, 1, key, key_is_cell, out, err);
+}
+
+/* ---- gather, pieces, diagnosis, info ------------------------------------------------------- */
+
+pbf_mpi_piece pbf_mpi_domain_piece(const pbf_mpi_domain *d) {
+    pbf_mpi_piece p;
+    memset(&p, 0, sizeof p);
+    p.state = pbf_world_snapshot(d->w);
+    p.key = d->w->cell;
+    p.key_is_cell = d->key_is_cell;
+    return p;
+}
 
 pbf_status pbf_mpi_gather(pbf_mpi_domain *d, int root, pbf_snapshot *out, pbf_error *err) {
     memset(out, 0, sizeof *out);
