@@ -81,6 +81,7 @@ struct pbf_mpi_domain {
     /* what a particle carries when the domain is made from parts of the state: every SORTED row
      * and every STATE row (the density too); key_cword is `cell` among them */
     int cfields[PBF_FIELD_COUNT], ncfields, key_cword;
+    int lambdas;       /* lambda stages in this step so far */
     int key_is_cell;   /* 0: `cell` holds the place in the world every process started from (no
                           step yet); 1: the cell of the last sort */
     /* migration */
@@ -462,24 +463,56 @@ static inline void pack(const pbf_world *w, const int *fld, int nf, uint32_t *re
     for (int f = 0; f < nf; ++f) rec[f] = ((const uint32_t *)w->field[fld[f]])[i];
 }
 
+/* The owner of a cell and the other processes that need its particles as ghosts, kept for the
+ * last cell asked: consecutive particles mostly share their cell (memory order is the order of
+ * a sort by cell), and the cell's coordinates cost three integer divisions. */
+typedef struct cell_cache {
+    uint32_t cell;
+    int valid, owner, nt;
+    int t[MAX_TARGETS];
+} cell_cache;
+
+/* The owner of cell c and, with `ghosts`, the processes other than the owner that need it. */
+static inline const cell_cache *cell_info(const pbf_mpi_domain *d, cell_cache *cc, uint32_t c,
+                                          int ghosts) {
+    if (cc->valid && cc->cell == c) return cc;
+    int x[3];
+    cell_xyz(d, c, x);
+    cc->cell = c;
+    cc->valid = 1;
+    cc->owner = owner_of(d, x);
+    cc->nt = ghosts ? ghost_targets(d, x, cc->owner, cc->t) : 0;
+    return cc;
+}
+
 /* Sends every particle to the owner of its cell pcell[i] and, with `ghosts`, to the processes
  * that need it as a ghost; each process then holds what it received merged by key (rows `fld`,
- * nf of them, the key the row key_word). Collective. */
+ * nf of them, the key the row key_word). Collective. The particles that stay on this process
+ * are not packed: they are compacted in place, moved to the end of the arrays, and merged from
+ * there with what the other processes sent (a process that neither sends nor receives moves
+ * nothing). */
 static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int key_word) {
     pbf_world *w = d->w;
-    const int n = w->count, P = d->size, W = nf;
+    const int n = w->count, P = d->size, W = nf, me = d->rank;
     int fail = !grow((void **)&d->part, &d->part_cap, (size_t)n + 1, sizeof *d->part);
     if (d->failed || agree_failed(d, fail)) return;
-    /* part[i]: the owner, times 2, plus 1 when some other process needs the particle as a ghost */
+    /* part[i]: the owner times 4, plus 2 when this process keeps the particle (it owns it or
+     * needs it as a ghost), plus 1 when a process other than the owner needs it as a ghost */
     memset(d->scount, 0, (size_t)P * sizeof *d->scount);
+    cell_cache cc;
+    cc.valid = 0;
     for (int i = 0; i < n; ++i) {
-        int x[3], t[MAX_TARGETS];
-        cell_xyz(d, d->pcell[i], x);
-        const int o = owner_of(d, x), nt = ghosts ? ghost_targets(d, x, o, t) : 0;
-        d->part[i] = 2 * o + (nt > 0);
-        d->scount[o] += 1;
-        for (int k = 0; k < nt; ++k) d->scount[t[k]] += 1;
+        const cell_cache *ci = cell_info(d, &cc, d->pcell[i], ghosts);
+        int keep = ci->owner == me;
+        d->scount[ci->owner] += 1;
+        for (int k = 0; k < ci->nt; ++k) {
+            d->scount[ci->t[k]] += 1;
+            keep |= ci->t[k] == me;
+        }
+        d->part[i] = 4 * ci->owner + 2 * keep + (ci->nt > 0);
     }
+    const int nstay = d->scount[me];
+    d->scount[me] = 0; /* not sent: kept in place */
     size_t stotal = 0;
     for (int r = 0; r < P; ++r) {
         d->sdispl[r] = (int)stotal;
@@ -491,25 +524,28 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
         d->rdispl[r] = (int)rtotal;
         rtotal += (size_t)d->rcount[r];
     }
-    fail = stotal * (size_t)W > INT_MAX || rtotal * (size_t)W > INT_MAX;
+    const size_t total = rtotal + (size_t)nstay; /* this process's particles after the exchange */
+    fail = stotal * (size_t)W > INT_MAX || rtotal * (size_t)W > INT_MAX || total > INT_MAX - 64;
     fail = fail || !grow((void **)&d->sbuf, &d->scap, stotal * (size_t)W, sizeof *d->sbuf) ||
            !grow((void **)&d->rbuf, &d->rcap, rtotal * (size_t)W, sizeof *d->rbuf);
-    if (!fail && (int)rtotal + 1 > w->capacity) {
-        int64_t want = (int64_t)rtotal + (int64_t)rtotal / 4 + 64;
+    if (!fail && (int)total + 1 > w->capacity) {
+        int64_t want = (int64_t)total + (int64_t)total / 4 + 64;
         fail = want > INT_MAX || pbf_world_reserve(w, (int)want, NULL) != PBF_OK;
     }
     if (agree_failed(d, fail)) return;
     /* pack in memory order: every destination receives its particles in ascending key order */
     memcpy(d->cursor, d->sdispl, (size_t)P * sizeof *d->cursor);
+    cc.valid = 0;
+    int nleave = 0;
     for (int i = 0; i < n; ++i) {
-        int x[3], t[MAX_TARGETS], nt = 0;
-        const int o = d->part[i] >> 1;
+        const int o = d->part[i] >> 2;
+        if (o != me) pack(w, fld, W, d->sbuf + (size_t)d->cursor[o]++ * W, i);
         if (d->part[i] & 1) {
-            cell_xyz(d, d->pcell[i], x);
-            nt = border_targets(d, x, o, t);
+            const cell_cache *ci = cell_info(d, &cc, d->pcell[i], ghosts);
+            for (int k = 0; k < ci->nt; ++k)
+                if (ci->t[k] != me) pack(w, fld, W, d->sbuf + (size_t)d->cursor[ci->t[k]]++ * W, i);
         }
-        pack(w, fld, W, d->sbuf + (size_t)d->cursor[o]++ * W, i);
-        for (int k = 0; k < nt; ++k) pack(w, fld, W, d->sbuf + (size_t)d->cursor[t[k]]++ * W, i);
+        nleave += !(d->part[i] & 2);
     }
     for (int r = 0; r < P; ++r) {
         d->wcount[r] = d->scount[r] * W;
@@ -517,24 +553,47 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
         d->wrcount[r] = d->rcount[r] * W;
         d->wrdispl[r] = d->rdispl[r] * W;
     }
-    MPI_Alltoallv(d->sbuf, d->wcount, d->wdispl, MPI_UINT32_T, d->rbuf, d->wrcount, d->wrdispl,
-                  MPI_UINT32_T, d->comm);
-    d->migrated_bytes += 4.0 * (double)W * (double)(stotal - (size_t)d->scount[d->rank]);
-    for (int r = 0; r < P; ++r) d->messages += r != d->rank && d->scount[r] > 0;
+    if (P > 1)
+        MPI_Alltoallv(d->sbuf, d->wcount, d->wdispl, MPI_UINT32_T, d->rbuf, d->wrcount,
+                      d->wrdispl, MPI_UINT32_T, d->comm);
+    d->migrated_bytes += 4.0 * (double)W * (double)stotal;
+    for (int r = 0; r < P; ++r) d->messages += r != me && d->scount[r] > 0;
+    /* the particles that stay: compacted (in order), then moved to [rtotal, total) */
+    if (nleave > 0) {
+        int k = 0;
+        for (int i = 0; i < n; ++i) {
+            if (!(d->part[i] & 2)) continue;
+            if (k != i)
+                for (int f = 0; f < W; ++f) {
+                    uint32_t *a = w->field[fld[f]];
+                    a[k] = a[i];
+                }
+            ++k;
+        }
+    }
+    if (rtotal > 0 && nstay > 0)
+        for (int f = 0; f < W; ++f) {
+            uint32_t *a = w->field[fld[f]];
+            memmove(a + rtotal, a, (size_t)nstay * sizeof *a);
+        }
     /* merge the sources by key (keys of different sources differ; each source is ascending):
-     * runs from the source with the smallest head key, up to the next source's head key */
+     * runs from the source with the smallest head key, up to the next source's head key; the
+     * source `me` is the particles that stayed, at [rtotal, total) */
     int *head = d->cursor, *src = d->scount; /* reused: the counts are no longer needed */
     int nsrc = 0;
     for (int r = 0; r < P; ++r) {
-        if (d->rcount[r] > 0) src[nsrc++] = r;
+        if (d->rcount[r] > 0 || (r == me && nstay > 0)) src[nsrc++] = r;
         head[r] = 0;
     }
-#define KEY_AT(r, j) d->rbuf[((size_t)d->rdispl[r] + (size_t)(j)) * W + key_word]
-    for (int k = 0; k < (int)rtotal;) {
+    const uint32_t *stay_key = (const uint32_t *)w->field[fld[key_word]] + rtotal;
+#define COUNT_OF(r) ((r) == me ? nstay : d->rcount[r])
+#define KEY_AT(r, j) \
+    ((r) == me ? stay_key[j] : d->rbuf[((size_t)d->rdispl[r] + (size_t)(j)) * W + key_word])
+    for (size_t k = 0; k < total && !(nsrc == 1 && src[0] == me);) {
         int best = -1, second = -1;
-        for (int s = 0; s < nsrc; ++s) {
-            const int r = src[s];
-            if (head[r] >= d->rcount[r]) continue;
+        for (int q = 0; q < nsrc; ++q) {
+            const int r = src[q];
+            if (head[r] >= COUNT_OF(r)) continue;
             const uint32_t key = KEY_AT(r, head[r]);
             if (best < 0 || key < KEY_AT(best, head[best])) {
                 second = best;
@@ -543,23 +602,31 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
                 second = r;
             }
         }
-        int end = d->rcount[best];
+        int end = COUNT_OF(best);
         if (second >= 0) {
             const uint32_t lim = KEY_AT(second, head[second]);
             end = head[best] + 1;
-            while (end < d->rcount[best] && KEY_AT(best, end) < lim) ++end;
+            while (end < COUNT_OF(best) && KEY_AT(best, end) < lim) ++end;
         }
-        const uint32_t *rec = d->rbuf + ((size_t)d->rdispl[best] + (size_t)head[best]) * W;
         const int len = end - head[best];
-        for (int f = 0; f < W; ++f) {
-            uint32_t *dst = (uint32_t *)w->field[fld[f]] + k;
-            for (int j = 0; j < len; ++j) dst[j] = rec[(size_t)j * W + f];
+        if (best == me) { /* forward: the destination never passes the source */
+            for (int f = 0; f < W; ++f) {
+                uint32_t *a = w->field[fld[f]];
+                memmove(a + k, a + rtotal + (size_t)head[best], (size_t)len * sizeof *a);
+            }
+        } else {
+            const uint32_t *rec = d->rbuf + ((size_t)d->rdispl[best] + (size_t)head[best]) * W;
+            for (int f = 0; f < W; ++f) {
+                uint32_t *dst = (uint32_t *)w->field[fld[f]] + k;
+                for (int j = 0; j < len; ++j) dst[j] = rec[(size_t)j * W + f];
+            }
         }
-        k += len;
+        k += (size_t)len;
         head[best] = end;
     }
 #undef KEY_AT
-    w->count = (int)rtotal;
+#undef COUNT_OF
+    w->count = (int)total;
 }
 
 /* After predict: every particle to the owner of the cell of its predicted position (the boxes
@@ -582,7 +649,9 @@ static int mark_ghosts(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
     const int n = w->count;
     if (!grow((void **)&d->ghost, &d->ghost_cap, (size_t)n + 1, sizeof *d->ghost)) return 0;
-    for (int i = 0; i < n; ++i) d->ghost[i] = owner_of_cell(d, w->cell[i]) != d->rank;
+    cell_cache cc;
+    cc.valid = 0;
+    for (int i = 0; i < n; ++i) d->ghost[i] = cell_info(d, &cc, w->cell[i], 0)->owner != d->rank;
     d->ghosts_in = 1;
     return 1;
 }
@@ -597,19 +666,20 @@ static const unsigned char *ghost_mask(pbf_world *w, void *user) {
 
 static void halo_lists(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
-    const int n = w->count, P = d->size, me = d->rank;
+    const int n = w->count, P = d->size;
     memset(d->hs_n, 0, (size_t)P * sizeof *d->hs_n);
     memset(d->hr_n, 0, (size_t)P * sizeof *d->hr_n);
     if (agree_failed(d, !d->ghosts_in && !mark_ghosts(d))) return;
+    /* (a cell's particles are all owned or all ghosts: the cache holds either kind) */
+    cell_cache cc;
+    cc.valid = 0;
     for (int i = 0; i < n; ++i) {
-        int x[3], t[MAX_TARGETS];
-        cell_xyz(d, w->cell[i], x);
+        const cell_cache *ci = cell_info(d, &cc, w->cell[i], !d->ghost[i]);
         if (d->ghost[i]) {
-            d->hr_n[owner_of(d, x)] += 1;
+            d->hr_n[ci->owner] += 1;
             continue;
         }
-        const int nt = ghost_targets(d, x, me, t);
-        for (int k = 0; k < nt; ++k) d->hs_n[t[k]] += 1;
+        for (int k = 0; k < ci->nt; ++k) d->hs_n[ci->t[k]] += 1;
     }
     size_t ns = 0, nr = 0;
     for (int r = 0; r < P; ++r) {
@@ -627,15 +697,14 @@ static void halo_lists(pbf_mpi_domain *d) {
     int *cs = d->cursor, *cr = d->wcount; /* scratch cursors */
     memcpy(cs, d->hs_off, (size_t)P * sizeof *cs);
     memcpy(cr, d->hr_off, (size_t)P * sizeof *cr);
+    cc.valid = 0;
     for (int i = 0; i < n; ++i) {
-        int x[3], t[MAX_TARGETS];
-        cell_xyz(d, w->cell[i], x);
+        const cell_cache *ci = cell_info(d, &cc, w->cell[i], !d->ghost[i]);
         if (d->ghost[i]) {
-            d->hr_idx[cr[owner_of(d, x)]++] = i;
+            d->hr_idx[cr[ci->owner]++] = i;
             continue;
         }
-        const int nt = ghost_targets(d, x, me, t);
-        for (int k = 0; k < nt; ++k) d->hs_idx[cs[t[k]]++] = i;
+        for (int k = 0; k < ci->nt; ++k) d->hs_idx[cs[ci->t[k]]++] = i;
     }
     d->ghosts += (double)nr;
 }
@@ -699,17 +768,23 @@ static void drop_ghosts(pbf_mpi_domain *d) {
 /* The density solve's error (the average density error, percent, that the lambda stage measures)
  * over every process's owned particles: the stage measured this process's owned particles and
  * ghosts. The same float terms as the single-process sum, added in another order: equal to it
- * within double rounding. */
+ * within double rounding. Only the last iteration's error is kept (the iteration count is fixed
+ * under MPI: no stop reads it), so only the last iteration's is made global. */
 static void global_solve_error(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
+    if (++d->lambdas < w->def.pbf.solver_iterations) return;
     const float inv_rho0 = 1.0f / w->k.rest_density;
-    double v[2] = {0.0, 0.0};
+    const unsigned char *ghost = d->ghost;
+    const float *rho = w->density;
+    double sum = 0.0;
+    int64_t count = 0;
     for (int i = 0; i < w->count; ++i) {
-        if (d->ghost[i]) continue;
-        const float e = w->density[i] * inv_rho0 - 1.0f;
-        if (e > 0.0f) v[0] += e;
-        v[1] += 1.0;
+        if (ghost[i]) continue;
+        const float e = rho[i] * inv_rho0 - 1.0f;
+        if (e > 0.0f) sum += e;
+        ++count;
     }
+    double v[2] = {sum, (double)count};
     MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_SUM, d->comm);
     w->solve_error = v[1] > 0.0 ? 100.0 * v[0] / v[1] : 0.0;
 }
@@ -724,7 +799,10 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     static const int lambda[] = {PBF_F_LAMBDA}, q[] = {PBF_F_QX, PBF_F_QY, PBF_F_QZ},
                      curl[] = {PBF_F_DENSITY, PBF_F_LAMBDA};
     switch (stage) {
-    case PBF_STAGE_PREDICT: migrate(d); break;
+    case PBF_STAGE_PREDICT:
+        d->lambdas = 0;
+        migrate(d);
+        break;
     case PBF_STAGE_GRID:
         d->key_is_cell = 1; /* `cell` is now the cell of this sort */
         halo_lists(d);
