@@ -82,6 +82,7 @@ struct pbf_mpi_domain {
      * and every STATE row (the density too); key_cword is `cell` among them */
     int cfields[PBF_FIELD_COUNT], ncfields, key_cword;
     int lambdas;       /* lambda stages in this step so far */
+    int nghosts;       /* ghosts of this step (halo_lists) */
     int key_is_cell;   /* 0: `cell` holds the place in the world every process started from (no
                           step yet); 1: the cell of the last sort */
     /* migration */
@@ -653,6 +654,7 @@ static int mark_ghosts(pbf_mpi_domain *d) {
     cc.valid = 0;
     for (int i = 0; i < n; ++i) d->ghost[i] = cell_info(d, &cc, w->cell[i], 0)->owner != d->rank;
     d->ghosts_in = 1;
+    d->nghosts = -1; /* counted by halo_lists */
     return 1;
 }
 
@@ -694,6 +696,9 @@ static void halo_lists(pbf_mpi_domain *d) {
                !grow((void **)&d->sbuf, &d->scap, 3 * ns, sizeof *d->sbuf) ||
                !grow((void **)&d->rbuf, &d->rcap, 3 * nr, sizeof *d->rbuf);
     if (agree_failed(d, fail)) return;
+    d->ghosts += (double)nr;
+    d->nghosts = (int)nr;
+    if (ns == 0 && nr == 0) return; /* no neighbour, or none near */
     int *cs = d->cursor, *cr = d->wcount; /* scratch cursors */
     memcpy(cs, d->hs_off, (size_t)P * sizeof *cs);
     memcpy(cr, d->hr_off, (size_t)P * sizeof *cr);
@@ -706,7 +711,6 @@ static void halo_lists(pbf_mpi_domain *d) {
         }
         for (int k = 0; k < ci->nt; ++k) d->hs_idx[cs[ci->t[k]]++] = i;
     }
-    d->ghosts += (double)nr;
 }
 
 /* Copies rows `f` of the owners' particles over their ghosts on the other processes. The sender
@@ -753,13 +757,38 @@ static int is_ghost(const pbf_world *w, int i, void *user) {
 static void drop_ghosts(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
     const int n = w->count;
+    if (d->ghosts_in && d->nghosts == 0) { /* nothing to drop */
+        d->ghosts_in = 0;
+        return;
+    }
+    if (!d->ghosts_in) { /* after a failed exchange: ownership from the cells */
+        cell_cache cc;
+        cc.valid = 0;
+        int k = 0;
+        for (int i = 0; i < n; ++i) {
+            if (cell_info(d, &cc, w->cell[i], 0)->owner != d->rank) continue;
+            if (k != i)
+                for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+                    if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
+            ++k;
+        }
+        w->count = k;
+        return;
+    }
+    /* the runs of owned particles, moved down array by array */
     int k = 0;
-    for (int i = 0; i < n; ++i) {
-        if (d->ghosts_in ? d->ghost[i] : owner_of_cell(d, w->cell[i]) != d->rank) continue;
+    for (int i = 0; i < n;) {
+        while (i < n && d->ghost[i]) ++i;
+        int e = i;
+        while (e < n && !d->ghost[e]) ++e;
         if (k != i)
             for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-                if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
-        ++k;
+                if (w->field[f]) {
+                    uint32_t *a = w->field[f];
+                    memmove(a + k, a + i, (size_t)(e - i) * sizeof *a);
+                }
+        k += e - i;
+        i = e;
     }
     w->count = k;
     d->ghosts_in = 0;
