@@ -254,8 +254,10 @@ static pbf_status check_header(const unsigned char *p, size_t avail, uint64_t to
                     "%s: format version %u is newer than this pbf's version %u; use a newer pbf",
                     name, (unsigned)version, PBFAPP_CHECKPOINT_INDEX_VERSION);
     if (version != PBFAPP_CHECKPOINT_VERSION && version != PBFAPP_CHECKPOINT_INDEX_VERSION)
-        return pbfapp_fail(err, bad, "%s: unknown format version %u (this pbf reads version %u)", name,
-                    (unsigned)version, PBFAPP_CHECKPOINT_VERSION);
+        return pbfapp_fail(err, bad,
+                           "%s: unknown format version %u (this pbf reads versions %u and %u)",
+                           name, (unsigned)version, PBFAPP_CHECKPOINT_VERSION,
+                           PBFAPP_CHECKPOINT_INDEX_VERSION);
     if (marker != ENDIAN_MARKER)
         return pbfapp_fail(err, bad, "%s: damaged header (byte-order marker %08x, expected %08x)", name,
                     (unsigned)marker, ENDIAN_MARKER);
