@@ -33,6 +33,52 @@
  * changes the layout: the format version must then be raised (tests/test_checkpoint.c checks
  * that version 1 still means 32 bytes per particle).
  * Every file is written atomically: NAME.tmp, write, fflush, fsync, rename, fsync of the directory.
+ *
+ * Checkpoints in pieces (`mpirun -np N pbf run`: every process writes its own particles, nothing
+ * passes through one process): N piece files and one index, the index written last.
+ *
+ *   checkpoint_00040_00003.pbfpc   the particles of process 3 (of the N that wrote it)
+ *   checkpoint_00040.pbfck         the index: format version 2 of the header above
+ *
+ * Index, version 2 (the same first 56 bytes as version 1; count = every piece's together):
+ *        0   56  magic, version (2), marker, header size (64), count n, frame, time, steps,
+ *                scene hash, as version 1
+ *       56    4  int32  pieces P (1 .. PBFAPP_CHECKPOINT_MAX_PIECES)
+ *       60    4  int32  key kind (below)
+ *       64  16P  per piece: int32 count, uint32 0, uint64 the piece file's checksum
+ *   64+16P    8  uint64 checksum: FNV-1a 64 of every byte before it
+ *
+ * Piece j of P:
+ *        0    8  magic "PBFCKPC\0"
+ *        8    4  uint32 piece format version (1)
+ *       12    4  uint32 byte-order marker 0x01020304
+ *       16    4  uint32 header size in bytes (64)
+ *       20    4  int32  particle count m
+ *       24    8  int64  frame index
+ *       32    4  int32  j
+ *       36    4  int32  P
+ *       40    8  int64  solver steps taken
+ *       48    8  uint64 scene hash
+ *       56    4  int32  key kind
+ *       60    4  uint32 reserved (0)
+ *       64  32m  the columns, as version 1 (x[m], ..., id[m])
+ *   64+32m   4m  uint32 key[m]
+ *   64+36m    8  uint64 checksum: FNV-1a 64 of every byte before it
+ *
+ * The key orders the particles: the state's memory order (that of a single-process run, part of
+ * the state) is every piece's particles merged by ascending key, particles of equal key only ever
+ * in one piece, in the piece's order. Key kind 1: the key is the grid cell of the particle at
+ * the last step's sort (libpbf_mpi keeps each process's particles in that order, and every cell
+ * on one process); kind 0: the key is the particle's place in the memory order itself (a
+ * checkpoint written before the first step). A reader of any number of processes (or none)
+ * takes the pieces in any grouping and merges by key (pbfapp_pieces_merge).
+ *
+ * Atomicity: every piece goes to NAME.tmp and is renamed; the index is written (atomically) only
+ * once every process has renamed its piece, and the previous checkpoint (index first, then its
+ * pieces) is deleted only after that. A process killed at any moment leaves the previous index
+ * and its pieces intact; pieces without an index are leftovers (ignored, then deleted). The index
+ * holds each piece's count and checksum, so a stale or damaged piece makes the reader fall back
+ * to the previous checkpoint.
  */
 #ifndef PBFAPP_CHECKPOINT_H
 #define PBFAPP_CHECKPOINT_H
@@ -51,6 +97,11 @@ extern "C" {
 #define PBFAPP_CHECKPOINT_VERSION 1u
 #define PBFAPP_CHECKPOINT_HEADER_BYTES 64u
 #define PBFAPP_CHECKPOINT_KEEP 2 /* checkpoints kept in the output directory */
+#define PBFAPP_CHECKPOINT_INDEX_VERSION 2u /* the index of a checkpoint in pieces */
+#define PBFAPP_CHECKPOINT_PIECE_VERSION 1u
+#define PBFAPP_CHECKPOINT_MAX_PIECES 1000000
+#define PBFAPP_KEY_ORDER 0 /* the key is the particle's place in the memory order */
+#define PBFAPP_KEY_CELL 1  /* the key is its grid cell at the last sort */
 
 /* FNV-1a 64 of `n` bytes, continuing from `h` (start with PBFAPP_FNV_OFFSET). */
 #define PBFAPP_FNV_OFFSET 14695981039346656037ull
@@ -111,9 +162,10 @@ pbf_status pbfapp_checkpoint_save(const char *dir, const pbf_world *world, int64
                                   uint64_t scene_hash, int64_t keep_from, char *written_path,
                                   size_t path_size, pbf_error *err);
 
-/* Deletes the checkpoint files of `dir` with a frame < `before` (all: INT64_MAX) and the
- * leftovers of interrupted writes (checkpoint_*.tmp, frame_*.tmp, stats.jsonl.tmp,
- * scene.json.tmp). Returns the number of files deleted. */
+/* Deletes the checkpoint files of `dir` with a frame < `before` (all: INT64_MAX; an index before
+ * its pieces) and the leftovers of interrupted writes (checkpoint_*.tmp, frame_*.tmp,
+ * stats.jsonl.tmp, scene.json.tmp, and pieces whose frame has no index: only call it when no
+ * process is writing a checkpoint). Returns the number of files deleted. */
 int pbfapp_checkpoint_prune(const char *dir, int64_t before);
 
 /* Finds the newest valid checkpoint in `dir` for a scene of hash `scene_hash` and `particles`
@@ -128,6 +180,75 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
  * the `frames` of DIR/scene.json. Its frame and the run's frames go to *newest and *frames. A
  * fresh `pbf run` refuses such a directory rather than deleting the checkpoints. */
 int pbfapp_unfinished_run(const char *dir, int64_t *newest, int *frames);
+
+/* ---- checkpoints in pieces (format above; written by `mpirun -np N pbf run`) ---- */
+
+/* Bytes of the index of P pieces. */
+uint64_t pbfapp_checkpoint_index_size(int pieces);
+
+/* "DIR/checkpoint_%05d_%05d.pbfpc" into buf. */
+void pbfapp_checkpoint_piece_path(char *buf, size_t size, const char *dir, int64_t frame,
+                                  int piece);
+
+/* Writes piece `piece` of `pieces` (the particles of s with their keys) atomically; its checksum
+ * (the file's last 8 bytes) goes to *checksum. */
+pbf_status pbfapp_checkpoint_piece_write(const char *dir, const pbf_snapshot *s,
+                                         const uint32_t *key, int key_kind, int64_t frame,
+                                         uint64_t scene_hash, int piece, int pieces,
+                                         uint64_t *checksum, pbf_error *err);
+
+/* The index of a checkpoint in pieces. */
+typedef struct pbfapp_checkpoint_index {
+    int count; /* every piece's particles */
+    int64_t frame;
+    double time;
+    int64_t steps;
+    uint64_t scene_hash;
+    int pieces;
+    int key_kind;
+    int *piece_count;       /* per piece */
+    uint64_t *piece_sum;    /* per piece: its checksum */
+} pbfapp_checkpoint_index;
+
+/* Writes the index of checkpoint `ix->frame` atomically (DIR/checkpoint_NNNNN.pbfck). */
+pbf_status pbfapp_checkpoint_index_write(const char *dir, const pbfapp_checkpoint_index *ix,
+                                         pbf_error *err);
+
+/* Reads an index (the checks of pbfapp_checkpoint_read's header, its checksum, the counts
+ * adding up). PBF_ERR_INVALID_ARGUMENT for a damaged file. A valid version 1 header (a
+ * single-file checkpoint, not read further) gives PBF_OK with *is_single = 1 and *out empty. */
+pbf_status pbfapp_checkpoint_index_read(const char *path, pbfapp_checkpoint_index *out,
+                                        int *is_single, pbf_error *err);
+void pbfapp_checkpoint_index_free(pbfapp_checkpoint_index *ix);
+
+/* Particles with keys: pieces read, or several of them merged. The arrays point into data. */
+typedef struct pbfapp_keyed {
+    pbf_snapshot snapshot; /* count, the columns, time and steps */
+    const uint32_t *key;
+    unsigned char *data;
+} pbfapp_keyed;
+void pbfapp_keyed_free(pbfapp_keyed *k);
+
+/* Reads piece `piece` of the checkpoint of index `ix` (whose file is index_path, in the
+ * directory of the pieces): checks its header against the index (frame, scene hash, piece, count,
+ * key kind), its checksum against the file's and the index's, finite values. */
+pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
+                                        const pbfapp_checkpoint_index *ix, int piece,
+                                        pbfapp_keyed *out, pbf_error *err);
+
+/* Merges `n` keyed sets (each in ascending key order; a key in one set only) by key into *out,
+ * which then holds every particle in the memory order. */
+pbf_status pbfapp_keyed_merge(const pbfapp_keyed *in, int n, pbfapp_keyed *out, pbf_error *err);
+
+/* A checkpoint in pieces read whole (its index at index_path): every piece merged by key into
+ * the single-process state, checked as pbfapp_checkpoint_decode checks a version 1 file
+ * (unique ids included); out->version is 2. Called by pbfapp_checkpoint_read. */
+pbf_status pbfapp_checkpoint_read_pieces(const char *index_path, pbfapp_checkpoint *out,
+                                         pbf_error *err);
+
+/* The frames of the checkpoint files (checkpoint_NNNNN.pbfck) of dir, newest first, in a malloc'ed
+ * array (*n of them; NULL when none). */
+pbf_status pbfapp_checkpoint_frames(const char *dir, int64_t **frames, size_t *n, pbf_error *err);
 
 /* Rewrites DIR/stats.jsonl atomically keeping its complete lines of frames 0, 1, ... up to
  * `frame` (the frames on disk when the checkpoint was taken), so that the resumed run appends

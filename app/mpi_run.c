@@ -17,6 +17,7 @@
 #include "pbf/pbf.h"
 #include "progress.h"
 #include "scene.h"
+#include "util.h"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -65,22 +66,64 @@ static void report_any(const mpi_ctx *c, const char *msg) {
     fflush(stderr);
 }
 
-/* Checkpoint of the gathered state (process 0), stats.jsonl synced first. */
-static pbf_status save_checkpoint(pbfapp_output *out, const char *dir, const pbf_snapshot *s,
-                                  int64_t frame, uint64_t hash, int64_t *last, char *path,
-                                  size_t path_size, pbf_error *err) {
-    pbf_status st = pbfapp_output_sync(out, err);
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    if (st == PBF_OK) st = pbfapp_checkpoint_encode(s, frame, hash, &buf, &len, err);
-    if (st == PBF_OK) {
-        pbfapp_checkpoint_path(path, path_size, dir, frame);
-        st = pbfapp_write_file_atomic(path, buf, len, err);
+/* A checkpoint written by every process (app/checkpoint.h: pieces and an index): each process
+ * writes its piece; once every piece is in place process 0 syncs stats.jsonl and writes the
+ * index, the checkpoint's commit, then deletes the previous checkpoint. Collective; returns the
+ * exit status agreed by every process. */
+static int save_checkpoint(const mpi_ctx *c, pbf_mpi_domain *dom, pbfapp_output *out,
+                           const char *dir, int64_t frame, uint64_t hash, int64_t *last,
+                           char *path, size_t path_size) {
+    pbf_error err;
+    memset(&err, 0, sizeof err);
+    pbf_mpi_piece pc = pbf_mpi_domain_piece(dom);
+    const int kind = pc.key_is_cell ? PBFAPP_KEY_CELL : PBFAPP_KEY_ORDER;
+    uint64_t sum = 0;
+    pbf_status st = pbfapp_checkpoint_piece_write(dir, &pc.state, pc.key, kind, frame, hash,
+                                                  c->rank, c->size, &sum, &err);
+    int rc = agree(exit_for(st));
+    if (rc) {
+        if (st != PBF_OK)
+            fprintf(stderr, "pbf: MPI process %d: checkpoint of frame %lld: %s\n", c->rank,
+                    (long long)frame, err.message);
+        return rc;
     }
-    free(buf);
-    if (st == PBF_OK && *last >= 0 && *last < frame) pbfapp_checkpoint_prune(dir, *last);
-    if (st == PBF_OK) *last = frame;
-    return st;
+    pbfapp_checkpoint_index ix;
+    memset(&ix, 0, sizeof ix);
+    int fail = 0;
+    if (c->root) {
+        ix.piece_count = malloc((size_t)c->size * sizeof *ix.piece_count);
+        ix.piece_sum = malloc((size_t)c->size * sizeof *ix.piece_sum);
+        fail = !ix.piece_count || !ix.piece_sum;
+    }
+    if (agree(fail)) {
+        pbfapp_checkpoint_index_free(&ix);
+        if (c->root) fprintf(stderr, "pbf: checkpoint of frame %lld: out of memory\n", (long long)frame);
+        return EXIT_RUNTIME;
+    }
+    int count = pc.state.count;
+    MPI_Gather(&count, 1, MPI_INT, ix.piece_count, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Gather(&sum, 1, MPI_UINT64_T, ix.piece_sum, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (c->root) {
+        ix.frame = frame;
+        ix.time = pc.state.time;
+        ix.steps = pc.state.steps;
+        ix.scene_hash = hash;
+        ix.pieces = c->size;
+        ix.key_kind = kind;
+        for (int r = 0; r < c->size; ++r) ix.count += ix.piece_count[r];
+        st = pbfapp_output_sync(out, &err);
+        if (st == PBF_OK) st = pbfapp_checkpoint_index_write(dir, &ix, &err);
+        if (st == PBF_OK && *last >= 0 && *last < frame) pbfapp_checkpoint_prune(dir, *last);
+        if (st != PBF_OK)
+            fprintf(stderr, "pbf: checkpoint of frame %lld: %s\n", (long long)frame, err.message);
+    }
+    pbfapp_checkpoint_index_free(&ix);
+    rc = agree(exit_for(st));
+    if (rc == 0) {
+        *last = frame;
+        pbfapp_checkpoint_path(path, path_size, dir, frame);
+    }
+    return rc;
 }
 
 /* Writes a frame, its stats line and (when due) a checkpoint: gathered on process 0 (mpi_output
@@ -107,7 +150,7 @@ static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, 
             return rc;
         }
     }
-    if (!pieces || checkpoint) st = pbf_mpi_gather(dom, 0, &s, &err);
+    if (!pieces) st = pbf_mpi_gather(dom, 0, &s, &err);
     if (st == PBF_OK && c->root) {
         pbf_stats stats = pbf_world_stats(world);
         stats.speed_clamps = clamps; /* the frame's, every step */
@@ -131,8 +174,6 @@ static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, 
         st = pieces ? pbfapp_output_pieces(out, frame, stats.time, c->size, &err)
                     : pbfapp_output_frame(out, frame, stats.time, &p, &err);
         if (st == PBF_OK) st = pbfapp_output_stats(out, frame, &stats, ms, &err);
-        if (st == PBF_OK && checkpoint)
-            st = save_checkpoint(out, dir, &s, frame, hash, last, path, path_size, &err);
     }
     int rc = exit_for(st);
     if (rc) {
@@ -141,8 +182,182 @@ static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, 
         if (c->root) fprintf(stderr, "pbf: %s\n", msg);
     }
     rc = agree(rc);
-    if (!c->root && checkpoint && rc == 0) *last = frame;
+    if (rc == 0 && checkpoint) rc = save_checkpoint(c, dom, out, dir, frame, hash, last, path, path_size);
     return rc;
+}
+
+/* The part of a checkpoint this process restores: nothing yet, the whole state (a version 1
+ * checkpoint, read by every process), or some of its pieces merged, with their keys. */
+typedef struct resume_part {
+    int pieces;       /* 1: a checkpoint in pieces (key, key_is_cell valid) */
+    uint32_t *key;
+    int key_is_cell;
+    int64_t frame;
+} resume_part;
+
+/* The index of the checkpoint of `frame` read on process 0 and sent to every process; *single
+ * = 1 for a version 1 checkpoint. The message of a refusal is process 0's. */
+static pbf_status bcast_index(const mpi_ctx *c, const char *path, uint64_t hash, int64_t particles,
+                              int64_t frame, pbfapp_checkpoint_index *ix, int *single,
+                              pbf_error *err) {
+    pbf_status st = PBF_OK;
+    memset(ix, 0, sizeof *ix);
+    *single = 0;
+    if (c->root) {
+        st = pbfapp_checkpoint_index_read(path, ix, single, err);
+        if (st == PBF_OK && !*single && ix->frame != frame)
+            st = pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                             "%s: holds frame %lld, not the frame of its name", path,
+                             (long long)ix->frame);
+        else if (st == PBF_OK && !*single && ix->scene_hash != hash)
+            st = pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                             "%s: written for another scene (scene hash %016llx; the scene of this "
+                             "run, after --set overrides, hashes to %016llx); refused",
+                             path, (unsigned long long)ix->scene_hash, (unsigned long long)hash);
+        else if (st == PBF_OK && !*single && ix->count != particles)
+            st = pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                             "%s: holds %d particles, the scene has %lld; refused", path,
+                             ix->count, (long long)particles);
+    }
+    long long head[8] = {(long long)st, *single, ix->count, ix->frame, ix->steps, ix->pieces,
+                         ix->key_kind, 0};
+    double time = ix->time;
+    MPI_Bcast(head, 8, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    MPI_Bcast(&time, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    st = (pbf_status)head[0];
+    *single = (int)head[1];
+    if (st != PBF_OK || *single) {
+        if (c->root) pbfapp_checkpoint_index_free(ix);
+        return st;
+    }
+    if (!c->root) {
+        ix->count = (int)head[2];
+        ix->frame = head[3];
+        ix->steps = head[4];
+        ix->pieces = (int)head[5];
+        ix->key_kind = (int)head[6];
+        ix->time = time;
+        ix->scene_hash = hash;
+        ix->piece_count = malloc((size_t)ix->pieces * sizeof *ix->piece_count);
+        ix->piece_sum = malloc((size_t)ix->pieces * sizeof *ix->piece_sum);
+    }
+    if (agree(!ix->piece_count || !ix->piece_sum)) {
+        pbfapp_checkpoint_index_free(ix);
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    }
+    MPI_Bcast(ix->piece_count, ix->pieces, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Bcast(ix->piece_sum, ix->pieces, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    return PBF_OK;
+}
+
+/* This process's pieces of the checkpoint (a contiguous share of them), merged by key and
+ * restored into the world. */
+static pbf_status restore_pieces(const mpi_ctx *c, const char *path,
+                                 const pbfapp_checkpoint_index *ix, pbf_world *world,
+                                 resume_part *part, pbf_error *err) {
+    const int j0 = (int)((int64_t)ix->pieces * c->rank / c->size),
+              j1 = (int)((int64_t)ix->pieces * (c->rank + 1) / c->size);
+    pbfapp_keyed *pc = calloc((size_t)(j1 - j0) + 1, sizeof *pc);
+    if (!pc) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    pbf_status st = PBF_OK;
+    for (int j = j0; j < j1 && st == PBF_OK; ++j)
+        st = pbfapp_checkpoint_piece_read(path, ix, j, &pc[j - j0], err);
+    pbfapp_keyed mine;
+    memset(&mine, 0, sizeof mine);
+    if (st == PBF_OK) st = pbfapp_keyed_merge(pc, j1 - j0, &mine, err);
+    for (int j = j0; j < j1; ++j) pbfapp_keyed_free(&pc[j - j0]);
+    free(pc);
+    mine.snapshot.time = ix->time;
+    mine.snapshot.steps = ix->steps;
+    if (st == PBF_OK) st = pbf_world_restore(world, &mine.snapshot, err);
+    if (st == PBF_OK) {
+        size_t bytes = (size_t)mine.snapshot.count * sizeof *part->key;
+        part->key = malloc(bytes + 1);
+        if (!part->key) st = pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+        else if (bytes) memcpy(part->key, mine.key, bytes);
+    }
+    pbfapp_keyed_free(&mine);
+    part->pieces = 1;
+    part->key_is_cell = ix->key_kind == PBFAPP_KEY_CELL;
+    part->frame = ix->frame;
+    return st;
+}
+
+/* --resume under MPI: the newest checkpoint of dir that every process could read, restored into
+ * the world (all of it, or this process's pieces). A damaged checkpoint is reported (process 0
+ * for the index, the process that read a damaged piece for the piece) and the previous one
+ * tried. Collective. */
+static pbf_status resume_state(const mpi_ctx *c, const char *dir, uint64_t hash, int64_t particles,
+                               pbf_world *world, resume_part *part, char *found, size_t found_size,
+                               pbf_error *err) {
+    memset(part, 0, sizeof *part);
+    int64_t *frames = NULL;
+    size_t n = 0;
+    pbf_status st = pbfapp_checkpoint_frames(dir, &frames, &n, err);
+    if (agree(st != PBF_OK)) {
+        free(frames);
+        if (st != PBF_OK) return st;
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot list the checkpoints on a process", dir);
+    }
+    long long nn = (long long)n;
+    MPI_Bcast(&nn, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    if (nn == 0 || (long long)n != nn) {
+        free(frames);
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "%s: no checkpoint to resume from (no checkpoint_*.pbfck files; a run "
+                           "writes them with --checkpoint-every N, and when stopped by "
+                           "SIGINT/SIGTERM)",
+                           dir);
+    }
+    for (size_t i = 0; i < n; ++i) {
+        char path[4400];
+        pbfapp_checkpoint_path(path, sizeof path, dir, frames[i]);
+        pbfapp_checkpoint_index ix;
+        int single = 0;
+        pbf_error e1;
+        memset(&e1, 0, sizeof e1);
+        st = bcast_index(c, path, hash, particles, frames[i], &ix, &single, &e1);
+        if (st == PBF_OK && single) { /* version 1: every process reads the whole state */
+            pbfapp_checkpoint ck;
+            st = pbfapp_checkpoint_read(path, &ck, &e1);
+            if (st == PBF_OK && (ck.frame != frames[i] || ck.scene_hash != hash ||
+                                 ck.count != particles))
+                st = pbfapp_fail(&e1, PBF_ERR_INVALID_ARGUMENT,
+                                 "%s: not the frame of its name, or of another scene", path);
+            if (st == PBF_OK) st = pbf_world_restore(world, &ck.snapshot, &e1);
+            part->frame = ck.frame;
+            pbfapp_checkpoint_free(&ck);
+            if (agree(st != PBF_OK) && st == PBF_OK) st = PBF_ERR_INVALID_ARGUMENT;
+        } else if (st == PBF_OK) {
+            st = restore_pieces(c, path, &ix, world, part, &e1);
+            pbfapp_checkpoint_index_free(&ix);
+            if (agree(st != PBF_OK)) {
+                if (st != PBF_OK && !c->root)
+                    fprintf(stderr, "pbf: MPI process %d: %s\n", c->rank, e1.message);
+                if (st == PBF_OK) st = pbfapp_fail(&e1, PBF_ERR_INVALID_ARGUMENT,
+                                                   "%s: a piece could not be read", path);
+                free(part->key);
+                memset(part, 0, sizeof *part);
+            }
+        }
+        if (st == PBF_OK) {
+            if (found) snprintf(found, found_size, "%s", path);
+            if (i > 0 && c->root) {
+                fprintf(stderr, "pbf: using %s (frame %lld), the newest valid checkpoint\n", path,
+                        (long long)frames[i]);
+                fflush(stderr);
+            }
+            free(frames);
+            return PBF_OK;
+        }
+        if (c->root) {
+            fprintf(stderr, "pbf: %s%s\n", e1.message,
+                    i + 1 < n ? "; trying the previous checkpoint" : "");
+            fflush(stderr);
+        }
+    }
+    free(frames);
+    return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: no valid checkpoint to resume from", dir);
 }
 
 static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
@@ -207,16 +422,14 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     char checkpoint_path[4400] = "";
     pbfapp_output *out = NULL;
     msg[0] = '\0';
+    resume_part part;
+    memset(&part, 0, sizeof part);
     if (opt->resume) {
-        /* every process reads the checkpoint (the state of every particle) */
-        pbfapp_checkpoint ck;
-        st = pbfapp_checkpoint_find(opt->out, hash, scene.particles, c->root ? stderr : NULL, &ck,
-                                    checkpoint_path, sizeof checkpoint_path, &err);
-        if (st == PBF_OK) {
-            st = pbf_world_restore(world, &ck.snapshot, &err);
-            start_frame = (int)ck.frame;
-            pbfapp_checkpoint_free(&ck);
-        }
+        /* a checkpoint in pieces: each process reads some of them; version 1: every process
+         * reads the whole state */
+        st = resume_state(c, opt->out, hash, scene.particles, world, &part, checkpoint_path,
+                          sizeof checkpoint_path, &err);
+        if (st == PBF_OK) start_frame = (int)part.frame;
         if (st != PBF_OK) snprintf(msg, sizeof msg, "--resume: %s", err.message);
         last_checkpoint = start_frame;
         if (st == PBF_OK && c->root) {
@@ -256,10 +469,14 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
         pbf_mpi_options mo = pbf_mpi_default_options();
         mo.imbalance = run->rank_imbalance;
         mo.decomposition = run->mpi_decomposition == 1 ? PBF_MPI_SLABS : PBF_MPI_BISECTION;
-        st = pbf_mpi_domain_create(world, MPI_COMM_WORLD, &mo, &dom, &err);
+        st = part.pieces ? pbf_mpi_domain_create_parts(world, MPI_COMM_WORLD, &mo, part.key,
+                                                       part.key_is_cell, &dom, &err)
+                         : pbf_mpi_domain_create(world, MPI_COMM_WORLD, &mo, &dom, &err);
         rc = exit_for(st); /* agreed inside */
         if (rc) snprintf(msg, sizeof msg, "%s", err.message);
     }
+    free(part.key);
+    part.key = NULL;
     if (rc) {
         report_any(c, msg);
         pbfapp_output_close(out, NULL);

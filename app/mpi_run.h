@@ -3,12 +3,15 @@
  * is found; app/mpi_none.c otherwise).
  *
  * Every process loads the scene and builds the same world, then pbf_mpi_domain_create (libpbf_mpi)
- * splits it into slabs; every step is collective. Process 0 gathers the state each frame and
+ * splits it into boxes; every step is collective. Process 0 gathers the state each frame and
  * writes everything the single-process run writes (frames, stats.jsonl with `ranks`,
- * `rank_particles_min`, `rank_particles_max`, scene.json, checkpoints), the same files byte for
- * byte apart from those three members and the timings. A checkpoint holds the whole state in the
- * single-process memory order, so `--resume` continues on any number of processes (or without
- * MPI). Not supported under MPI yet: --render/--video, --adaptive, devices other than the CPU.
+ * `rank_particles_min`, `rank_particles_max`, scene.json), the same files byte for byte apart
+ * from those three members and the timings (or each process its piece of a frame: mpi_output =
+ * pieces). Checkpoints are written by every process (app/checkpoint.h: a piece per process with
+ * the keys that give the single-process memory order, then process 0's index), so `--resume`
+ * continues on any number of processes, each reading its share of the pieces
+ * (pbf_mpi_domain_create_parts), or without MPI (the pieces merged). Not supported under MPI yet:
+ * --render/--video, --adaptive, devices other than the CPU.
  */
 #ifndef PBFAPP_MPI_RUN_H
 #define PBFAPP_MPI_RUN_H

@@ -15,6 +15,9 @@ configuration alike), the minimum of each kept:
                   mpi_decomposition=slabs`, and bisection with `--mca mpi_yield_when_idle 1`
                   (Open MPI then yields the core while it waits: on a loaded machine the
                   partner process gets scheduled sooner)
+  np1 bind to none `mpirun --bind-to none -np 1` at 0.6 m: mpirun binds one or two processes to
+                  a core, a serial run is not bound; measured on a quiet VM `-np 1` cost
+                  about 2 ms per step at 0.6 and at 1.2 m alike, more than its instructions
 Also the CPU time (user + system) of each whole run, every process and mpirun included
 (setup and frame writing too): less sensitive to other jobs than the wall clock.
 Weak-scaling efficiency: serial(0.6 m) / np2(1.2 m); strong: serial(1.2 m) / (2 np2(1.2 m)).
@@ -124,10 +127,12 @@ def callgrind_step(pbf_cg, np_, length):
 
 
 YIELD = ("--mca", "mpi_yield_when_idle", "1")
+NOBIND = ("--bind-to", "none")
 configs = [("serial", 0, 0.6, (), ()), ("serial", 0, 1.2, (), ()), ("np1", 1, 0.6, (), ()),
            ("np1", 1, 1.2, (), ()), ("np2 bisection", 2, 1.2, (), ()),
            ("np2 slabs", 2, 1.2, ("--set", "mpi_decomposition=slabs"), ()),
-           ("np2 bisection, yield when idle", 2, 1.2, (), YIELD)]
+           ("np2 bisection, yield when idle", 2, 1.2, (), YIELD),
+           ("np1, bind to none", 1, 0.6, (), NOBIND)]
 samples = {c: [] for c in configs}
 loads = []
 for k in range(a.repeats):
@@ -180,6 +185,7 @@ res = {
         "strong_np2_bisection_yield": s12 / (2 * best[("np2 bisection, yield when idle", 1.2)]),
         "np1_overhead_0.6": best[("np1", 0.6)] / s06 - 1,
         "np1_overhead_1.2": best[("np1", 1.2)] / s12 - 1,
+        "np1_overhead_0.6_bind_to_none": best[("np1, bind to none", 0.6)] / s06 - 1,
         "note": "weak: serial(0.6 m) / np2(1.2 m); strong: serial(1.2 m) / (2 np2(1.2 m)); "
                 "np1 overhead: mpirun -np 1 over serial, the decomposition's own per-particle cost"},
 }

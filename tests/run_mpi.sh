@@ -13,7 +13,18 @@
 #     the single-process frame (tests/pvtp_reader_check.py: count, ids, values by id), the
 #     checkpoint is byte-identical, `pbf render` draws the same images from the .pvtp as from
 #     the single-process frames; with format = ply it is refused (exit 2);
-#   - a run stopped at frame 6 on 2 processes resumes on 4, and then without MPI: the same frames;
+#   - checkpoints are written by every process (one piece each and an index): the state they
+#     hold equals the single-process checkpoint's bit for bit, memory order included
+#     (tests/checkpoint_state_check.py merges the pieces by key independently of pbf);
+#   - the checkpoint of frame 6 written by 1, 2 and 4 processes resumes on 1, 2 and 4 processes
+#     and without MPI: frames 7..12 byte-identical and the state at frame 12 the same; a run
+#     stopped at frame 6 on 2 processes resumes on 4, then on 1, then without MPI;
+#   - a checkpoint cut short (some pieces written, a piece's .tmp half written, no index: what a
+#     process killed while writing leaves) and a damaged piece: the previous checkpoint is used,
+#     the run ends identical, the leftovers are deleted;
+#   - SIGKILL of one process at random moments of runs on 1 to 4 processes (--checkpoint-every
+#     1; 5 kills, fixed seed), each resumed on the next process count until the run finishes:
+#     the same frames, stats and final state as an uninterrupted single-process run;
 #   - the instability guard stops every process with one message naming the process and the
 #     same particle as the single-process run (exit 3);
 #   - a speed limit that cuts velocities (cfl 0.15): 4 processes count the same cuts in every
@@ -58,11 +69,13 @@ same_files() { # same_files DIR [FIRST_FRAME [LAST_FRAME]]
         cmp -s "ref/${f}" "${d}/${f}" || { echo "  ${d}/${f} differs"; bad=1; }
     done
     if [[ "${last}" -eq 12 ]]; then
-        cmp -s ref/checkpoint_00012.pbfck "${d}/checkpoint_00012.pbfck" ||
-            { echo "  ${d}/checkpoint_00012.pbfck differs"; bad=1; }
+        same_state ref/checkpoint_00012.pbfck "${d}/checkpoint_00012.pbfck" > /dev/null ||
+            { echo "  ${d}/checkpoint_00012.pbfck holds another state"; bad=1; }
     fi
     return "${bad}"
 }
+# the same state in two checkpoints (single file or pieces + index), memory order included
+same_state() { python3 "${here}/checkpoint_state_check.py" "$1" "$2"; }
 # stats.jsonl: every member of the reference equal (but ms; solver_error, a sum over processes,
 # within 1e-9 relative); ranks = N on every line
 same_stats() { # same_stats DIR N
@@ -96,7 +109,7 @@ for n in 1 2 3 4; do # not quiet: np4.out's summary line is read below
         > "np${n}.out" 2>&1
     check "mpirun -np ${n}: exit 0" $?
     same_files "np${n}"
-    check "mpirun -np ${n}: frames and checkpoint byte-identical to the single-process run" $?
+    check "mpirun -np ${n}: frames byte-identical to the single-process run, checkpoint of the same state" $?
     same_stats "np${n}" "${n}"
     check "mpirun -np ${n}: stats.jsonl as the single-process run's, ranks = ${n}" $?
 done
@@ -133,8 +146,10 @@ mp 3 run "${scene}" --out pc3 --set mpi_output=pieces --checkpoint-every 6 "${co
 check "mpirun -np 3, mpi_output = pieces: exit 0" $?
 /usr/bin/python3 "${here}/pvtp_reader_check.py" pc3 ref 3 0 1 6 12
 check "mpirun -np 3, pieces: VTK reads each .pvtp as the single-process frame" $?
-cmp -s ref/checkpoint_00012.pbfck pc3/checkpoint_00012.pbfck
-check "mpirun -np 3, pieces: checkpoint byte-identical" $?
+same_state ref/checkpoint_00012.pbfck pc3/checkpoint_00012.pbfck
+check "mpirun -np 3, pieces: the checkpoint's state equals the single-process one" $?
+[[ $(ls np4 | grep -c '^checkpoint_00012_0000[0-3]\.pbfpc$') -eq 4 && $(ls np4 | grep -c '\.pbfpc$') -eq 8 ]]
+check "mpirun -np 4: each checkpoint in 4 pieces, the last two checkpoints kept" $?
 "${pbf}" render pc3 --size 320x180 --out pc3_png -q && "${pbf}" render ref --size 320x180 --out ref_png -q &&
     cmp -s ref_png/frame_00012.png pc3_png/frame_00012.png && cmp -s ref_png/frame_00001.png pc3_png/frame_00001.png
 check "pbf render of the .pvtp frames: the same images as of the single-process frames" $?
@@ -156,12 +171,99 @@ print(f"  smallest process: {first} particles at frame 0, {last} at frame 12")
 sys.exit(0 if first == 0 and last > 0 else 1)'
 check "mpirun -np 4, slabs of equal width: an empty process receives migrating particles" $?
 
-# stopped at frame 6 on 2 processes, resumed on 4 to frame 9, then without MPI to frame 12
+# the checkpoint of frame 6 written by n processes, resumed on m (0: without MPI)
+from6() { # from6 SRC DST: DST = SRC as it was when frame 6's checkpoint was the newest
+    rm -rf "$2" && cp -r "$1" "$2" && rm -f "$2"/checkpoint_00012*
+}
+for n in 1 2 4; do
+    for m in 1 2 4 0; do
+        from6 "np${n}" "rs${n}_${m}"
+        if [[ "${m}" -eq 0 ]]; then
+            "${pbf}" run --resume "rs${n}_${m}" --frames 12 -q
+        else
+            mp "${m}" run --resume "rs${n}_${m}" --frames 12 -q
+        fi
+        rc=$?
+        [[ "${rc}" -eq 0 ]] && same_files "rs${n}_${m}" 7
+        check "checkpoint of $((n)) process(es) resumed on ${m/#0/no MPI} process(es): frames 7..12 and state byte-identical" $?
+    done
+done
+# stopped at frame 6 on 2 processes, resumed on 4 to frame 9, on 1 to 10, without MPI to 12
 mp 2 run "${scene}" --out res --checkpoint-every 3 --set threads=1 --frames 6 -q &&
-    mp 4 run --resume res --frames 9 -q && "${pbf}" run --resume res --frames 12 -q
-check "resume from 2 processes on 4, then on 1 without MPI: exit 0" $?
+    mp 4 run --resume res --frames 9 -q && mp 1 run --resume res --frames 10 -q &&
+    "${pbf}" run --resume res --frames 12 -q
+check "resume from 2 processes on 4, on 1, then without MPI: exit 0" $?
 same_files res 7
-check "resume on another process count: frames 7..12 and checkpoint byte-identical" $?
+cmp -s ref/checkpoint_00012.pbfck res/checkpoint_00012.pbfck
+check "resume on other process counts: frames 7..12 byte-identical, the last checkpoint (single file) too" $?
+
+# what a process killed while writing the checkpoint of frame 12 leaves: some pieces, a piece's
+# half-written .tmp, no index; the previous checkpoint (frame 6) is used
+rm -rf cut && cp -r np4 cut && rm -f cut/checkpoint_00012.pbfck cut/checkpoint_00012_0000[23].pbfpc &&
+    head -c 1000 np4/checkpoint_00012_00002.pbfpc > cut/checkpoint_00012_00002.pbfpc.tmp
+mp 3 run --resume cut --frames 12 > cut.out 2>&1
+rc=$?
+[[ "${rc}" -eq 0 ]] && grep -q 'checkpoint_00006.pbfck: frame 6' cut.out && same_files cut 7 &&
+    ! ls cut | grep -q '\.tmp$' && [[ $(ls cut | grep -c '\.pbfpc$') -eq 7 ]] # 4 of frame 6, 3 of 12
+check "checkpoint cut short by a killed process: resumed from the previous one, identical, leftovers deleted" $?
+# a damaged piece of the newest checkpoint: refused with a message, the previous one used
+rm -rf dmg && cp -r np2 dmg && printf 'Z' | dd of=dmg/checkpoint_00012_00001.pbfpc bs=1 seek=300 conv=notrunc 2> /dev/null
+mp 3 run --resume dmg --frames 12 > dmg.out 2>&1
+rc=$?
+[[ "${rc}" -eq 0 ]] && grep -q 'checkpoint_00012_00001.pbfpc: checksum mismatch' dmg.out &&
+    grep -q 'trying the previous checkpoint' dmg.out && same_files dmg 7
+check "a damaged piece: refused, the previous checkpoint used, the run ends identical" $?
+
+# SIGKILL of one process at random moments, resumed on another process count each time: each
+# attempt is killed once its run has written 1 to 4 more frames (stats.jsonl lines) and then a
+# random 0-40 ms more (so that kills land in checkpoint writes too), 5 times; then it finishes
+tiny="${here}/resilience/tiny.json"
+"${pbf}" run "${tiny}" --out kref --checkpoint-every 1 --set threads=1 -q
+RANDOM=17 # fixed seed
+kills=0 attempts=0 counts=(2 4 1 3)
+lines() { [[ -f kill/stats.jsonl ]] && wc -l < kill/stats.jsonl || echo 0; }
+while [[ ${attempts} -lt 30 ]]; do
+    n=${counts[$((attempts % 4))]}
+    attempts=$((attempts + 1))
+    if compgen -G "kill/checkpoint_*.pbfck" > /dev/null; then
+        args=(run --resume kill --checkpoint-every 1 -q)
+    else
+        args=(run "${tiny}" --out kill --checkpoint-every 1 --set threads=1 -q)
+    fi
+    target=$(($(lines) + 1 + RANDOM % 4))
+    "${mpirun}" --oversubscribe --allow-run-as-root -np "${n}" "${pbf}" "${args[@]}" > kill.out 2>&1 &
+    job=$!
+    if [[ ${kills} -lt 5 ]]; then
+        while kill -0 "${job}" 2> /dev/null && [[ $(lines) -lt ${target} ]]; do sleep 0.02; done
+        extra=$((RANDOM % 41))
+        sleep "0.0$((extra / 10))$((extra % 10))"
+        victims=($(pgrep -P "${job}" -x pbf))
+        if [[ ${#victims[@]} -gt 0 ]]; then
+            victim=${victims[$((RANDOM % ${#victims[@]}))]}
+            if kill -KILL "${victim}" 2> /dev/null; then
+                kills=$((kills + 1))
+                echo "  kill ${kills}: one of ${n} processes at frame $(($(lines) - 1)) + ${extra} ms; then $(ls kill | grep -c 'pbfck$') indexes, $(ls kill | grep -c 'pbfpc$') pieces"
+            fi
+        fi
+    fi
+    wait "${job}"
+    rc=$?
+    [[ ${rc} -eq 0 ]] && break
+done
+echo "  ${kills} processes killed in ${attempts} attempts"
+ok=1
+for f in kref/frame_*.vtp; do cmp -s "${f}" "kill/$(basename "${f}")" || ok=0; done
+[[ ${rc} -eq 0 && ${kills} -ge 5 && ${ok} -eq 1 ]] && same_state kref/checkpoint_00030.pbfck kill/checkpoint_00030.pbfck > /dev/null &&
+    python3 - << 'EOF'
+import json, sys
+a = [json.loads(l) for l in open("kref/stats.jsonl")]
+b = [json.loads(l) for l in open("kill/stats.jsonl")]
+bad = len(a) != len(b) or any(
+    (abs(x[k] - y[k]) > 1e-9 * max(abs(x[k]), 1e-12)) if k == "solver_error" else x[k] != y[k]
+    for x, y in zip(a, b) for k in x if k != "ms")
+sys.exit(1 if bad else 0)
+EOF
+check "SIGKILL of a process at random moments, resumed on 1 to 4 processes: frames, stats and final state as uninterrupted" $?
 
 "${pbf}" run "${scene}" --out g1 --set guard_density_error=0.5 "${common[@]}" 2> g1.err
 g1=$?

@@ -3,7 +3,9 @@
  * every kind of damage detected (each byte flipped, every truncation), a restored world that
  * continues bit-identically, the scene hash (stable through scene.json, sensitive to what changes
  * the simulation, blind to what does not), choosing the newest valid checkpoint, pruning, and
- * stats.jsonl truncation for a resume.
+ * stats.jsonl truncation for a resume; checkpoints in pieces (an index and one piece per MPI
+ * process): read back whole in the memory order from pieces merged by key, a damaged, stale or
+ * missing piece refused (the previous checkpoint used), orphan pieces pruned.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -137,10 +139,10 @@ static void test_damage_detected(void) {
     ENSURE_EQ_INT(missed, 0);
     ENSURE(pbfapp_checkpoint_decode(buf, len, "mem", &c, &err) == PBF_OK);
     pbfapp_checkpoint_free(&c);
-    /* a future version is named as such */
-    buf[8] = 2;
+    /* a future version is named as such (version 2 is the index of a checkpoint in pieces) */
+    buf[8] = 3;
     ENSURE(pbfapp_checkpoint_decode(buf, len, "mem", &c, &err) != PBF_OK);
-    ENSURE(strstr(err.message, "format version 2 is newer") != NULL);
+    ENSURE(strstr(err.message, "format version 3 is newer") != NULL);
     free(buf);
     pbf_world_destroy(w);
     pbfapp_scene_free(&sc);
@@ -286,6 +288,160 @@ static void test_directory(void) {
     remove_tree(dir);
 }
 
+/* Piece j of `pieces` of the snapshot s: the particles i with group(i) % pieces == j, where
+ * group(i) = i / per (the key: kind "cell" when per > 1, several particles share it). */
+static void write_piece(const char *dir, const pbf_snapshot *s, int per, int64_t frame,
+                        uint64_t hash, int j, int pieces, int *count, uint64_t *sum) {
+    int n = 0;
+    float *col[7];
+    const float *src[7] = {s->x, s->y, s->z, s->vx, s->vy, s->vz, s->density};
+    for (int k = 0; k < 7; ++k) col[k] = malloc((size_t)s->count * sizeof(float) + 4);
+    uint32_t *id = malloc((size_t)s->count * 4 + 4), *key = malloc((size_t)s->count * 4 + 4);
+    for (int i = 0; i < s->count; ++i) {
+        if ((i / per) % pieces != j) continue;
+        for (int k = 0; k < 7; ++k) col[k][n] = src[k][i];
+        id[n] = s->id[i];
+        key[n] = (uint32_t)(i / per);
+        ++n;
+    }
+    pbf_snapshot p = *s;
+    p.count = n;
+    p.x = col[0], p.y = col[1], p.z = col[2], p.vx = col[3], p.vy = col[4], p.vz = col[5];
+    p.density = col[6];
+    p.id = id;
+    pbf_error err;
+    ENSURE(pbfapp_checkpoint_piece_write(dir, &p, key, per > 1 ? PBFAPP_KEY_CELL : PBFAPP_KEY_ORDER,
+                                         frame, hash, j, pieces, sum, &err) == PBF_OK);
+    for (int k = 0; k < 7; ++k) free(col[k]);
+    free(id);
+    free(key);
+    *count = n;
+}
+
+static void write_pieces(const char *dir, const pbf_snapshot *s, int per, int64_t frame,
+                         uint64_t hash, int pieces) {
+    pbfapp_checkpoint_index ix;
+    memset(&ix, 0, sizeof ix);
+    ix.piece_count = calloc((size_t)pieces, sizeof *ix.piece_count);
+    ix.piece_sum = calloc((size_t)pieces, sizeof *ix.piece_sum);
+    for (int j = 0; j < pieces; ++j) {
+        write_piece(dir, s, per, frame, hash, j, pieces, &ix.piece_count[j], &ix.piece_sum[j]);
+        ix.count += ix.piece_count[j];
+    }
+    ix.frame = frame;
+    ix.time = s->time;
+    ix.steps = s->steps;
+    ix.scene_hash = hash;
+    ix.pieces = pieces;
+    ix.key_kind = per > 1 ? PBFAPP_KEY_CELL : PBFAPP_KEY_ORDER;
+    pbf_error err;
+    ENSURE(pbfapp_checkpoint_index_write(dir, &ix, &err) == PBF_OK);
+    pbfapp_checkpoint_index_free(&ix);
+}
+
+static int same_state(const pbf_snapshot *a, const pbf_snapshot *b) {
+    if (a->count != b->count || a->time != b->time || a->steps != b->steps) return 0;
+    const void *x[] = {a->x, a->y, a->z, a->vx, a->vy, a->vz, a->density, a->id};
+    const void *y[] = {b->x, b->y, b->z, b->vx, b->vy, b->vz, b->density, b->id};
+    for (int k = 0; k < 8; ++k)
+        if (memcmp(x[k], y[k], (size_t)a->count * 4) != 0) return 0;
+    return 1;
+}
+
+static void test_pieces(void) {
+    pbfapp_scene sc;
+    ENSURE(load(&sc, NULL, 0));
+    pbf_world *w = NULL;
+    pbf_error err;
+    ENSURE(pbfapp_scene_create_world(&sc, &w, &err) == PBF_OK);
+    for (int i = 0; i < 4; ++i) ENSURE(pbf_world_step(w, 1.0f / 120.0f, &err) == PBF_OK);
+    const uint64_t hash = pbfapp_scene_hash(&sc);
+    char dir[256], path[400], found[400];
+    make_tmpdir(dir, sizeof dir);
+    ENSURE(dir[0]);
+    ENSURE(pbfapp_checkpoint_save(dir, w, 2, hash, -1, path, sizeof path, &err) == PBF_OK);
+    pbf_snapshot s = pbf_world_snapshot(w);
+    pbfapp_checkpoint c;
+    /* keys that are places (kind order) and keys shared by 7 consecutive particles (kind cell),
+     * in 1, 3 and 5 pieces: read back whole, in the memory order */
+    const int per[] = {1, 7, 7}, np[] = {3, 5, 1};
+    for (int t = 0; t < 3; ++t) {
+        write_pieces(dir, &s, per[t], 3, hash, np[t]);
+        pbfapp_checkpoint_path(path, sizeof path, dir, 3);
+        ENSURE(pbfapp_checkpoint_read(path, &c, &err) == PBF_OK);
+        ENSURE(c.version == PBFAPP_CHECKPOINT_INDEX_VERSION && c.frame == 3 && c.count == s.count);
+        ENSURE(same_state(&c.snapshot, &s));
+        pbfapp_checkpoint_free(&c);
+        pbfapp_checkpoint_prune(dir, 2); /* leaves frames 2 and 3 */
+    }
+    /* the newest valid: frame 3 in pieces */
+    ENSURE(pbfapp_checkpoint_find(dir, hash, sc.particles, NULL, &c, found, sizeof found, &err) ==
+           PBF_OK);
+    ENSURE(c.frame == 3 && same_state(&c.snapshot, &s));
+    pbfapp_checkpoint_free(&c);
+    /* the index read alone: counts and checksums; a version 1 file is told apart */
+    pbfapp_checkpoint_index ix;
+    int single = -1;
+    ENSURE(pbfapp_checkpoint_index_read(path, &ix, &single, &err) == PBF_OK);
+    ENSURE(single == 0 && ix.pieces == 1 && ix.count == s.count && ix.key_kind == PBFAPP_KEY_CELL);
+    pbfapp_checkpoint_index_free(&ix);
+    pbfapp_checkpoint_path(found, sizeof found, dir, 2);
+    ENSURE(pbfapp_checkpoint_index_read(found, &ix, &single, &err) == PBF_OK && single == 1);
+    /* 3 pieces again; then each damage in turn: the previous checkpoint (frame 2) is used */
+    write_pieces(dir, &s, 7, 3, hash, 3);
+    char piece[400], keep[420];
+    pbfapp_checkpoint_piece_path(piece, sizeof piece, dir, 3, 1);
+    snprintf(keep, sizeof keep, "%s.keep", piece);
+    ENSURE(link(piece, keep) == 0 && unlink(piece) == 0);
+    const char *why[] = {"cannot open", "checksum mismatch", "leftover of another run",
+                         "truncated"};
+    for (int d = 0; d < 4; ++d) {
+        char cmd[1400];
+        if (d == 1) /* a flipped byte */
+            snprintf(cmd, sizeof cmd, "cp '%s' '%s' && printf 'Z' | dd of='%s' bs=1 seek=200 "
+                     "conv=notrunc 2>/dev/null", keep, piece, piece);
+        else if (d == 2) /* a complete piece of another checkpoint of the same frame */
+            snprintf(cmd, sizeof cmd, "true");
+        else if (d == 3)
+            snprintf(cmd, sizeof cmd, "cp '%s' '%s' && truncate -s 300 '%s'", keep, piece, piece);
+        else
+            snprintf(cmd, sizeof cmd, "true");
+        if (d == 2) { /* the pieces of frame 3 of another state, under the same index */
+            pbf_snapshot other = s;
+            other.x = s.y; /* other positions, the same header */
+            int cnt = 0;
+            uint64_t sum = 0;
+            write_piece(dir, &other, 7, 3, hash, 1, 3, &cnt, &sum);
+        }
+        ENSURE(system(cmd) == 0);
+        ENSURE(pbfapp_checkpoint_read(path, &c, &err) != PBF_OK);
+        if (!strstr(err.message, why[d])) printf("  damage %d: %s\n", d, err.message);
+        ENSURE(strstr(err.message, why[d]) != NULL);
+        ENSURE(pbfapp_checkpoint_find(dir, hash, sc.particles, NULL, &c, found, sizeof found,
+                                      &err) == PBF_OK);
+        ENSURE(c.frame == 2);
+        pbfapp_checkpoint_free(&c);
+        unlink(piece);
+    }
+    ENSURE(rename(keep, piece) == 0);
+    ENSURE(pbfapp_checkpoint_read(path, &c, &err) == PBF_OK && same_state(&c.snapshot, &s));
+    pbfapp_checkpoint_free(&c);
+    /* pieces without an index (a write cut short) are pruned; the checkpoint's are not */
+    int cnt = 0;
+    uint64_t sum = 0;
+    write_piece(dir, &s, 7, 5, hash, 0, 2, &cnt, &sum);
+    ENSURE_EQ_INT(pbfapp_checkpoint_prune(dir, 0), 1);
+    struct stat sb;
+    ENSURE(stat(piece, &sb) == 0);
+    /* the checkpoints before `before`: frame 2's file, frame 3's index, its three pieces and the
+     * two extra pieces left by the 5-piece checkpoint of frame 3 written above */
+    ENSURE_EQ_INT(pbfapp_checkpoint_prune(dir, 4), 7);
+    ENSURE(stat(piece, &sb) != 0);
+    pbf_world_destroy(w);
+    pbfapp_scene_free(&sc);
+    remove_tree(dir);
+}
+
 int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_round_trip_and_continue);
@@ -293,5 +449,6 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_damage_detected);
     RUN_SUBTEST(test_scene_hash);
     RUN_SUBTEST(test_directory);
+    RUN_SUBTEST(test_pieces);
     return test_end();
 }

@@ -84,6 +84,31 @@ const char *pbf_mpi_decomposition_name(pbf_mpi_decomposition kind);
 pbf_status pbf_mpi_domain_create(pbf_world *world, MPI_Comm comm, const pbf_mpi_options *options,
                                  pbf_mpi_domain **out, pbf_error *err);
 
+/* The same for a state spread over the processes (each may hold any part of it, or none; the
+ * parts together hold every particle once), as `pbf run --resume` restores a checkpoint written
+ * in pieces: each process restores its part into its world (pbf_world_restore, which takes any
+ * count) and gives every particle's key, from pbf_mpi_domain_piece of the run that wrote it.
+ * The memory order of the state is every part merged by ascending key (particles of equal key in
+ * one part only, in its order): each part must be in ascending key order. key_is_cell: the keys
+ * are grid cells (pbf_mpi_piece.key_is_cell). The particles are sent to the processes of a
+ * decomposition computed over every part; the run then continues bit-identical to one that
+ * was never interrupted. */
+pbf_status pbf_mpi_domain_create_parts(pbf_world *world, MPI_Comm comm,
+                                       const pbf_mpi_options *options, const uint32_t *key,
+                                       int key_is_cell, pbf_mpi_domain **out, pbf_error *err);
+
+/* This process's part of the state between steps, for a checkpoint written by every process:
+ * its particles (state.count of them; arrays owned by the world, valid until the next step) in
+ * the process's memory order, and each one's key: the memory order of the whole state is every
+ * process's part merged by key (pbf_mpi_domain_create_parts). */
+typedef struct pbf_mpi_piece {
+    pbf_snapshot state;
+    const uint32_t *key;
+    int key_is_cell; /* 1: the key is the grid cell of the last sort; 0 (before the first step):
+                        the particle's place in the world the domain was made from */
+} pbf_mpi_piece;
+pbf_mpi_piece pbf_mpi_domain_piece(const pbf_mpi_domain *domain);
+
 /* Detaches from the world (which keeps this process's particles) and frees the domain. */
 void pbf_mpi_domain_destroy(pbf_mpi_domain *domain);
 

@@ -78,6 +78,13 @@ struct pbf_mpi_domain {
     size_t bhist_cap;
     /* the words of a migrating particle: every SORTED row of the registry; key_word is `cell` */
     int fields[PBF_FIELD_COUNT], nfields, key_word;
+    /* what a particle carries when the domain is made from parts of the state: every SORTED row
+     * and every STATE row (the density too); key_cword is `cell` among them */
+    int cfields[PBF_FIELD_COUNT], ncfields, key_cword;
+    int lambdas;       /* lambda stages in this step so far */
+    int nghosts;       /* ghosts of this step (halo_lists) */
+    int key_is_cell;   /* 0: `cell` holds the place in the world every process started from (no
+                          step yet); 1: the cell of the last sort */
     /* migration */
     int *scount, *sdispl, *rcount, *rdispl, *cursor, *wcount, *wdispl, *wrcount, *wrdispl;
     uint32_t *pcell;   /* per particle: the cell of its predicted position */
@@ -453,30 +460,60 @@ static void maybe_rebalance(pbf_mpi_domain *d, int n) {
     free(old);
 }
 
-static inline void pack(const pbf_mpi_domain *d, uint32_t *rec, int i) {
-    const pbf_world *w = d->w;
-    for (int f = 0; f < d->nfields; ++f) rec[f] = ((const uint32_t *)w->field[d->fields[f]])[i];
+static inline void pack(const pbf_world *w, const int *fld, int nf, uint32_t *rec, int i) {
+    for (int f = 0; f < nf; ++f) rec[f] = ((const uint32_t *)w->field[fld[f]])[i];
 }
 
-static void migrate(pbf_mpi_domain *d) {
+/* The owner of a cell and the other processes that need its particles as ghosts, kept for the
+ * last cell asked: consecutive particles mostly share their cell (memory order is the order of
+ * a sort by cell), and the cell's coordinates cost three integer divisions. */
+typedef struct cell_cache {
+    uint32_t cell;
+    int valid, owner, nt;
+    int t[MAX_TARGETS];
+} cell_cache;
+
+/* The owner of cell c and, with `ghosts`, the processes other than the owner that need it. */
+static inline const cell_cache *cell_info(const pbf_mpi_domain *d, cell_cache *cc, uint32_t c,
+                                          int ghosts) {
+    if (cc->valid && cc->cell == c) return cc;
+    int x[3];
+    cell_xyz(d, c, x);
+    cc->cell = c;
+    cc->valid = 1;
+    cc->owner = owner_of(d, x);
+    cc->nt = ghosts ? ghost_targets(d, x, cc->owner, cc->t) : 0;
+    return cc;
+}
+
+/* Sends every particle to the owner of its cell pcell[i] and, with `ghosts`, to the processes
+ * that need it as a ghost; each process then holds what it received merged by key (rows `fld`,
+ * nf of them, the key the row key_word). Collective. The particles that stay on this process
+ * are not packed: they are compacted in place, moved to the end of the arrays, and merged from
+ * there with what the other processes sent (a process that neither sends nor receives moves
+ * nothing). */
+static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int key_word) {
     pbf_world *w = d->w;
-    const int n = w->count, P = d->size, W = d->nfields;
-    int fail = !grow((void **)&d->pcell, &d->pcell_cap, (size_t)n, sizeof *d->pcell);
-    if (agree_failed(d, fail)) return;
-    for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->qx[i], w->qy[i], w->qz[i]);
-    maybe_rebalance(d, n);
-    fail = !grow((void **)&d->part, &d->part_cap, (size_t)n + 1, sizeof *d->part);
+    const int n = w->count, P = d->size, W = nf, me = d->rank;
+    int fail = !grow((void **)&d->part, &d->part_cap, (size_t)n + 1, sizeof *d->part);
     if (d->failed || agree_failed(d, fail)) return;
-    /* part[i]: the owner, times 2, plus 1 when some other process needs the particle as a ghost */
+    /* part[i]: the owner times 4, plus 2 when this process keeps the particle (it owns it or
+     * needs it as a ghost), plus 1 when a process other than the owner needs it as a ghost */
     memset(d->scount, 0, (size_t)P * sizeof *d->scount);
+    cell_cache cc;
+    cc.valid = 0;
     for (int i = 0; i < n; ++i) {
-        int x[3], t[MAX_TARGETS];
-        cell_xyz(d, d->pcell[i], x);
-        const int o = owner_of(d, x), nt = ghost_targets(d, x, o, t);
-        d->part[i] = 2 * o + (nt > 0);
-        d->scount[o] += 1;
-        for (int k = 0; k < nt; ++k) d->scount[t[k]] += 1;
+        const cell_cache *ci = cell_info(d, &cc, d->pcell[i], ghosts);
+        int keep = ci->owner == me;
+        d->scount[ci->owner] += 1;
+        for (int k = 0; k < ci->nt; ++k) {
+            d->scount[ci->t[k]] += 1;
+            keep |= ci->t[k] == me;
+        }
+        d->part[i] = 4 * ci->owner + 2 * keep + (ci->nt > 0);
     }
+    const int nstay = d->scount[me];
+    d->scount[me] = 0; /* not sent: kept in place */
     size_t stotal = 0;
     for (int r = 0; r < P; ++r) {
         d->sdispl[r] = (int)stotal;
@@ -488,25 +525,28 @@ static void migrate(pbf_mpi_domain *d) {
         d->rdispl[r] = (int)rtotal;
         rtotal += (size_t)d->rcount[r];
     }
-    fail = stotal * (size_t)W > INT_MAX || rtotal * (size_t)W > INT_MAX;
+    const size_t total = rtotal + (size_t)nstay; /* this process's particles after the exchange */
+    fail = stotal * (size_t)W > INT_MAX || rtotal * (size_t)W > INT_MAX || total > INT_MAX - 64;
     fail = fail || !grow((void **)&d->sbuf, &d->scap, stotal * (size_t)W, sizeof *d->sbuf) ||
            !grow((void **)&d->rbuf, &d->rcap, rtotal * (size_t)W, sizeof *d->rbuf);
-    if (!fail && (int)rtotal + 1 > w->capacity) {
-        int64_t want = (int64_t)rtotal + (int64_t)rtotal / 4 + 64;
+    if (!fail && (int)total + 1 > w->capacity) {
+        int64_t want = (int64_t)total + (int64_t)total / 4 + 64;
         fail = want > INT_MAX || pbf_world_reserve(w, (int)want, NULL) != PBF_OK;
     }
     if (agree_failed(d, fail)) return;
     /* pack in memory order: every destination receives its particles in ascending key order */
     memcpy(d->cursor, d->sdispl, (size_t)P * sizeof *d->cursor);
+    cc.valid = 0;
+    int nleave = 0;
     for (int i = 0; i < n; ++i) {
-        int x[3], t[MAX_TARGETS], nt = 0;
-        const int o = d->part[i] >> 1;
+        const int o = d->part[i] >> 2;
+        if (o != me) pack(w, fld, W, d->sbuf + (size_t)d->cursor[o]++ * W, i);
         if (d->part[i] & 1) {
-            cell_xyz(d, d->pcell[i], x);
-            nt = border_targets(d, x, o, t);
+            const cell_cache *ci = cell_info(d, &cc, d->pcell[i], ghosts);
+            for (int k = 0; k < ci->nt; ++k)
+                if (ci->t[k] != me) pack(w, fld, W, d->sbuf + (size_t)d->cursor[ci->t[k]]++ * W, i);
         }
-        pack(d, d->sbuf + (size_t)d->cursor[o]++ * W, i);
-        for (int k = 0; k < nt; ++k) pack(d, d->sbuf + (size_t)d->cursor[t[k]]++ * W, i);
+        nleave += !(d->part[i] & 2);
     }
     for (int r = 0; r < P; ++r) {
         d->wcount[r] = d->scount[r] * W;
@@ -514,33 +554,92 @@ static void migrate(pbf_mpi_domain *d) {
         d->wrcount[r] = d->rcount[r] * W;
         d->wrdispl[r] = d->rdispl[r] * W;
     }
-    MPI_Alltoallv(d->sbuf, d->wcount, d->wdispl, MPI_UINT32_T, d->rbuf, d->wrcount, d->wrdispl,
-                  MPI_UINT32_T, d->comm);
-    d->migrated_bytes += 4.0 * (double)W * (double)(stotal - (size_t)d->scount[d->rank]);
-    for (int r = 0; r < P; ++r) d->messages += r != d->rank && d->scount[r] > 0;
-    /* merge the sources by key (keys of different sources differ; each source is ascending) */
+    if (P > 1)
+        MPI_Alltoallv(d->sbuf, d->wcount, d->wdispl, MPI_UINT32_T, d->rbuf, d->wrcount,
+                      d->wrdispl, MPI_UINT32_T, d->comm);
+    d->migrated_bytes += 4.0 * (double)W * (double)stotal;
+    for (int r = 0; r < P; ++r) d->messages += r != me && d->scount[r] > 0;
+    /* the particles that stay: compacted (in order), then moved to [rtotal, total) */
+    if (nleave > 0) {
+        int k = 0;
+        for (int i = 0; i < n; ++i) {
+            if (!(d->part[i] & 2)) continue;
+            if (k != i)
+                for (int f = 0; f < W; ++f) {
+                    uint32_t *a = w->field[fld[f]];
+                    a[k] = a[i];
+                }
+            ++k;
+        }
+    }
+    if (rtotal > 0 && nstay > 0)
+        for (int f = 0; f < W; ++f) {
+            uint32_t *a = w->field[fld[f]];
+            memmove(a + rtotal, a, (size_t)nstay * sizeof *a);
+        }
+    /* merge the sources by key (keys of different sources differ; each source is ascending):
+     * runs from the source with the smallest head key, up to the next source's head key; the
+     * source `me` is the particles that stayed, at [rtotal, total) */
     int *head = d->cursor, *src = d->scount; /* reused: the counts are no longer needed */
     int nsrc = 0;
     for (int r = 0; r < P; ++r) {
-        if (d->rcount[r] > 0) src[nsrc++] = r;
+        if (d->rcount[r] > 0 || (r == me && nstay > 0)) src[nsrc++] = r;
         head[r] = 0;
     }
-    for (int k = 0; k < (int)rtotal; ++k) {
-        int best = -1;
-        uint32_t best_key = 0;
-        for (int s = 0; s < nsrc; ++s) {
-            int r = src[s];
-            if (head[r] >= d->rcount[r]) continue;
-            uint32_t key = d->rbuf[((size_t)d->rdispl[r] + (size_t)head[r]) * W + d->key_word];
-            if (best < 0 || key < best_key) {
+    const uint32_t *stay_key = (const uint32_t *)w->field[fld[key_word]] + rtotal;
+#define COUNT_OF(r) ((r) == me ? nstay : d->rcount[r])
+#define KEY_AT(r, j) \
+    ((r) == me ? stay_key[j] : d->rbuf[((size_t)d->rdispl[r] + (size_t)(j)) * W + key_word])
+    for (size_t k = 0; k < total && !(nsrc == 1 && src[0] == me);) {
+        int best = -1, second = -1;
+        for (int q = 0; q < nsrc; ++q) {
+            const int r = src[q];
+            if (head[r] >= COUNT_OF(r)) continue;
+            const uint32_t key = KEY_AT(r, head[r]);
+            if (best < 0 || key < KEY_AT(best, head[best])) {
+                second = best;
                 best = r;
-                best_key = key;
+            } else if (second < 0 || key < KEY_AT(second, head[second])) {
+                second = r;
             }
         }
-        const uint32_t *rec = d->rbuf + ((size_t)d->rdispl[best] + (size_t)head[best]++) * W;
-        for (int f = 0; f < W; ++f) ((uint32_t *)w->field[d->fields[f]])[k] = rec[f];
+        int end = COUNT_OF(best);
+        if (second >= 0) {
+            const uint32_t lim = KEY_AT(second, head[second]);
+            end = head[best] + 1;
+            while (end < COUNT_OF(best) && KEY_AT(best, end) < lim) ++end;
+        }
+        const int len = end - head[best];
+        if (best == me) { /* forward: the destination never passes the source */
+            for (int f = 0; f < W; ++f) {
+                uint32_t *a = w->field[fld[f]];
+                memmove(a + k, a + rtotal + (size_t)head[best], (size_t)len * sizeof *a);
+            }
+        } else {
+            const uint32_t *rec = d->rbuf + ((size_t)d->rdispl[best] + (size_t)head[best]) * W;
+            for (int f = 0; f < W; ++f) {
+                uint32_t *dst = (uint32_t *)w->field[fld[f]] + k;
+                for (int j = 0; j < len; ++j) dst[j] = rec[(size_t)j * W + f];
+            }
+        }
+        k += (size_t)len;
+        head[best] = end;
     }
-    w->count = (int)rtotal;
+#undef KEY_AT
+#undef COUNT_OF
+    w->count = (int)total;
+}
+
+/* After predict: every particle to the owner of the cell of its predicted position (the boxes
+ * moved first when the load is out of balance), and the ghosts. */
+static void migrate(pbf_mpi_domain *d) {
+    pbf_world *w = d->w;
+    const int n = w->count;
+    int fail = !grow((void **)&d->pcell, &d->pcell_cap, (size_t)n, sizeof *d->pcell);
+    if (agree_failed(d, fail)) return;
+    for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->qx[i], w->qy[i], w->qz[i]);
+    maybe_rebalance(d, n);
+    exchange(d, 1, d->fields, d->nfields, d->key_word);
 }
 
 /* ---- halos, after the sort ----------------------------------------------------------------- */
@@ -551,8 +650,11 @@ static int mark_ghosts(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
     const int n = w->count;
     if (!grow((void **)&d->ghost, &d->ghost_cap, (size_t)n + 1, sizeof *d->ghost)) return 0;
-    for (int i = 0; i < n; ++i) d->ghost[i] = owner_of_cell(d, w->cell[i]) != d->rank;
+    cell_cache cc;
+    cc.valid = 0;
+    for (int i = 0; i < n; ++i) d->ghost[i] = cell_info(d, &cc, w->cell[i], 0)->owner != d->rank;
     d->ghosts_in = 1;
+    d->nghosts = -1; /* counted by halo_lists */
     return 1;
 }
 
@@ -566,19 +668,20 @@ static const unsigned char *ghost_mask(pbf_world *w, void *user) {
 
 static void halo_lists(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
-    const int n = w->count, P = d->size, me = d->rank;
+    const int n = w->count, P = d->size;
     memset(d->hs_n, 0, (size_t)P * sizeof *d->hs_n);
     memset(d->hr_n, 0, (size_t)P * sizeof *d->hr_n);
     if (agree_failed(d, !d->ghosts_in && !mark_ghosts(d))) return;
+    /* (a cell's particles are all owned or all ghosts: the cache holds either kind) */
+    cell_cache cc;
+    cc.valid = 0;
     for (int i = 0; i < n; ++i) {
-        int x[3], t[MAX_TARGETS];
-        cell_xyz(d, w->cell[i], x);
+        const cell_cache *ci = cell_info(d, &cc, w->cell[i], !d->ghost[i]);
         if (d->ghost[i]) {
-            d->hr_n[owner_of(d, x)] += 1;
+            d->hr_n[ci->owner] += 1;
             continue;
         }
-        const int nt = ghost_targets(d, x, me, t);
-        for (int k = 0; k < nt; ++k) d->hs_n[t[k]] += 1;
+        for (int k = 0; k < ci->nt; ++k) d->hs_n[ci->t[k]] += 1;
     }
     size_t ns = 0, nr = 0;
     for (int r = 0; r < P; ++r) {
@@ -593,20 +696,21 @@ static void halo_lists(pbf_mpi_domain *d) {
                !grow((void **)&d->sbuf, &d->scap, 3 * ns, sizeof *d->sbuf) ||
                !grow((void **)&d->rbuf, &d->rcap, 3 * nr, sizeof *d->rbuf);
     if (agree_failed(d, fail)) return;
+    d->ghosts += (double)nr;
+    d->nghosts = (int)nr;
+    if (ns == 0 && nr == 0) return; /* no neighbour, or none near */
     int *cs = d->cursor, *cr = d->wcount; /* scratch cursors */
     memcpy(cs, d->hs_off, (size_t)P * sizeof *cs);
     memcpy(cr, d->hr_off, (size_t)P * sizeof *cr);
+    cc.valid = 0;
     for (int i = 0; i < n; ++i) {
-        int x[3], t[MAX_TARGETS];
-        cell_xyz(d, w->cell[i], x);
+        const cell_cache *ci = cell_info(d, &cc, w->cell[i], !d->ghost[i]);
         if (d->ghost[i]) {
-            d->hr_idx[cr[owner_of(d, x)]++] = i;
+            d->hr_idx[cr[ci->owner]++] = i;
             continue;
         }
-        const int nt = ghost_targets(d, x, me, t);
-        for (int k = 0; k < nt; ++k) d->hs_idx[cs[t[k]]++] = i;
+        for (int k = 0; k < ci->nt; ++k) d->hs_idx[cs[ci->t[k]]++] = i;
     }
-    d->ghosts += (double)nr;
 }
 
 /* Copies rows `f` of the owners' particles over their ghosts on the other processes. The sender
@@ -653,13 +757,38 @@ static int is_ghost(const pbf_world *w, int i, void *user) {
 static void drop_ghosts(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
     const int n = w->count;
+    if (d->ghosts_in && d->nghosts == 0) { /* nothing to drop */
+        d->ghosts_in = 0;
+        return;
+    }
+    if (!d->ghosts_in) { /* after a failed exchange: ownership from the cells */
+        cell_cache cc;
+        cc.valid = 0;
+        int k = 0;
+        for (int i = 0; i < n; ++i) {
+            if (cell_info(d, &cc, w->cell[i], 0)->owner != d->rank) continue;
+            if (k != i)
+                for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+                    if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
+            ++k;
+        }
+        w->count = k;
+        return;
+    }
+    /* the runs of owned particles, moved down array by array */
     int k = 0;
-    for (int i = 0; i < n; ++i) {
-        if (d->ghosts_in ? d->ghost[i] : owner_of_cell(d, w->cell[i]) != d->rank) continue;
+    for (int i = 0; i < n;) {
+        while (i < n && d->ghost[i]) ++i;
+        int e = i;
+        while (e < n && !d->ghost[e]) ++e;
         if (k != i)
             for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-                if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
-        ++k;
+                if (w->field[f]) {
+                    uint32_t *a = w->field[f];
+                    memmove(a + k, a + i, (size_t)(e - i) * sizeof *a);
+                }
+        k += e - i;
+        i = e;
     }
     w->count = k;
     d->ghosts_in = 0;
@@ -669,9 +798,13 @@ static void drop_ghosts(pbf_mpi_domain *d) {
  * particles: the backend summed this process's owned particles (w->solve_sum, solve_count; the
  * ghosts left out). The same float terms as the single-process sum, added in another order:
  * equal to it within double rounding. Every process then stops an iterative solve after the same
- * iteration. */
-static void global_solve_error(pbf_mpi_domain *d) {
+ * iteration. PBF with a fixed iteration count: no stop reads the error and only the last
+ * iteration's is kept (the statistics'), so only the last one is made global. */
+static void global_solve_error(pbf_mpi_domain *d, pbf_stage_id stage) {
     pbf_world *w = d->w;
+    if (stage == PBF_STAGE_LAMBDA && !(w->def.pbf.tolerance > 0.0f) &&
+        ++d->lambdas < w->def.pbf.solver_iterations)
+        return;
     double v[2] = {w->solve_sum, w->solve_count};
     MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_SUM, d->comm);
     w->solve_error = v[1] > 0.0 ? 100.0 * v[0] / v[1] : 0.0;
@@ -691,16 +824,20 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     switch (stage) {
     case PBF_STAGE_PREDICT: /* PBF */
     case PBF_STAGE_GRAVITY: /* the SPH solvers */
+        d->lambdas = 0;
         migrate(d);
         break;
-    case PBF_STAGE_GRID: halo_lists(d); break;
+    case PBF_STAGE_GRID:
+        d->key_is_cell = 1; /* `cell` is now the cell of this sort */
+        halo_lists(d);
+        break;
     case PBF_STAGE_LAMBDA:          /* PBF: delta p reads lambda_j */
     case PBF_STAGE_WCSPH_PRESSURE:  /* the pressure acceleration reads k_j (lambda) */
     case PBF_STAGE_DIVERGENCE:      /* DFSPH */
     case PBF_STAGE_DENSITY_ADV:     /* DFSPH */
     case PBF_STAGE_PCISPH_PRESSURE: /* the increment of k */
     case PBF_STAGE_IISPH_PRESSURE:  /* the increment of k */
-        global_solve_error(d);
+        global_solve_error(d, stage);
         halo_update(d, lambda, 1);
         break;
     case PBF_STAGE_PRESSURE_ACCEL: halo_update(d, v, 3); break; /* the next measure reads v_j */
@@ -710,8 +847,7 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
         drop_ghosts(d);
         d->steps += 1;
         break;
-    default: break; /* per particle (advect, PCISPH's start) or read by the particle itself only
-                       (the DFSPH factor, IISPH's diagonal) */
+    default: break;
     }
 }
 
@@ -755,9 +891,12 @@ void pbf_mpi_domain_destroy(pbf_mpi_domain *d) {
     free(d);
 }
 
-pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_options *options,
-                                 pbf_mpi_domain **out, pbf_error *err) {
-    if (!w || !out) {
+/* The domain over the world `w` of every process: the same world on every process (parts = 0),
+ * or each process's part of the state with its keys (parts = 1; see pbf_mpi_domain_create_parts). */
+static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_options *options,
+                                int parts, const uint32_t *key, int key_is_cell,
+                                pbf_mpi_domain **out, pbf_error *err) {
+    if (!w || !out || (parts && !key && w->count > 0)) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_mpi_domain_create: NULL argument");
         return PBF_ERR_INVALID_ARGUMENT;
     }
@@ -767,11 +906,14 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     /* every check on every process, agreed, so that all fail or none */
+    /* the halos are those of PBF's stages with a fixed iteration count (a tolerance would stop
+     * each process after its own number of iterations) */
     int bad[4] = {w->backend != &pbf_backend_cpu, w->hooks != NULL, 0,
                   o.decomposition != PBF_MPI_SLABS && o.decomposition != PBF_MPI_BISECTION};
     int cmin = w->count, cmax = w->count;
     MPI_Allreduce(MPI_IN_PLACE, &cmin, 1, MPI_INT, MPI_MIN, comm);
     MPI_Allreduce(MPI_IN_PLACE, &cmax, 1, MPI_INT, MPI_MAX, comm);
+    if (parts) cmin = cmax; /* each process holds its own part */
     pbf_mpi_domain *d = calloc(1, sizeof *d);
     if (d) {
         d->w = w;
@@ -811,15 +953,23 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
              grow((void **)&d->pcell, &d->pcell_cap, (size_t)w->count + 1, sizeof *d->pcell);
         if (ok && w->capacity < 1) ok = pbf_world_reserve(w, 64, NULL) == PBF_OK;
         bad[2] = !ok;
+        /* parts: keys that are cells must be cells of the grid, in ascending order */
+        const uint32_t ncells = (uint32_t)d->dim[0] * (uint32_t)d->dim[1] * (uint32_t)d->dim[2];
+        for (int i = 0; parts && i < w->count && !bad[3]; ++i)
+            bad[3] = (key_is_cell && key[i] >= ncells) || (i > 0 && key[i] < key[i - 1]);
     } else {
         bad[2] = 1;
     }
     MPI_Allreduce(MPI_IN_PLACE, bad, 4, MPI_INT, MPI_MAX, comm);
     if (bad[0] || bad[1] || bad[2] || bad[3] || cmin != cmax) {
-        if (bad[3])
+        if (bad[3] && o.decomposition != PBF_MPI_SLABS && o.decomposition != PBF_MPI_BISECTION)
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                           "pbf_mpi_domain_create: decomposition %d is neither slabs nor bisection",
                           (int)o.decomposition);
+        else if (bad[3])
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "pbf_mpi_domain_create_parts: keys out of order%s on a process",
+                          key_is_cell ? " or outside the grid" : "");
         else if (bad[0])
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                           "device = \"%s\": a run over MPI processes needs the cpu device",
@@ -838,30 +988,53 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
         pbf_mpi_domain_destroy(d);
         return bad[2] ? PBF_ERR_OUT_OF_MEMORY : PBF_ERR_INVALID_ARGUMENT;
     }
-    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) {
             if (f == PBF_F_CELL) d->key_word = d->nfields;
             d->fields[d->nfields++] = f;
         }
-    /* the decomposition, from every particle's cell (each process holds all of them now, so
-     * each computes the same one without communicating) */
+        if (pbf_fields[f].flags & (PBF_FIELD_SORTED | PBF_FIELD_STATE)) {
+            if (f == PBF_F_CELL) d->key_cword = d->ncfields;
+            d->cfields[d->ncfields++] = f;
+        }
+    }
     const int n = w->count;
-    for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->px[i], w->py[i], w->pz[i]);
-    if (agree_failed(d, !decompose(d, d->pcell, n, 0))) {
-        pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "pbf_mpi_domain_create: out of memory on a process");
-        pbf_mpi_domain_destroy(d);
-        return PBF_ERR_OUT_OF_MEMORY;
+    if (parts) {
+        /* the owner of each particle: the cell of its key (every particle of a cell then
+         * reaches the same process, from one source, in order), or of its position (keys that
+         * are places in the memory order are unique); the decomposition over every process */
+        for (int i = 0; i < n; ++i) {
+            d->pcell[i] = key_is_cell ? key[i] : pbf_grid_cell_of(&w->grid, w->px[i], w->py[i], w->pz[i]);
+            w->cell[i] = key[i];
+        }
+        d->key_is_cell = key_is_cell;
+        if (agree_failed(d, !decompose(d, d->pcell, n, 1)) ||
+            (exchange(d, 0, d->cfields, d->ncfields, d->key_cword), d->failed)) {
+            pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "pbf_mpi_domain_create: out of memory on a process");
+            pbf_mpi_domain_destroy(d);
+            return PBF_ERR_OUT_OF_MEMORY;
+        }
+        d->migrated_bytes = d->messages = 0.0; /* the run's traffic only */
+    } else {
+        /* the decomposition, from every particle's cell (each process holds all of them now, so
+         * each computes the same one without communicating) */
+        for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->px[i], w->py[i], w->pz[i]);
+        if (agree_failed(d, !decompose(d, d->pcell, n, 0))) {
+            pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "pbf_mpi_domain_create: out of memory on a process");
+            pbf_mpi_domain_destroy(d);
+            return PBF_ERR_OUT_OF_MEMORY;
+        }
+        /* keep this process's particles; the key is the index in the common world */
+        int k = 0;
+        for (int i = 0; i < n; ++i) {
+            if (owner_of_cell(d, d->pcell[i]) != rank) continue;
+            for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+                if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
+            w->cell[k] = (uint32_t)i;
+            ++k;
+        }
+        w->count = k;
     }
-    /* keep this process's particles; the key is the index in the common world */
-    int k = 0;
-    for (int i = 0; i < n; ++i) {
-        if (owner_of_cell(d, d->pcell[i]) != rank) continue;
-        for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-            if (w->field[f]) ((uint32_t *)w->field[f])[k] = ((uint32_t *)w->field[f])[i];
-        w->cell[k] = (uint32_t)i;
-        ++k;
-    }
-    w->count = k;
     d->hooks.after_stage = after_stage;
     d->hooks.reduce_stats = reduce_stats;
     d->hooks.is_ghost = is_ghost;
@@ -873,7 +1046,27 @@ pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_opti
     return PBF_OK;
 }
 
-/* ---- gather, diagnosis, info ------------------------------------------------------------- */
+pbf_status pbf_mpi_domain_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_options *options,
+                                 pbf_mpi_domain **out, pbf_error *err) {
+    return create_domain(w, comm, options, 0, NULL, 0, out, err);
+}
+
+pbf_status pbf_mpi_domain_create_parts(pbf_world *w, MPI_Comm comm,
+                                       const pbf_mpi_options *options, const uint32_t *key,
+                                       int key_is_cell, pbf_mpi_domain **out, pbf_error *err) {
+    return create_domain(w, comm, options, 1, key, key_is_cell, out, err);
+}
+
+/* ---- gather, pieces, diagnosis, info ------------------------------------------------------- */
+
+pbf_mpi_piece pbf_mpi_domain_piece(const pbf_mpi_domain *d) {
+    pbf_mpi_piece p;
+    memset(&p, 0, sizeof p);
+    p.state = pbf_world_snapshot(d->w);
+    p.key = d->w->cell;
+    p.key_is_cell = d->key_is_cell;
+    return p;
+}
 
 pbf_status pbf_mpi_gather(pbf_mpi_domain *d, int root, pbf_snapshot *out, pbf_error *err) {
     memset(out, 0, sizeof *out);
