@@ -638,6 +638,55 @@ static int stage_collide(pbf_world *w) {
     return bad;
 }
 
+/* The curl pass for particle i (vort: with vorticity confinement): the density at x*
+ * (eq. 2, walls included) and omega_i = sum_j V grad_i W_ij x (v_j - v_i) (eq. 15), written into
+ * x (dead since the velocity pass: the next pass reads each particle's own only, then writes the
+ * new velocity over it) with |omega_i| into lambda. Without vorticity confinement omega is
+ * never read: the density alone. P: the packed (x*, y*, z*, v_x), or NULL. */
+static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const float *P,
+                                                 nb_ranges *cache, const int vort, int *bad) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf vol = vf_set1(k->volume);
+    const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
+    float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+    float wall = pbf_world_wall_density(w, p, gw);
+    pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
+    FOR_NEIGHBOURS_R(w, i, cache,
+        pbf_vf xj, yj, zj, vxj;
+        load_neighbours(P, jv, QX, QY, QZ, vort ? VX : NULL, &xj, &yj, &zj, vort ? &vxj : NULL);
+        pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
+        pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+        pbf_vi in = valid & (r2 < h2v);
+        rho += v_poly6(k, r2, in);
+        if (vort) {
+            /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
+            pbf_vf f = vol * v_spiky(k, r2, in);
+            pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
+            pbf_vf ux = vf_and(vxj - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
+                   uz = vf_and(LOAD(VZ) - vzi, in);
+            ox += gy * uz - gz * uy;
+            oy += gz * ux - gx * uz;
+            oz += gx * uy - gy * ux;
+        }
+    );
+    const float r = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
+    w->density[i] = r;
+    if (vort) {
+        float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
+        w->px[i] = wx;
+        w->py[i] = wy;
+        w->pz[i] = wz;
+        w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
+        if (!isfinite(w->lambda[i]) && i < *bad) *bad = i;
+    } else if (!isfinite(r) && i < *bad) {
+        *bad = i;
+    }
+}
+
 static int stage_velocity(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float inv_dt = 1.0f / dt;
@@ -663,58 +712,36 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
     w->solve.speed_clamps += clamps;
-    const float *P = PK;
-    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
-    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
-    const pbf_sph_consts *k = &w->k;
-    const pbf_vf h2v = vf_set1(k->h2);
-    const pbf_vf vol = vf_set1(w->k.volume);
     int bad2 = INT_MAX;
+    /* two instances of the pass: with vorticity confinement off (epsilon 0) omega is never
+     * read, and the pass is the density alone (no velocity gathers, no curl) */
+    if (w->def.vorticity > 0.0f) {
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
-    {
-        const unsigned fp_mode = pbf_denormals_off();
-        nb_ranges cache = NB_RANGES_INIT;
+        {
+            const unsigned fp_mode = pbf_denormals_off();
+            nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
-        for (int i = 0; i < n; ++i) {
-            const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-            const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
-            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-            float wall = pbf_world_wall_density(w, p, gw);
-            pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
-            FOR_NEIGHBOURS_R(w, i, &cache, 
-                pbf_vf xj, yj, zj, vxj;
-                load_neighbours(P, jv, QX, QY, QZ, VX, &xj, &yj, &zj, &vxj);
-                pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
-                pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-                pbf_vi in = valid & (r2 < h2v);
-                rho += v_poly6(k, r2, in);
-                /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
-                pbf_vf f = vol * v_spiky(k, r2, in);
-                pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
-                pbf_vf ux = vf_and(vxj - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
-                       uz = vf_and(LOAD(VZ) - vzi, in);
-                ox += gy * uz - gz * uy;
-                oy += gz * ux - gx * uz;
-                oz += gx * uy - gy * ux;
-            );
-            w->density[i] = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
-            float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
-            /* omega into x, dead since the velocity pass; the next pass reads each particle's
-             * own only, then writes the new velocity over it */
-            w->px[i] = wx;
-            w->py[i] = wy;
-            w->pz[i] = wz;
-            w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
-            if (!isfinite(w->lambda[i]) && i < bad2) bad2 = i;
+            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 1, &bad2);
+            pbf_denormals_restore(fp_mode);
         }
-        pbf_denormals_restore(fp_mode);
+    } else {
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
+        {
+            const unsigned fp_mode = pbf_denormals_off();
+            nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 0, &bad2);
+            pbf_denormals_restore(fp_mode);
+        }
     }
     return bad < bad2 ? bad : bad2;
 }
 
-/* Vorticity confinement and XSPH; writes the new velocity into the (now free) x arrays. */
-static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
-    const int n = w->count;
+/* XSPH (eq. 17) and, with vort, vorticity confinement (eq. 16) for particle i; the new
+ * velocity into x (omega_i's place). P: the packed (x*, y*, z*, m / rho), or NULL. */
+static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const float *P,
+                                                 nb_ranges *cache, const int vort, float dt,
+                                                 float vmax, int *bad, int64_t *clamps) {
     const float eps = w->def.vorticity, c = w->def.xsph_viscosity;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
@@ -723,6 +750,57 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     const pbf_sph_consts *k = &w->k;
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf mass = vf_set1(w->k.mass);
+    const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
+    const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
+    const pbf_vf wi = vf_set1(vort ? OMEGA[i] : 0.0f);
+    pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
+    FOR_NEIGHBOURS_R(w, i, cache,
+        pbf_vf xj, yj, zj, mj;
+        load_neighbours(P, jv, QX, QY, QZ, RHO, &xj, &yj, &zj, &mj);
+        if (!P) mj = mass / mj; /* packed: m / rho_j, divided per particle */
+        pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
+        pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+        pbf_vi in = valid & (r2 < h2v);
+        pbf_vf vj = vf_and(mj, in);
+        /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
+        pbf_vf wk = vj * v_poly6(k, r2, in);
+        sx += vf_and(wk * (LOAD(VX) - vxi), in);
+        sy += vf_and(wk * (LOAD(VY) - vyi), in);
+        sz += vf_and(wk * (LOAD(VZ) - vzi), in);
+        if (vort) {
+            /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
+            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(k, r2, in);
+            ex += vf_and(f * dx, in);
+            ey += vf_and(f * dy, in);
+            ez += vf_and(f * dz, in);
+        }
+    );
+    float vx = vxs + c * vf_hsum(sx), vy = vys + c * vf_hsum(sy), vz = vzs + c * vf_hsum(sz);
+    if (vort) {
+        const float oxi = w->px[i], oyi = w->py[i], ozi = w->pz[i]; /* omega_i */
+        float hx = vf_hsum(ex), hy = vf_hsum(ey), hz = vf_hsum(ez);
+        float el = sqrtf(hx * hx + hy * hy + hz * hz);
+        if (eps > 0.0f && el > 1e-20f) {
+            float nx = hx / el, ny = hy / el, nz = hz / el;
+            /* f = eps (N x omega), applied as an acceleration over dt */
+            vx += dt * eps * (ny * ozi - nz * oyi);
+            vy += dt * eps * (nz * oxi - nx * ozi);
+            vz += dt * eps * (nx * oyi - ny * oxi);
+        }
+    }
+    if (pbf_limit_speed(&vx, &vy, &vz, vmax)) *clamps += counted_clamp(w, i);
+    w->px[i] = vx;
+    w->py[i] = vy;
+    w->pz[i] = vz;
+    if (!isfinite(vx + vy + vz) && i < *bad) *bad = i;
+}
+
+/* Vorticity confinement and XSPH; writes the new velocity into the (now free) x arrays. */
+static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
+    const int n = w->count;
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict RHO = w->density;
     int bad = INT_MAX;
     /* the packed copy for this pass: (x*, y*, z*, m / rho) */
     float *restrict PK = pack_reserve(w) ? LISTS(w)->pack : NULL;
@@ -736,57 +814,26 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
             PK[4 * i + 3] = m / RHO[i];
         }
     }
-    const float *P = PK;
     int64_t clamps = 0;
+    /* two instances: without vorticity confinement (epsilon 0) no |omega_j| is gathered */
+    if (w->def.vorticity > 0.0f) {
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
-    {
-        const unsigned fp_mode = pbf_denormals_off();
-        nb_ranges cache = NB_RANGES_INIT;
+        {
+            const unsigned fp_mode = pbf_denormals_off();
+            nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
-        for (int i = 0; i < n; ++i) {
-            const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-            const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
-            const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
-            const float oxi = w->px[i], oyi = w->py[i], ozi = w->pz[i]; /* omega_i */
-            const pbf_vf wi = vf_set1(OMEGA[i]);
-            pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
-            FOR_NEIGHBOURS_R(w, i, &cache, 
-                pbf_vf xj, yj, zj, mj;
-                load_neighbours(P, jv, QX, QY, QZ, RHO, &xj, &yj, &zj, &mj);
-                if (!P) mj = mass / mj; /* packed: m / rho_j, divided per particle */
-                pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
-                pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-                pbf_vi in = valid & (r2 < h2v);
-                pbf_vf vj = vf_and(mj, in);
-                /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
-                pbf_vf wk = vj * v_poly6(k, r2, in);
-                sx += vf_and(wk * (LOAD(VX) - vxi), in);
-                sy += vf_and(wk * (LOAD(VY) - vyi), in);
-                sz += vf_and(wk * (LOAD(VZ) - vzi), in);
-                /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-                pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(k, r2, in);
-                ex += vf_and(f * dx, in);
-                ey += vf_and(f * dy, in);
-                ez += vf_and(f * dz, in);
-            );
-            float vx = vxs + c * vf_hsum(sx), vy = vys + c * vf_hsum(sy),
-                  vz = vzs + c * vf_hsum(sz);
-            float hx = vf_hsum(ex), hy = vf_hsum(ey), hz = vf_hsum(ez);
-            float el = sqrtf(hx * hx + hy * hy + hz * hz);
-            if (eps > 0.0f && el > 1e-20f) {
-                float nx = hx / el, ny = hy / el, nz = hz / el;
-                /* f = eps (N x omega), applied as an acceleration over dt */
-                vx += dt * eps * (ny * ozi - nz * oyi);
-                vy += dt * eps * (nz * oxi - nx * ozi);
-                vz += dt * eps * (nx * oyi - ny * oxi);
-            }
-            if (pbf_limit_speed(&vx, &vy, &vz, vmax)) clamps += counted_clamp(w, i);
-            w->px[i] = vx;
-            w->py[i] = vy;
-            w->pz[i] = vz;
-            if (!isfinite(vx + vy + vz) && i < bad) bad = i;
+            for (int i = 0; i < n; ++i) xsph_particle(w, i, PK, &cache, 1, dt, vmax, &bad, &clamps);
+            pbf_denormals_restore(fp_mode);
         }
-        pbf_denormals_restore(fp_mode);
+    } else {
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
+        {
+            const unsigned fp_mode = pbf_denormals_off();
+            nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+            for (int i = 0; i < n; ++i) xsph_particle(w, i, PK, &cache, 0, dt, vmax, &bad, &clamps);
+            pbf_denormals_restore(fp_mode);
+        }
     }
     w->solve.speed_clamps += clamps;
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
