@@ -110,6 +110,78 @@ static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int
     return c;
 }
 
+#if defined(__AVX2__) && PBF_LANES == 8 && !defined(__AVX512VL__)
+/* compress_lut[m]: byte k = the lane of the k-th set bit of m (then 0s), for the list scan's
+ * branchless compaction by a lane permute (AVX-512 has it as one instruction). */
+typedef struct compress_row { uint8_t lane[8]; } compress_row;
+static const compress_row compress_lut[256] = {
+    {{0,0,0,0,0,0,0,0}}, {{0,0,0,0,0,0,0,0}}, {{1,0,0,0,0,0,0,0}}, {{0,1,0,0,0,0,0,0}},
+    {{2,0,0,0,0,0,0,0}}, {{0,2,0,0,0,0,0,0}}, {{1,2,0,0,0,0,0,0}}, {{0,1,2,0,0,0,0,0}},
+    {{3,0,0,0,0,0,0,0}}, {{0,3,0,0,0,0,0,0}}, {{1,3,0,0,0,0,0,0}}, {{0,1,3,0,0,0,0,0}},
+    {{2,3,0,0,0,0,0,0}}, {{0,2,3,0,0,0,0,0}}, {{1,2,3,0,0,0,0,0}}, {{0,1,2,3,0,0,0,0}},
+    {{4,0,0,0,0,0,0,0}}, {{0,4,0,0,0,0,0,0}}, {{1,4,0,0,0,0,0,0}}, {{0,1,4,0,0,0,0,0}},
+    {{2,4,0,0,0,0,0,0}}, {{0,2,4,0,0,0,0,0}}, {{1,2,4,0,0,0,0,0}}, {{0,1,2,4,0,0,0,0}},
+    {{3,4,0,0,0,0,0,0}}, {{0,3,4,0,0,0,0,0}}, {{1,3,4,0,0,0,0,0}}, {{0,1,3,4,0,0,0,0}},
+    {{2,3,4,0,0,0,0,0}}, {{0,2,3,4,0,0,0,0}}, {{1,2,3,4,0,0,0,0}}, {{0,1,2,3,4,0,0,0}},
+    {{5,0,0,0,0,0,0,0}}, {{0,5,0,0,0,0,0,0}}, {{1,5,0,0,0,0,0,0}}, {{0,1,5,0,0,0,0,0}},
+    {{2,5,0,0,0,0,0,0}}, {{0,2,5,0,0,0,0,0}}, {{1,2,5,0,0,0,0,0}}, {{0,1,2,5,0,0,0,0}},
+    {{3,5,0,0,0,0,0,0}}, {{0,3,5,0,0,0,0,0}}, {{1,3,5,0,0,0,0,0}}, {{0,1,3,5,0,0,0,0}},
+    {{2,3,5,0,0,0,0,0}}, {{0,2,3,5,0,0,0,0}}, {{1,2,3,5,0,0,0,0}}, {{0,1,2,3,5,0,0,0}},
+    {{4,5,0,0,0,0,0,0}}, {{0,4,5,0,0,0,0,0}}, {{1,4,5,0,0,0,0,0}}, {{0,1,4,5,0,0,0,0}},
+    {{2,4,5,0,0,0,0,0}}, {{0,2,4,5,0,0,0,0}}, {{1,2,4,5,0,0,0,0}}, {{0,1,2,4,5,0,0,0}},
+    {{3,4,5,0,0,0,0,0}}, {{0,3,4,5,0,0,0,0}}, {{1,3,4,5,0,0,0,0}}, {{0,1,3,4,5,0,0,0}},
+    {{2,3,4,5,0,0,0,0}}, {{0,2,3,4,5,0,0,0}}, {{1,2,3,4,5,0,0,0}}, {{0,1,2,3,4,5,0,0}},
+    {{6,0,0,0,0,0,0,0}}, {{0,6,0,0,0,0,0,0}}, {{1,6,0,0,0,0,0,0}}, {{0,1,6,0,0,0,0,0}},
+    {{2,6,0,0,0,0,0,0}}, {{0,2,6,0,0,0,0,0}}, {{1,2,6,0,0,0,0,0}}, {{0,1,2,6,0,0,0,0}},
+    {{3,6,0,0,0,0,0,0}}, {{0,3,6,0,0,0,0,0}}, {{1,3,6,0,0,0,0,0}}, {{0,1,3,6,0,0,0,0}},
+    {{2,3,6,0,0,0,0,0}}, {{0,2,3,6,0,0,0,0}}, {{1,2,3,6,0,0,0,0}}, {{0,1,2,3,6,0,0,0}},
+    {{4,6,0,0,0,0,0,0}}, {{0,4,6,0,0,0,0,0}}, {{1,4,6,0,0,0,0,0}}, {{0,1,4,6,0,0,0,0}},
+    {{2,4,6,0,0,0,0,0}}, {{0,2,4,6,0,0,0,0}}, {{1,2,4,6,0,0,0,0}}, {{0,1,2,4,6,0,0,0}},
+    {{3,4,6,0,0,0,0,0}}, {{0,3,4,6,0,0,0,0}}, {{1,3,4,6,0,0,0,0}}, {{0,1,3,4,6,0,0,0}},
+    {{2,3,4,6,0,0,0,0}}, {{0,2,3,4,6,0,0,0}}, {{1,2,3,4,6,0,0,0}}, {{0,1,2,3,4,6,0,0}},
+    {{5,6,0,0,0,0,0,0}}, {{0,5,6,0,0,0,0,0}}, {{1,5,6,0,0,0,0,0}}, {{0,1,5,6,0,0,0,0}},
+    {{2,5,6,0,0,0,0,0}}, {{0,2,5,6,0,0,0,0}}, {{1,2,5,6,0,0,0,0}}, {{0,1,2,5,6,0,0,0}},
+    {{3,5,6,0,0,0,0,0}}, {{0,3,5,6,0,0,0,0}}, {{1,3,5,6,0,0,0,0}}, {{0,1,3,5,6,0,0,0}},
+    {{2,3,5,6,0,0,0,0}}, {{0,2,3,5,6,0,0,0}}, {{1,2,3,5,6,0,0,0}}, {{0,1,2,3,5,6,0,0}},
+    {{4,5,6,0,0,0,0,0}}, {{0,4,5,6,0,0,0,0}}, {{1,4,5,6,0,0,0,0}}, {{0,1,4,5,6,0,0,0}},
+    {{2,4,5,6,0,0,0,0}}, {{0,2,4,5,6,0,0,0}}, {{1,2,4,5,6,0,0,0}}, {{0,1,2,4,5,6,0,0}},
+    {{3,4,5,6,0,0,0,0}}, {{0,3,4,5,6,0,0,0}}, {{1,3,4,5,6,0,0,0}}, {{0,1,3,4,5,6,0,0}},
+    {{2,3,4,5,6,0,0,0}}, {{0,2,3,4,5,6,0,0}}, {{1,2,3,4,5,6,0,0}}, {{0,1,2,3,4,5,6,0}},
+    {{7,0,0,0,0,0,0,0}}, {{0,7,0,0,0,0,0,0}}, {{1,7,0,0,0,0,0,0}}, {{0,1,7,0,0,0,0,0}},
+    {{2,7,0,0,0,0,0,0}}, {{0,2,7,0,0,0,0,0}}, {{1,2,7,0,0,0,0,0}}, {{0,1,2,7,0,0,0,0}},
+    {{3,7,0,0,0,0,0,0}}, {{0,3,7,0,0,0,0,0}}, {{1,3,7,0,0,0,0,0}}, {{0,1,3,7,0,0,0,0}},
+    {{2,3,7,0,0,0,0,0}}, {{0,2,3,7,0,0,0,0}}, {{1,2,3,7,0,0,0,0}}, {{0,1,2,3,7,0,0,0}},
+    {{4,7,0,0,0,0,0,0}}, {{0,4,7,0,0,0,0,0}}, {{1,4,7,0,0,0,0,0}}, {{0,1,4,7,0,0,0,0}},
+    {{2,4,7,0,0,0,0,0}}, {{0,2,4,7,0,0,0,0}}, {{1,2,4,7,0,0,0,0}}, {{0,1,2,4,7,0,0,0}},
+    {{3,4,7,0,0,0,0,0}}, {{0,3,4,7,0,0,0,0}}, {{1,3,4,7,0,0,0,0}}, {{0,1,3,4,7,0,0,0}},
+    {{2,3,4,7,0,0,0,0}}, {{0,2,3,4,7,0,0,0}}, {{1,2,3,4,7,0,0,0}}, {{0,1,2,3,4,7,0,0}},
+    {{5,7,0,0,0,0,0,0}}, {{0,5,7,0,0,0,0,0}}, {{1,5,7,0,0,0,0,0}}, {{0,1,5,7,0,0,0,0}},
+    {{2,5,7,0,0,0,0,0}}, {{0,2,5,7,0,0,0,0}}, {{1,2,5,7,0,0,0,0}}, {{0,1,2,5,7,0,0,0}},
+    {{3,5,7,0,0,0,0,0}}, {{0,3,5,7,0,0,0,0}}, {{1,3,5,7,0,0,0,0}}, {{0,1,3,5,7,0,0,0}},
+    {{2,3,5,7,0,0,0,0}}, {{0,2,3,5,7,0,0,0}}, {{1,2,3,5,7,0,0,0}}, {{0,1,2,3,5,7,0,0}},
+    {{4,5,7,0,0,0,0,0}}, {{0,4,5,7,0,0,0,0}}, {{1,4,5,7,0,0,0,0}}, {{0,1,4,5,7,0,0,0}},
+    {{2,4,5,7,0,0,0,0}}, {{0,2,4,5,7,0,0,0}}, {{1,2,4,5,7,0,0,0}}, {{0,1,2,4,5,7,0,0}},
+    {{3,4,5,7,0,0,0,0}}, {{0,3,4,5,7,0,0,0}}, {{1,3,4,5,7,0,0,0}}, {{0,1,3,4,5,7,0,0}},
+    {{2,3,4,5,7,0,0,0}}, {{0,2,3,4,5,7,0,0}}, {{1,2,3,4,5,7,0,0}}, {{0,1,2,3,4,5,7,0}},
+    {{6,7,0,0,0,0,0,0}}, {{0,6,7,0,0,0,0,0}}, {{1,6,7,0,0,0,0,0}}, {{0,1,6,7,0,0,0,0}},
+    {{2,6,7,0,0,0,0,0}}, {{0,2,6,7,0,0,0,0}}, {{1,2,6,7,0,0,0,0}}, {{0,1,2,6,7,0,0,0}},
+    {{3,6,7,0,0,0,0,0}}, {{0,3,6,7,0,0,0,0}}, {{1,3,6,7,0,0,0,0}}, {{0,1,3,6,7,0,0,0}},
+    {{2,3,6,7,0,0,0,0}}, {{0,2,3,6,7,0,0,0}}, {{1,2,3,6,7,0,0,0}}, {{0,1,2,3,6,7,0,0}},
+    {{4,6,7,0,0,0,0,0}}, {{0,4,6,7,0,0,0,0}}, {{1,4,6,7,0,0,0,0}}, {{0,1,4,6,7,0,0,0}},
+    {{2,4,6,7,0,0,0,0}}, {{0,2,4,6,7,0,0,0}}, {{1,2,4,6,7,0,0,0}}, {{0,1,2,4,6,7,0,0}},
+    {{3,4,6,7,0,0,0,0}}, {{0,3,4,6,7,0,0,0}}, {{1,3,4,6,7,0,0,0}}, {{0,1,3,4,6,7,0,0}},
+    {{2,3,4,6,7,0,0,0}}, {{0,2,3,4,6,7,0,0}}, {{1,2,3,4,6,7,0,0}}, {{0,1,2,3,4,6,7,0}},
+    {{5,6,7,0,0,0,0,0}}, {{0,5,6,7,0,0,0,0}}, {{1,5,6,7,0,0,0,0}}, {{0,1,5,6,7,0,0,0}},
+    {{2,5,6,7,0,0,0,0}}, {{0,2,5,6,7,0,0,0}}, {{1,2,5,6,7,0,0,0}}, {{0,1,2,5,6,7,0,0}},
+    {{3,5,6,7,0,0,0,0}}, {{0,3,5,6,7,0,0,0}}, {{1,3,5,6,7,0,0,0}}, {{0,1,3,5,6,7,0,0}},
+    {{2,3,5,6,7,0,0,0}}, {{0,2,3,5,6,7,0,0}}, {{1,2,3,5,6,7,0,0}}, {{0,1,2,3,5,6,7,0}},
+    {{4,5,6,7,0,0,0,0}}, {{0,4,5,6,7,0,0,0}}, {{1,4,5,6,7,0,0,0}}, {{0,1,4,5,6,7,0,0}},
+    {{2,4,5,6,7,0,0,0}}, {{0,2,4,5,6,7,0,0}}, {{1,2,4,5,6,7,0,0}}, {{0,1,2,4,5,6,7,0}},
+    {{3,4,5,6,7,0,0,0}}, {{0,3,4,5,6,7,0,0}}, {{1,3,4,5,6,7,0,0}}, {{0,1,3,4,5,6,7,0}},
+    {{2,3,4,5,6,7,0,0}}, {{0,2,3,4,5,6,7,0}}, {{1,2,3,4,5,6,7,0}}, {{0,1,2,3,4,5,6,7}},
+};
+#endif
+
 /* One scan of the candidates of the particles [i0, i1) into *buf (grown as needed): sets
  * start[i] to the offset of i's list inside the buffer and returns the block's length, or
  * SIZE_MAX (a range too long for the codes, or out of memory). */
@@ -143,8 +215,25 @@ static size_t list_block(pbf_world *w, int i0, int i1, const unsigned char *skip
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 unsigned bits = vi_bits(vi_first((int32_t)(e - j)) & (r2 < h2v));
                 const uint32_t base = ((uint32_t)r << CODE_OFFSET_BITS) | (j - b);
+#if defined(__AVX2__) && PBF_LANES == 8
+                /* branchless: the chunk's codes, those in range moved to the front in lane
+                 * order (the candidate order), stored as 8 and counted (room: PBF_LANES kept) */
+                const __m256i codes = _mm256_add_epi32(_mm256_set1_epi32((int)base),
+                                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#if defined(__AVX512VL__)
+                const __m256i front = _mm256_maskz_compress_epi32((__mmask8)bits, codes);
+#else
+                const __m256i front = _mm256_permutevar8x32_epi32(
+                    codes, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)&compress_lut[bits])));
+#endif
+                _mm_storeu_si128((__m128i *)(out + len),
+                                 _mm_packus_epi32(_mm256_castsi256_si128(front),
+                                                  _mm256_extracti128_si256(front, 1)));
+                len += (size_t)__builtin_popcount(bits);
+#else
                 for (; bits; bits &= bits - 1u) /* lowest lane first: candidate order */
                     out[len++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
+#endif
             }
         }
         const uint32_t odd = (uint32_t)(len - start) & 1u;
@@ -522,6 +611,12 @@ static int stage_lambda(pbf_world *w, float cheb) {
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
+            /* the wall's gradient at x* for delta p, which follows at the same x*: into v,
+             * dead from the prediction to the velocity stage (delta p reads its own, then
+             * writes x* + delta p over it) */
+            w->vx[i] = gw[0];
+            w->vy[i] = gw[1];
+            w->vz[i] = gw[2];
             density_grad_sums(w, i, &rho, g, &s2, P, &cache);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             float r = w->k.mass * rho + w->k.rest_density * wall;
@@ -557,8 +652,12 @@ static int stage_delta_p(pbf_world *w, float dt) {
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 1), LISTS(w)->pack) : NULL;
-int bad_c = INT_MAX;
+    int bad_c = INT_MAX;
     const float *restrict PX = w->px, *restrict PY = w->py, *restrict PZ = w->pz;
+    const float rc = w->wc.radius; /* pbf_collide's bounds, computed as it does */
+    const float in_lo[3] = {w->wc.lo[0] + rc, w->wc.lo[1] + rc, w->wc.lo[2] + rc};
+    const float in_hi[3] = {w->wc.hi[0] - rc, w->wc.hi[1] - rc, w->wc.hi[2] - rc};
+    const int nobox = w->wc.nboxes == 0;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad, bad_c)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -568,8 +667,8 @@ int bad_c = INT_MAX;
             const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
             const float li = LAMBDA[i];
             const pbf_vf vli = vf_set1(li);
-            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-            pbf_world_wall_density(w, p, gw);
+            /* the wall's gradient at x*, as lambda left it in v (pbf_world_wall_density) */
+            const float p[3] = {QX[i], QY[i], QZ[i]}, gw[3] = {w->vx[i], w->vy[i], w->vz[i]};
             pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
             FOR_NEIGHBOURS_R(w, i, &cache, 
                 pbf_vf xj, yj, zj, lj;
@@ -603,7 +702,11 @@ int bad_c = INT_MAX;
             float q[3] = {p[0] + dpx, p[1] + dpy, p[2] + dpz}, o[3] = {PX[i], PY[i], PZ[i]};
             /* before the clamp hides it */
             if (!isfinite(q[0] + q[1] + q[2]) && i < bad_c) bad_c = i;
-            pbf_collide(&w->wc, w->wall_boxes, q, o);
+            /* pbf_collide changes nothing for a point inside the container's inner box when
+             * there are no obstacles: the test alone there (most particles) */
+            if (!(nobox && q[0] >= in_lo[0] && q[0] <= in_hi[0] && q[1] >= in_lo[1] &&
+                  q[1] <= in_hi[1] && q[2] >= in_lo[2] && q[2] <= in_hi[2]))
+                pbf_collide(&w->wc, w->wall_boxes, q, o);
             w->vx[i] = q[0];
             w->vy[i] = q[1];
             w->vz[i] = q[2];
@@ -969,6 +1072,12 @@ static int stage_dfsph_factor(pbf_world *w) {
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
+            /* the wall's gradient at x* for delta p, which follows at the same x*: into v,
+             * dead from the prediction to the velocity stage (delta p reads its own, then
+             * writes x* + delta p over it) */
+            w->vx[i] = gw[0];
+            w->vy[i] = gw[1];
+            w->vz[i] = gw[2];
             density_grad_sums(w, i, &rho, g, &s2, P, &cache);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
@@ -1208,6 +1317,12 @@ static int stage_iisph_diagonal(pbf_world *w) {
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
+            /* the wall's gradient at x* for delta p, which follows at the same x*: into v,
+             * dead from the prediction to the velocity stage (delta p reads its own, then
+             * writes x* + delta p over it) */
+            w->vx[i] = gw[0];
+            w->vy[i] = gw[1];
+            w->vz[i] = gw[2];
             density_grad_sums(w, i, &rho, g, &s2, P, &cache);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
