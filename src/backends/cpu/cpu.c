@@ -685,8 +685,8 @@ static int stage_delta_p(pbf_world *w, float dt) {
                     for (int e = 1; e < sn; ++e) s *= ratio;
                 }
                 pbf_vf scorr = pbf_scorr_split_v(s, s_rest, ks, ksg); /* eq. 13 */
+                /* lambda_j of a masked lane may be anything: the products are masked */
                 pbf_vf f = (vli + lj + scorr) * vol * v_spiky(k, r2, in);
-                f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
                 ax += vf_and(f * dx, in);
                 ay += vf_and(f * dy, in);
                 az += vf_and(f * dz, in);
@@ -1072,12 +1072,6 @@ static int stage_dfsph_factor(pbf_world *w) {
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
-            /* the wall's gradient at x* for delta p, which follows at the same x*: into v,
-             * dead from the prediction to the velocity stage (delta p reads its own, then
-             * writes x* + delta p over it) */
-            w->vx[i] = gw[0];
-            w->vy[i] = gw[1];
-            w->vz[i] = gw[2];
             density_grad_sums(w, i, &rho, g, &s2, P, &cache);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
@@ -1317,12 +1311,6 @@ static int stage_iisph_diagonal(pbf_world *w) {
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
-            /* the wall's gradient at x* for delta p, which follows at the same x*: into v,
-             * dead from the prediction to the velocity stage (delta p reads its own, then
-             * writes x* + delta p over it) */
-            w->vx[i] = gw[0];
-            w->vy[i] = gw[1];
-            w->vz[i] = gw[2];
             density_grad_sums(w, i, &rho, g, &s2, P, &cache);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
