@@ -27,7 +27,7 @@ def load(path):
 
 
 PHYSICS = {
-    "peer": "SPlisHSPlasH's physics (pbf --set vorticity=0: no vorticity confinement, as its "
+    "splishsplash": "SPlisHSPlasH's physics (pbf --set vorticity=0: no vorticity confinement, as its "
             "scene; XSPH 0.01 against its Standard viscosity 0.01)",
     "defaults": "pbf's defaults (vorticity confinement 0.01 on, which SPlisHSPlasH's scene does "
                 "not run; XSPH 0.01)",
@@ -68,9 +68,9 @@ def check_targets(a, rows):
     SPlisHSPlasH's physics (vorticity 0), and shown again with pbf's defaults."""
     t = []
     threads = None
-    for physics, docs, big_path in (("peer", a.pbf_docs, a.pbf_1m),
+    for physics, docs, big_path in (("splishsplash", a.pbf_docs, a.pbf_1m),
                                     ("defaults", a.pbf_default_docs, a.pbf_1m_default)):
-        label = "same physics as SPlisHSPlasH" if physics == "peer" else "pbf defaults"
+        label = "same physics as SPlisHSPlasH" if physics == "splishsplash" else "pbf defaults"
         med = [x for x in rows if x["case"] == "medium" and x["physics"] == physics]
         threads = med[-1]["threads"] if med else "N (medium not run)"
         t.append((physics, "pbf / SPlisHSPlasH at 59,319 particles, %s threads (%s)"
@@ -105,7 +105,7 @@ def check_targets(a, rows):
         shown = "-" if value is None else (("yes" if value else "no") if goal == "runs" else fmt % value)
         print("  %-82s %-8s %10s   %s" % (name, goal, shown, "met" if met else "NOT met"))
         out.append({"target": name, "physics": physics, "physics_note": PHYSICS[physics],
-                    "judged": physics == "peer", "goal": goal, "value": value, "met": met})
+                    "judged": physics == "splishsplash", "goal": goal, "value": value, "met": met})
     return out
 
 
@@ -148,7 +148,7 @@ def methods_report(a) -> int:
             "peer_s_per_simulated_s": peer["ms_per_step_mean"] / 1000.0 / peer["dt"],
             "ratio_pbf_over_peer": peer["ms_per_step_mean"] / r["ms_per_step_mean"]
                                    * (dt / peer["dt"]) * (r["particles"] / peer["particles"]),
-            "physics": PHYSICS["peer"],
+            "physics": PHYSICS["splishsplash"],
             "pbf_defaults_ms_per_step_mean": druns[-1]["ms_per_step_mean"] if druns else None,
             "ratio_pbf_defaults_over_peer":
                 peer["ms_per_step_mean"] / druns[-1]["ms_per_step_mean"] * (dt / peer["dt"])
@@ -180,7 +180,7 @@ def methods_report(a) -> int:
     print("side by side per method: same scene, particles, fixed dt, simulated time, tolerance "
           "(%s %%), min/max iterations and threads; ratio = SPlisHSPlasH's time per simulated "
           "second over pbf's (> 1: pbf faster)" % a.tolerance)
-    print("pbf: %s; 'dflt' columns: %s" % (PHYSICS["peer"], PHYSICS["defaults"]))
+    print("pbf: %s; 'dflt' columns: %s" % (PHYSICS["splishsplash"], PHYSICS["defaults"]))
     hdr = ("method", "dt s", "pbf ms/st", "spl ms/st", "pbf s/sim s", "spl s/sim s", "ratio",
            "dflt ms/st", "dflt ratio", "pbf it", "spl it", "pbf err avg/max %", "spl err avg/max %")
     print("%-7s %7s %9s %9s %11s %11s %6s %10s %10s %9s %9s %17s %17s" % hdr)
@@ -260,7 +260,7 @@ def main() -> int:
             pass
 
     rows = []
-    for physics, docs in (("peer", a.pbf_docs), ("defaults", a.pbf_default_docs)):
+    for physics, docs in (("splishsplash", a.pbf_docs), ("defaults", a.pbf_default_docs)):
         for case, peer_list in peers.items():
             reps = []
             for k, peer in enumerate(peer_list):
@@ -320,7 +320,7 @@ def main() -> int:
     print("side by side: same geometry, particles, dt, iterations, kernel radius, steps and "
           "threads; ratio = pbf particle-steps/s over SPlisHSPlasH's (splash; > 1: pbf faster), "
           "the median over %d repeat(s), the programs alternating" % max(len(a.pbf), 1))
-    print("physics 'same': %s" % PHYSICS["peer"])
+    print("physics 'same': %s" % PHYSICS["splishsplash"])
     print("physics 'dflt': %s" % PHYSICS["defaults"])
     hdr = ("case", "physics", "thr", "particles", "steps", "pbf ms/step", "splash ms/step",
            "pbf Mpst/s", "splash Mpst/s", "ratio", "per repeat", "pbf dens.err", "splash dens.err")
@@ -329,7 +329,7 @@ def main() -> int:
         pe = x["peer_density_error_avg_max"]
         pe_s = "%.2f/%.2f%%" % tuple(pe) if pe[0] is not None else "-"
         print("%-7s %-7s %3d %9d %5d %11.3f %14.3f %10.3f %13.3f %7.2f %-20s %15s %15s" % (
-            x["case"], "same" if x["physics"] == "peer" else "dflt", x["threads"],
+            x["case"], "same" if x["physics"] == "splishsplash" else "dflt", x["threads"],
             x["particles_pbf"], x["steps"], x["pbf_ms_per_step_mean"],
             x["peer_ms_per_step_mean"], x["pbf_particle_steps_per_s"] / 1e6,
             x["peer_particle_steps_per_s"] / 1e6, x["ratio_pbf_over_peer"],
@@ -350,7 +350,7 @@ def main() -> int:
     out = {
         "tool": "bench/side_by_side.sh",
         "targets": targets,
-        "targets_note": "each target twice: physics 'peer' (pbf --set vorticity=0, as "
+        "targets_note": "each target twice: physics 'splishsplash' (pbf --set vorticity=0, as "
                         "SPlisHSPlasH's scene: the figure judged) and 'defaults' (pbf's default "
                         "vorticity confinement), both measured in this run",
         "date": first.get("date"),

@@ -223,8 +223,9 @@ static size_t list_block(pbf_world *w, int i0, int i1, const unsigned char *skip
 #if defined(__AVX512VL__)
                 const __m256i front = _mm256_maskz_compress_epi32((__mmask8)bits, codes);
 #else
-                const __m256i front = _mm256_permutevar8x32_epi32(
-                    codes, _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)&compress_lut[bits])));
+                const __m128i order = _mm_loadl_epi64((const __m128i *)&compress_lut[bits]);
+                const __m256i front =
+                    _mm256_permutevar8x32_epi32(codes, _mm256_cvtepu8_epi32(order));
 #endif
                 _mm_storeu_si128((__m128i *)(out + len),
                                  _mm_packus_epi32(_mm256_castsi256_si128(front),
