@@ -101,7 +101,7 @@ fi
 # Preloading the system libGLdispatch makes both use one copy. Only when the plain import fails.
 peer_env=()
 if ! ("${py}" -c "import pysplishsplash") >/dev/null 2>&1; then
-    gld="$(ldconfig -p 2>/dev/null | awk '/libGLdispatch\.so\.0 .*x86-64/ {print $NF; exit}')"
+    gld="$(ldconfig -p 2>/dev/null | awk '/libGLdispatch\.so\.0 .*x86-64/ && !found { print $NF; found = 1 }')" # no early exit: ldconfig would get SIGPIPE (pipefail)
     if [[ -n "${gld}" ]] && (LD_PRELOAD="${gld}" "${py}" -c "import pysplishsplash") >/dev/null 2>&1; then
         peer_env=("LD_PRELOAD=${gld}")
         echo "side_by_side: pysplishsplash imports with LD_PRELOAD=${gld}"
