@@ -368,21 +368,23 @@ void pbfapp_stage_model(const pbfapp_model_input *in, pbfapp_stage_work w[PBFAPP
      * the wall test, 5 horizontal sums, the wall gradient (3), rho (3), C (2), the sum of squares
      * (6), lambda (add, div), the error's mean (3) = 60. Bytes: the packed copy (read x*, write
      * 12 B of it), then read x*, the cell, the list start (2 B), the packed copy once (16 B),
-     * write density and lambda, read the density for the error: 70 B, and 1.5 B per entry. */
+     * write density and lambda and the wall gradient (into v, for delta p), read the density for
+     * the error: 82 B, and 1.5 B per entry. */
     set_work(&w[PBFAPP_MS_LAMBDA], I + (in->tolerance ? S : 0.0),
              F_DIST + F_POLY6 + 1 + 1 + F_SPIKY + 3 + 3 + 6,
-             F_WALL_TEST + 5 * F_HSUM + 3 + 3 + 2 + 6 + 2 + 3, 1.5, 70, 0, in);
+             F_WALL_TEST + 5 * F_HSUM + 3 + 3 + 2 + 6 + 2 + 3, 1.5, 82, 0, in);
 
     /* delta_p (stage_delta_p), per entry: distance, W, W / W(dq) (1), its power (2 for n = 4),
      * s_corr (1), lambda_i + lambda_j + s_corr (2), times V and grad W (2 + spiky), f d (3), the
-     * sums (3) = 31; per particle: the wall test, 3 horizontal sums, delta p with omega (9), the
-     * non-finite tests (2 + 2), x* + delta p (3), the container's collision bounds (12) = 55.
-     * Bytes: the packed copy with lambda (read 16, write 16), then read x*, lambda, the cell, the
-     * list start (2 B), x (friction), the packed copy once, write x* + delta p into v (dead until
-     * the velocity stage): 94 B, and 1.5 B per entry. */
+     * sums (3) = 31; per particle: 3 horizontal sums, delta p with omega (9), the non-finite
+     * tests (2 + 2), x* + delta p (3), the container's collision bounds (6; the collision itself
+     * only outside them) = 43 (the wall gradient is lambda's, read back from v). Bytes: the packed
+     * copy with lambda (read 16, write 16), then read x*, lambda, the wall gradient, the cell,
+     * the list start (2 B), x (friction), the packed copy once, write x* + delta p into v (dead
+     * until the velocity stage): 106 B, and 1.5 B per entry. */
     set_work(&w[PBFAPP_MS_DELTA_P], I,
              F_DIST + F_POLY6 + 1 + scorr_muls + 1 + 2 + 2 + F_SPIKY + 3 + 3,
-             F_WALL_TEST + 3 * F_HSUM + 9 + 4 + 3 + 12, 1.5, 94, 0, in);
+             3 * F_HSUM + 9 + 4 + 3 + 6, 1.5, 106, 0, in);
 
     /* collide (stage_collide): PBF's delta p has collided; a swap of buffers, no work. */
     set_work(&w[PBFAPP_MS_COLLIDE], I, 0, 0, 0, 0, 0, in);
@@ -398,13 +400,23 @@ void pbfapp_stage_model(const pbfapp_model_input *in, pbfapp_stage_work w[PBFAPP
      * (3 + spiky), eta's sum (6) = 36; per particle: 6 horizontal sums, XSPH (6), |eta| (6),
      * with confinement N and eps (N x omega) dt (21), the speed limit (5), the test (2) = 61 +
      * 21; reads x*, v, omega, |omega|, the cell, the list start, the packed copy once, writes
-     * the new velocity: 74 B. And 1.5 B per entry in each of the two passes. */
-    set_work(&w[PBFAPP_MS_VELOCITY], S,
-             (F_DIST + F_POLY6 + 1 + 1 + F_SPIKY + 3 + 3 + 12) +
-                 (F_DIST + 1 + F_POLY6 + 9 + 3 + F_SPIKY + 6),
-             13 + (F_WALL_TEST + 4 * F_HSUM + 3 + 6) + 1 +
-                 (6 * F_HSUM + 6 + 6 + 5 + 2 + (in->vorticity ? 21 : 0)),
-             3, 52 + 66 + 32 + 74, 0, in);
+     * the new velocity: 74 B. And 1.5 B per entry in each of the two passes.
+     * Without vorticity confinement (vorticity 0) omega is never computed: the curl pass is the
+     * density alone (per entry distance, W, rho += W = 13; per particle the wall test, 1
+     * horizontal sum, the density (3) = 16; reads x*, the cell, the list start, the packed copy
+     * once, writes the density: 38 B), and the XSPH pass gathers no |omega| (per entry 22; per
+     * particle 3 horizontal sums, XSPH (6), the speed limit (5), the test (2) = 34; 58 B). */
+    if (in->vorticity)
+        set_work(&w[PBFAPP_MS_VELOCITY], S,
+                 (F_DIST + F_POLY6 + 1 + 1 + F_SPIKY + 3 + 3 + 12) +
+                     (F_DIST + 1 + F_POLY6 + 9 + 3 + F_SPIKY + 6),
+                 13 + (F_WALL_TEST + 4 * F_HSUM + 3 + 6) + 1 + (6 * F_HSUM + 6 + 6 + 5 + 2 + 21),
+                 3, 52 + 66 + 32 + 74, 0, in);
+    else
+        set_work(&w[PBFAPP_MS_VELOCITY], S,
+                 (F_DIST + F_POLY6 + 1) + (F_DIST + 1 + F_POLY6 + 9),
+                 13 + (F_WALL_TEST + F_HSUM + 3) + 1 + (3 * F_HSUM + 6 + 5 + 2), 3,
+                 52 + 38 + 32 + 58, 0, in);
 
     /* stats (stage_stats), per particle: the density error (2) summed (1), |v|^2 (5); reads the
      * density, v and x: 28 B. Once per step. */

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # Side-by-side timing of pbf and SPlisHSPlasH on its dam break scenes
 # (../shared/peers/splishsplash/dam_break_pbf_fixed4_r025.json = `pbf bench --case small`,
-# ..._r0125.json = `--case medium`): same geometry, dt 0.005 s, 4 PBF iterations, the same
-# warm-up and measured steps, the same thread count, in one run. Prints both and the ratio of
-# particle-steps per second, and writes bench/results/side_by_side_<date>_<host>.json.
+# ..._r0125.json = `--case medium`): same geometry, particle count, dt 0.005 s, 4 PBF
+# iterations, kernel radius 4 r, the same warm-up and measured steps, the same thread count, in
+# one run. pbf runs twice: with SPlisHSPlasH's physics (its scene has no vorticity confinement:
+# pbf with `--set vorticity=0`, the figure the targets are judged on) and with pbf's defaults
+# (vorticity confinement 0.01, one more neighbour gather per pair); both keep one viscosity pass
+# (pbf XSPH 0.01, SPlisHSPlasH's scene its "Standard" viscosity 0.01). Prints both and the ratios
+# of particle-steps per second, and writes bench/results/side_by_side_<date>_<host>.json.
 #
 #   bash bench/side_by_side.sh [--cases small,medium] [--steps N] [--warmup N] [--threads N]
-#                              [--build DIR] [--peer-dir DIR] [--targets]
+#                              [--repeat N] [--build DIR] [--peer-dir DIR] [--targets]
 #                              [--methods pbf,wcsph,pcisph,iisph,dfsph] [--tolerance PCT]
+#
+# --repeat N (default 1; 3 with --targets) alternates the programs N times (SPlisHSPlasH, pbf,
+# SPlisHSPlasH, pbf, ...); the ratio is the median of the N per-repeat ratios, so that a slow
+# stretch of a shared machine hits both programs' figures alike. Each repeat is in the JSON.
 #
 # --targets also runs pbf alone at 1 thread (the speed-up from 1 to N threads), at 1,000,000
 # particles (1 and N threads: time per step, speed-up, resident bytes per particle) and one step
@@ -25,7 +33,8 @@
 # both sides (WCSPH: pbf's wcsph_cfl 0.4 needs no substep at that dt), PBF with 4 fixed
 # iterations, WCSPH with stiffness 50000 Pa and exponent 7, and the same physics: pbf with
 # vorticity = 0, as SPlisHSPlasH's scenes run no vorticity confinement (both keep their viscosity
-# of 0.01). Prints per method both times per step and per simulated second, iterations, density
+# of 0.01); pbf also runs each method with its defaults (vorticity confinement on), reported
+# beside. Prints per method both times per step and per simulated second, iterations, density
 # errors and the speed ratio at the same tolerance; then, for PCISPH, IISPH and DFSPH, a
 # matched-error figure beside it: pbf again at each tolerance of the ladder 0.1/0.2/0.5/1/2 %,
 # and the ratio at the loosest whose measured average density error is still at most
@@ -49,11 +58,12 @@ threads=2
 build="build"
 peer_dir="${root}/../shared/peers/splishsplash"
 targets=0
+repeat=""
 methods=""
 tolerance="0.1"
 splash_version="${PBF_SPLASH_VERSION:-2.19.0}"
 
-usage() { sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "${BASH_SOURCE[0]}"; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --cases) cases="$2"; shift 2 ;;
@@ -63,6 +73,7 @@ while [[ $# -gt 0 ]]; do
         --build) build="$2"; shift 2 ;;
         --peer-dir) peer_dir="$2"; shift 2 ;;
         --targets) targets=1; shift ;;
+        --repeat) repeat="$2"; shift 2 ;;
         --methods) methods="$2"; shift 2 ;;
         --tolerance) tolerance="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
@@ -70,8 +81,9 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 if [[ -n "${methods}" && "${cases}" == "small,medium" ]]; then cases="medium"; fi
+[[ -n "${repeat}" ]] || { [[ "${targets}" == 1 ]] && repeat=3 || repeat=1; }
 [[ "${tolerance}" =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "side_by_side.sh: --tolerance: a number (%)" >&2; exit 2; }
-for v in "${steps}" "${warmup}" "${threads}"; do
+for v in "${steps}" "${warmup}" "${threads}" "${repeat}"; do
     [[ "${v}" =~ ^[0-9]+$ && "${v}" -ge 1 ]] || { echo "side_by_side.sh: expected whole numbers >= 1" >&2; exit 2; }
 done
 [[ -d "${peer_dir}" ]] || { echo "side_by_side.sh: SPlisHSPlasH scenes not found in ${peer_dir} (--peer-dir)" >&2; exit 2; }
@@ -94,9 +106,7 @@ fi
 # Preloading the system libGLdispatch makes both use one copy. Only when the plain import fails.
 peer_env=()
 if ! ("${py}" -c "import pysplishsplash") >/dev/null 2>&1; then
-    # (awk stops reading at the first match: ldconfig may then die of SIGPIPE, which pipefail
-    # and set -e would turn into a silent exit)
-    gld="$(ldconfig -p 2>/dev/null | awk '/libGLdispatch\.so\.0 .*x86-64/ {print $NF; exit}' || true)"
+    gld="$(ldconfig -p 2>/dev/null | awk '/libGLdispatch\.so\.0 .*x86-64/ && !found { print $NF; found = 1 }')" # no early exit: ldconfig would get SIGPIPE (pipefail)
     if [[ -n "${gld}" ]] && (LD_PRELOAD="${gld}" "${py}" -c "import pysplishsplash") >/dev/null 2>&1; then
         peer_env=("LD_PRELOAD=${gld}")
         echo "side_by_side: pysplishsplash imports with LD_PRELOAD=${gld}"
@@ -172,11 +182,14 @@ if [[ -n "${methods}" ]]; then
             --method "${m}" --dt "${dt}" "${peer_p[@]}" \
             --json "${work}/peer_${m}.json" --out-dir "${work}/out_${m}" >"${work}/peer_${m}.log" 2>&1 \
             || { tail -n 20 "${work}/peer_${m}.log" >&2; echo "side_by_side: SPlisHSPlasH (${m}) failed" >&2; exit 1; }
-        echo "side_by_side: ${m}: pbf bench --case ${cases} --set solver=${m} --dt ${dt} ${pbf_p[*]}"
+        echo "side_by_side: ${m}: pbf bench --case ${cases} --set solver=${m} --dt ${dt} ${pbf_p[*]} --set vorticity=0 (SPlisHSPlasH's physics), then without it (pbf's defaults)"
         "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
-            --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" "${same_physics[@]}" \
+            --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" --set vorticity=0 \
             --no-limits -q --json "${work}/pbf_${m}.json" >/dev/null
-        pair_args+=(--method "${m}=${work}/pbf_${m}.json,${work}/peer_${m}.json")
+        "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
+            --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" --no-limits -q \
+            --json "${work}/pbf_${m}_default.json" >/dev/null
+        pair_args+=(--method "${m}=${work}/pbf_${m}.json,${work}/peer_${m}.json,${work}/pbf_${m}_default.json")
         # the matched-error ladder: pbf's iterative solvers again at each looser tolerance; the
         # report picks the loosest whose measured average density error is still at most the
         # peer's measured one (beside, never instead of, the same-tolerance figure)
@@ -202,45 +215,65 @@ if [[ -n "${methods}" ]]; then
     exit 0
 fi
 
-peer_args=()
-log_args=()
+# ---- cases, targets: SPlisHSPlasH and pbf, alternated --repeat times -----------------------------
+# pbf runs twice per repeat: with SPlisHSPlasH's physics (its scene runs no vorticity
+# confinement: `--set vorticity=0`; the figure the targets are judged on) and with pbf's
+# defaults (vorticity confinement 0.01). The repeats alternate the programs, so that both are
+# timed over the same stretch of the machine's time; the report takes per-repeat ratios.
 IFS=',' read -r -a case_list <<<"${cases}"
 for c in "${case_list[@]}"; do
     case "${c}" in
-        small) scene="dam_break_pbf_fixed4_r025.json" ;;
-        medium) scene="dam_break_pbf_fixed4_r0125.json" ;;
+        small|medium) ;;
         *) echo "side_by_side.sh: case ${c}: SPlisHSPlasH has scenes for small and medium only" >&2; exit 2 ;;
     esac
-    [[ -f "${work}/${scene}" ]] || { echo "side_by_side.sh: ${peer_dir}/${scene} missing" >&2; exit 2; }
-    echo "side_by_side: SPlisHSPlasH, ${c} (${scene}), OMP_NUM_THREADS=${threads}, ${warmup} + ${steps} steps ..."
-    env "${peer_env[@]}" OMP_NUM_THREADS="${threads}" "${py}" "${root}/bench/splash_timing.py" \
-        --scene "${work}/${scene}" --warmup "${warmup}" --steps "${steps}" \
-        --json "${work}/peer_${c}.json" --out-dir "${work}/out_${c}" >"${work}/peer_${c}.log" 2>&1 \
-        || { tail -n 20 "${work}/peer_${c}.log" >&2; echo "side_by_side: SPlisHSPlasH failed" >&2; exit 1; }
-    own="$(awk '/^Average time: SimStep:/ {print $4}' "${work}/peer_${c}.log" | tail -n 1)"
-    "${py}" -c "import json,sys; d=json.load(open(sys.argv[1])); print('  %d particles: %.3f ms/step (mean), %.3f min; its own SimStep average over all steps: %s ms' % (d['particles'], d['ms_per_step_mean'], d['ms_per_step_min'], sys.argv[2] or '?'))" "${work}/peer_${c}.json" "${own}"
-    peer_args+=(--peer "${c}=${work}/peer_${c}.json")
-    [[ -n "${own}" ]] && log_args+=(--peer-log "${c}=${own}")
 done
-
+scene_of() { [[ "$1" == small ]] && echo "dam_break_pbf_fixed4_r025.json" || echo "dam_break_pbf_fixed4_r0125.json"; }
+peer_args=()
+log_args=()
+pbf_args=()
 pbf_threads="${threads}"
 [[ "${targets}" == 1 && "${threads}" != 1 ]] && pbf_threads="1,${threads}"
-echo "side_by_side: pbf bench --case ${cases} --threads ${pbf_threads} --warmup ${warmup} --steps ${steps}"
-"${build}/pbf" bench --case "${cases}" --threads "${pbf_threads}" --warmup "${warmup}" \
-    --steps "${steps}" --json "${work}/pbf.json"
+for ((rep = 1; rep <= repeat; ++rep)); do
+    for c in "${case_list[@]}"; do
+        scene="$(scene_of "${c}")"
+        [[ -f "${work}/${scene}" ]] || { echo "side_by_side.sh: ${peer_dir}/${scene} missing" >&2; exit 2; }
+        echo "side_by_side: [${rep}/${repeat}] SPlisHSPlasH, ${c} (${scene}), OMP_NUM_THREADS=${threads}, ${warmup} + ${steps} steps ..."
+        env "${peer_env[@]}" OMP_NUM_THREADS="${threads}" "${py}" "${root}/bench/splash_timing.py" \
+            --scene "${work}/${scene}" --warmup "${warmup}" --steps "${steps}" \
+            --json "${work}/peer_${c}_${rep}.json" --out-dir "${work}/out_${c}" >"${work}/peer_${c}.log" 2>&1 \
+            || { tail -n 20 "${work}/peer_${c}.log" >&2; echo "side_by_side: SPlisHSPlasH failed" >&2; exit 1; }
+        own="$(awk '/^Average time: SimStep:/ {print $4}' "${work}/peer_${c}.log" | tail -n 1)"
+        "${py}" -c "import json,sys; d=json.load(open(sys.argv[1])); print('  %d particles: %.3f ms/step (mean), %.3f min; its own SimStep average over all steps: %s ms' % (d['particles'], d['ms_per_step_mean'], d['ms_per_step_min'], sys.argv[2] or '?'))" "${work}/peer_${c}_${rep}.json" "${own}"
+        peer_args+=(--peer "${c}=${work}/peer_${c}_${rep}.json")
+        [[ -n "${own}" ]] && log_args+=(--peer-log "${c}=${own}")
+    done
+    limits=()
+    [[ "${rep}" -gt 1 ]] && limits=(--no-limits) # the machine's limits: measured once
+    echo "side_by_side: [${rep}/${repeat}] pbf bench --case ${cases} --threads ${pbf_threads} --warmup ${warmup} --steps ${steps} --set vorticity=0 (SPlisHSPlasH's physics)"
+    "${build}/pbf" bench --case "${cases}" --threads "${pbf_threads}" --warmup "${warmup}" \
+        --steps "${steps}" --set vorticity=0 "${limits[@]}" --json "${work}/pbf_same_${rep}.json"
+    echo "side_by_side: [${rep}/${repeat}] pbf bench --case ${cases} --threads ${pbf_threads} --warmup ${warmup} --steps ${steps} (pbf's defaults: vorticity confinement)"
+    "${build}/pbf" bench --case "${cases}" --threads "${pbf_threads}" --warmup "${warmup}" \
+        --steps "${steps}" --no-limits -q --json "${work}/pbf_default_${rep}.json" >/dev/null
+    pbf_args+=(--pbf "${work}/pbf_same_${rep}.json" --pbf-default "${work}/pbf_default_${rep}.json")
+done
 target_args=()
 if [[ "${targets}" == 1 ]]; then
-    echo "side_by_side: pbf bench --particles 1000000 --threads ${pbf_threads} --warmup 1 --steps 5"
+    echo "side_by_side: pbf bench --particles 1000000 --threads ${pbf_threads} --warmup 1 --steps 5 --set vorticity=0 (SPlisHSPlasH's physics)"
     "${build}/pbf" bench --particles 1000000 --threads "${pbf_threads}" --warmup 1 --steps 5 \
-        --json "${work}/pbf_1m.json"
+        --set vorticity=0 --json "${work}/pbf_1m.json"
+    echo "side_by_side: pbf bench --particles 1000000 --threads ${pbf_threads} --warmup 1 --steps 5 (pbf's defaults)"
+    "${build}/pbf" bench --particles 1000000 --threads "${pbf_threads}" --warmup 1 --steps 5 \
+        --no-limits -q --json "${work}/pbf_1m_default.json" >/dev/null
     echo "side_by_side: pbf bench --particles 10000000 --threads ${threads} --warmup 0 --steps 1"
     "${build}/pbf" bench --particles 10000000 --threads "${threads}" --warmup 0 --steps 1 \
         --json "${work}/pbf_10m.json" || true
-    target_args=(--targets --pbf-1m "${work}/pbf_1m.json" --pbf-10m "${work}/pbf_10m.json")
+    target_args=(--targets --pbf-1m "${work}/pbf_1m.json" --pbf-1m-default "${work}/pbf_1m_default.json"
+                 --pbf-10m "${work}/pbf_10m.json")
 fi
 
 mkdir -p "${root}/bench/results"
 host="$(hostname -s 2>/dev/null || uname -n)"
 out="${root}/bench/results/side_by_side_$(date -u +%Y%m%dT%H%M%SZ)_${host}.json"
-"${py}" "${root}/bench/side_by_side_report.py" --pbf "${work}/pbf.json" "${peer_args[@]}" \
+"${py}" "${root}/bench/side_by_side_report.py" "${pbf_args[@]}" "${peer_args[@]}" \
     "${log_args[@]}" "${target_args[@]}" --out "${out}"

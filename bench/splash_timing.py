@@ -9,6 +9,10 @@ timeStepNoGUI() (one simulation step, exporters disabled by the scene) plus the 
 startup (scene loading, volume-map construction, the first steps) is excluded. The thread count
 is OMP_NUM_THREADS, set by the caller.
 
+After the first step it reads back the non-pressure physics the simulator runs (JSON
+`peer_physics`: viscosity and vorticity methods and coefficients, kernels, support radius,
+boundary handling), so that the comparison can say what both programs compute.
+
 At the last measured step it also takes the density error the way `pbf bench` reports it: the
 mean and the maximum over particles of max(rho / rho0 - 1, 0), in percent.
 
@@ -87,6 +91,40 @@ def read_settings(sph, ts):
     return got
 
 
+def read_physics(sph):
+    """The non-pressure physics SPlisHSPlasH runs (read back from the simulator, not the file):
+    viscosity and vorticity methods with their coefficients, kernels, support radius, boundary
+    handling, PBF's velocity update. Each read that fails is None (a label only)."""
+    sim = sph.Simulation.getCurrent()
+    fm = sim.getFluidModel(0)
+    got = {}
+
+    def grab(key, fn):
+        try:
+            got[key] = fn()
+        except Exception:  # noqa: BLE001 (a label only)
+            got[key] = None
+
+    grab("viscosity_method", lambda: type(fm.getViscosityBase()).__name__)
+    grab("viscosity_coefficient",
+         lambda: fm.getViscosityBase().getValueFloat(fm.getViscosityBase().VISCOSITY_COEFFICIENT))
+    grab("vorticity_method", lambda: (lambda v: type(v).__name__ if v is not None else "none")(
+        fm.getVorticityBase()))
+    grab("surface_tension_method", lambda: (lambda v: type(v).__name__ if v is not None
+                                            else "none")(fm.getSurfaceTensionBase()))
+    grab("kernel_method", lambda: sim.getValueInt(sim.KERNEL_METHOD))
+    grab("grad_kernel_method", lambda: sim.getValueInt(sim.GRAD_KERNEL_METHOD))
+    grab("support_radius", sim.getSupportRadius)
+    grab("particle_radius", sim.getParticleRadius)
+    grab("boundary_handling", lambda: str(sim.getBoundaryHandlingMethod()))
+    grab("particles", fm.numActiveParticles)
+    ts = sim.getTimeStep()
+    grab("time_step_class", lambda: type(ts).__name__)
+    if hasattr(ts, "VELOCITY_UPDATE_METHOD"):
+        grab("pbf_velocity_update_method", lambda: ts.getValueInt(ts.VELOCITY_UPDATE_METHOD))
+    return got
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--scene", required=True, help="scene file (its UnitBox.obj beside it)")
@@ -118,9 +156,12 @@ def main() -> int:
     iters = []
     iters_v = []
     settings = {}
+    physics = {}
 
     def on_step():
         stamps.append(time.perf_counter())
+        if len(stamps) == 1:  # after the first (warm-up) step: what the solver really runs
+            physics.update(read_physics(sph))
         if a.method and len(stamps) > warmup:  # iterations of the step just made (cheap reads)
             ts = sph.Simulation.getCurrent().getTimeStep()
             if hasattr(ts, "SOLVER_ITERATIONS"):
@@ -173,6 +214,7 @@ def main() -> int:
                    "warm-up: one timeStepNoGUI() each; startup and volume maps excluded",
         "process_wall_s": wall,
         "load_average_at_end": list(os.getloadavg()),
+        "peer_physics": physics,
         **state,
     }
     res["particle_steps_per_s"] = res["particles"] * 1000.0 / res["ms_per_step_mean"]

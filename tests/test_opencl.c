@@ -308,6 +308,20 @@ static void test_moving_wall_matches_cpu(void) {
     check_dam_break(1);
 }
 
+/* Without vorticity confinement the CPU's velocity stage is the density and XSPH alone (no curl,
+ * no |omega| gathered), while the device computes omega and leaves it unused: the CPU's bits
+ * still, step after step (also its delta p reading the wall gradient lambda left it, and its
+ * collisions skipped inside the container, against the device's full pbf_collide). */
+static void test_no_vorticity_matches_cpu(void) {
+    pbf_world_def def = scene_def();
+    def.vorticity = 0.0f;
+    pbf_world *cpu = dam_break_of(def, "cpu", 0), *gpu = dam_break_of(def, "opencl", 0);
+    ENSURE(cpu && gpu);
+    run_and_compare(cpu, gpu, 100);
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+}
+
 /* Chebyshev acceleration of the iterations: the previous iteration's lambda, read back on the
  * device, gives the CPU's bits. */
 static void test_chebyshev_matches_cpu(void) {
@@ -808,6 +822,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_boxes_one_step_matches_cpu);
     RUN_SUBTEST(test_dam_break_matches_cpu);
     RUN_SUBTEST(test_moving_wall_matches_cpu);
+    RUN_SUBTEST(test_no_vorticity_matches_cpu);
     RUN_SUBTEST(test_options_and_growth_match_cpu);
     RUN_SUBTEST(test_chebyshev_matches_cpu);
     RUN_SUBTEST(test_speed_clamps_match_cpu);

@@ -110,6 +110,78 @@ static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int
     return c;
 }
 
+#if defined(__AVX2__) && PBF_LANES == 8 && !defined(__AVX512VL__)
+/* compress_lut[m]: byte k = the lane of the k-th set bit of m (then 0s), for the list scan's
+ * branchless compaction by a lane permute (AVX-512 has it as one instruction). */
+typedef struct compress_row { uint8_t lane[8]; } compress_row;
+static const compress_row compress_lut[256] = {
+    {{0,0,0,0,0,0,0,0}}, {{0,0,0,0,0,0,0,0}}, {{1,0,0,0,0,0,0,0}}, {{0,1,0,0,0,0,0,0}},
+    {{2,0,0,0,0,0,0,0}}, {{0,2,0,0,0,0,0,0}}, {{1,2,0,0,0,0,0,0}}, {{0,1,2,0,0,0,0,0}},
+    {{3,0,0,0,0,0,0,0}}, {{0,3,0,0,0,0,0,0}}, {{1,3,0,0,0,0,0,0}}, {{0,1,3,0,0,0,0,0}},
+    {{2,3,0,0,0,0,0,0}}, {{0,2,3,0,0,0,0,0}}, {{1,2,3,0,0,0,0,0}}, {{0,1,2,3,0,0,0,0}},
+    {{4,0,0,0,0,0,0,0}}, {{0,4,0,0,0,0,0,0}}, {{1,4,0,0,0,0,0,0}}, {{0,1,4,0,0,0,0,0}},
+    {{2,4,0,0,0,0,0,0}}, {{0,2,4,0,0,0,0,0}}, {{1,2,4,0,0,0,0,0}}, {{0,1,2,4,0,0,0,0}},
+    {{3,4,0,0,0,0,0,0}}, {{0,3,4,0,0,0,0,0}}, {{1,3,4,0,0,0,0,0}}, {{0,1,3,4,0,0,0,0}},
+    {{2,3,4,0,0,0,0,0}}, {{0,2,3,4,0,0,0,0}}, {{1,2,3,4,0,0,0,0}}, {{0,1,2,3,4,0,0,0}},
+    {{5,0,0,0,0,0,0,0}}, {{0,5,0,0,0,0,0,0}}, {{1,5,0,0,0,0,0,0}}, {{0,1,5,0,0,0,0,0}},
+    {{2,5,0,0,0,0,0,0}}, {{0,2,5,0,0,0,0,0}}, {{1,2,5,0,0,0,0,0}}, {{0,1,2,5,0,0,0,0}},
+    {{3,5,0,0,0,0,0,0}}, {{0,3,5,0,0,0,0,0}}, {{1,3,5,0,0,0,0,0}}, {{0,1,3,5,0,0,0,0}},
+    {{2,3,5,0,0,0,0,0}}, {{0,2,3,5,0,0,0,0}}, {{1,2,3,5,0,0,0,0}}, {{0,1,2,3,5,0,0,0}},
+    {{4,5,0,0,0,0,0,0}}, {{0,4,5,0,0,0,0,0}}, {{1,4,5,0,0,0,0,0}}, {{0,1,4,5,0,0,0,0}},
+    {{2,4,5,0,0,0,0,0}}, {{0,2,4,5,0,0,0,0}}, {{1,2,4,5,0,0,0,0}}, {{0,1,2,4,5,0,0,0}},
+    {{3,4,5,0,0,0,0,0}}, {{0,3,4,5,0,0,0,0}}, {{1,3,4,5,0,0,0,0}}, {{0,1,3,4,5,0,0,0}},
+    {{2,3,4,5,0,0,0,0}}, {{0,2,3,4,5,0,0,0}}, {{1,2,3,4,5,0,0,0}}, {{0,1,2,3,4,5,0,0}},
+    {{6,0,0,0,0,0,0,0}}, {{0,6,0,0,0,0,0,0}}, {{1,6,0,0,0,0,0,0}}, {{0,1,6,0,0,0,0,0}},
+    {{2,6,0,0,0,0,0,0}}, {{0,2,6,0,0,0,0,0}}, {{1,2,6,0,0,0,0,0}}, {{0,1,2,6,0,0,0,0}},
+    {{3,6,0,0,0,0,0,0}}, {{0,3,6,0,0,0,0,0}}, {{1,3,6,0,0,0,0,0}}, {{0,1,3,6,0,0,0,0}},
+    {{2,3,6,0,0,0,0,0}}, {{0,2,3,6,0,0,0,0}}, {{1,2,3,6,0,0,0,0}}, {{0,1,2,3,6,0,0,0}},
+    {{4,6,0,0,0,0,0,0}}, {{0,4,6,0,0,0,0,0}}, {{1,4,6,0,0,0,0,0}}, {{0,1,4,6,0,0,0,0}},
+    {{2,4,6,0,0,0,0,0}}, {{0,2,4,6,0,0,0,0}}, {{1,2,4,6,0,0,0,0}}, {{0,1,2,4,6,0,0,0}},
+    {{3,4,6,0,0,0,0,0}}, {{0,3,4,6,0,0,0,0}}, {{1,3,4,6,0,0,0,0}}, {{0,1,3,4,6,0,0,0}},
+    {{2,3,4,6,0,0,0,0}}, {{0,2,3,4,6,0,0,0}}, {{1,2,3,4,6,0,0,0}}, {{0,1,2,3,4,6,0,0}},
+    {{5,6,0,0,0,0,0,0}}, {{0,5,6,0,0,0,0,0}}, {{1,5,6,0,0,0,0,0}}, {{0,1,5,6,0,0,0,0}},
+    {{2,5,6,0,0,0,0,0}}, {{0,2,5,6,0,0,0,0}}, {{1,2,5,6,0,0,0,0}}, {{0,1,2,5,6,0,0,0}},
+    {{3,5,6,0,0,0,0,0}}, {{0,3,5,6,0,0,0,0}}, {{1,3,5,6,0,0,0,0}}, {{0,1,3,5,6,0,0,0}},
+    {{2,3,5,6,0,0,0,0}}, {{0,2,3,5,6,0,0,0}}, {{1,2,3,5,6,0,0,0}}, {{0,1,2,3,5,6,0,0}},
+    {{4,5,6,0,0,0,0,0}}, {{0,4,5,6,0,0,0,0}}, {{1,4,5,6,0,0,0,0}}, {{0,1,4,5,6,0,0,0}},
+    {{2,4,5,6,0,0,0,0}}, {{0,2,4,5,6,0,0,0}}, {{1,2,4,5,6,0,0,0}}, {{0,1,2,4,5,6,0,0}},
+    {{3,4,5,6,0,0,0,0}}, {{0,3,4,5,6,0,0,0}}, {{1,3,4,5,6,0,0,0}}, {{0,1,3,4,5,6,0,0}},
+    {{2,3,4,5,6,0,0,0}}, {{0,2,3,4,5,6,0,0}}, {{1,2,3,4,5,6,0,0}}, {{0,1,2,3,4,5,6,0}},
+    {{7,0,0,0,0,0,0,0}}, {{0,7,0,0,0,0,0,0}}, {{1,7,0,0,0,0,0,0}}, {{0,1,7,0,0,0,0,0}},
+    {{2,7,0,0,0,0,0,0}}, {{0,2,7,0,0,0,0,0}}, {{1,2,7,0,0,0,0,0}}, {{0,1,2,7,0,0,0,0}},
+    {{3,7,0,0,0,0,0,0}}, {{0,3,7,0,0,0,0,0}}, {{1,3,7,0,0,0,0,0}}, {{0,1,3,7,0,0,0,0}},
+    {{2,3,7,0,0,0,0,0}}, {{0,2,3,7,0,0,0,0}}, {{1,2,3,7,0,0,0,0}}, {{0,1,2,3,7,0,0,0}},
+    {{4,7,0,0,0,0,0,0}}, {{0,4,7,0,0,0,0,0}}, {{1,4,7,0,0,0,0,0}}, {{0,1,4,7,0,0,0,0}},
+    {{2,4,7,0,0,0,0,0}}, {{0,2,4,7,0,0,0,0}}, {{1,2,4,7,0,0,0,0}}, {{0,1,2,4,7,0,0,0}},
+    {{3,4,7,0,0,0,0,0}}, {{0,3,4,7,0,0,0,0}}, {{1,3,4,7,0,0,0,0}}, {{0,1,3,4,7,0,0,0}},
+    {{2,3,4,7,0,0,0,0}}, {{0,2,3,4,7,0,0,0}}, {{1,2,3,4,7,0,0,0}}, {{0,1,2,3,4,7,0,0}},
+    {{5,7,0,0,0,0,0,0}}, {{0,5,7,0,0,0,0,0}}, {{1,5,7,0,0,0,0,0}}, {{0,1,5,7,0,0,0,0}},
+    {{2,5,7,0,0,0,0,0}}, {{0,2,5,7,0,0,0,0}}, {{1,2,5,7,0,0,0,0}}, {{0,1,2,5,7,0,0,0}},
+    {{3,5,7,0,0,0,0,0}}, {{0,3,5,7,0,0,0,0}}, {{1,3,5,7,0,0,0,0}}, {{0,1,3,5,7,0,0,0}},
+    {{2,3,5,7,0,0,0,0}}, {{0,2,3,5,7,0,0,0}}, {{1,2,3,5,7,0,0,0}}, {{0,1,2,3,5,7,0,0}},
+    {{4,5,7,0,0,0,0,0}}, {{0,4,5,7,0,0,0,0}}, {{1,4,5,7,0,0,0,0}}, {{0,1,4,5,7,0,0,0}},
+    {{2,4,5,7,0,0,0,0}}, {{0,2,4,5,7,0,0,0}}, {{1,2,4,5,7,0,0,0}}, {{0,1,2,4,5,7,0,0}},
+    {{3,4,5,7,0,0,0,0}}, {{0,3,4,5,7,0,0,0}}, {{1,3,4,5,7,0,0,0}}, {{0,1,3,4,5,7,0,0}},
+    {{2,3,4,5,7,0,0,0}}, {{0,2,3,4,5,7,0,0}}, {{1,2,3,4,5,7,0,0}}, {{0,1,2,3,4,5,7,0}},
+    {{6,7,0,0,0,0,0,0}}, {{0,6,7,0,0,0,0,0}}, {{1,6,7,0,0,0,0,0}}, {{0,1,6,7,0,0,0,0}},
+    {{2,6,7,0,0,0,0,0}}, {{0,2,6,7,0,0,0,0}}, {{1,2,6,7,0,0,0,0}}, {{0,1,2,6,7,0,0,0}},
+    {{3,6,7,0,0,0,0,0}}, {{0,3,6,7,0,0,0,0}}, {{1,3,6,7,0,0,0,0}}, {{0,1,3,6,7,0,0,0}},
+    {{2,3,6,7,0,0,0,0}}, {{0,2,3,6,7,0,0,0}}, {{1,2,3,6,7,0,0,0}}, {{0,1,2,3,6,7,0,0}},
+    {{4,6,7,0,0,0,0,0}}, {{0,4,6,7,0,0,0,0}}, {{1,4,6,7,0,0,0,0}}, {{0,1,4,6,7,0,0,0}},
+    {{2,4,6,7,0,0,0,0}}, {{0,2,4,6,7,0,0,0}}, {{1,2,4,6,7,0,0,0}}, {{0,1,2,4,6,7,0,0}},
+    {{3,4,6,7,0,0,0,0}}, {{0,3,4,6,7,0,0,0}}, {{1,3,4,6,7,0,0,0}}, {{0,1,3,4,6,7,0,0}},
+    {{2,3,4,6,7,0,0,0}}, {{0,2,3,4,6,7,0,0}}, {{1,2,3,4,6,7,0,0}}, {{0,1,2,3,4,6,7,0}},
+    {{5,6,7,0,0,0,0,0}}, {{0,5,6,7,0,0,0,0}}, {{1,5,6,7,0,0,0,0}}, {{0,1,5,6,7,0,0,0}},
+    {{2,5,6,7,0,0,0,0}}, {{0,2,5,6,7,0,0,0}}, {{1,2,5,6,7,0,0,0}}, {{0,1,2,5,6,7,0,0}},
+    {{3,5,6,7,0,0,0,0}}, {{0,3,5,6,7,0,0,0}}, {{1,3,5,6,7,0,0,0}}, {{0,1,3,5,6,7,0,0}},
+    {{2,3,5,6,7,0,0,0}}, {{0,2,3,5,6,7,0,0}}, {{1,2,3,5,6,7,0,0}}, {{0,1,2,3,5,6,7,0}},
+    {{4,5,6,7,0,0,0,0}}, {{0,4,5,6,7,0,0,0}}, {{1,4,5,6,7,0,0,0}}, {{0,1,4,5,6,7,0,0}},
+    {{2,4,5,6,7,0,0,0}}, {{0,2,4,5,6,7,0,0}}, {{1,2,4,5,6,7,0,0}}, {{0,1,2,4,5,6,7,0}},
+    {{3,4,5,6,7,0,0,0}}, {{0,3,4,5,6,7,0,0}}, {{1,3,4,5,6,7,0,0}}, {{0,1,3,4,5,6,7,0}},
+    {{2,3,4,5,6,7,0,0}}, {{0,2,3,4,5,6,7,0}}, {{1,2,3,4,5,6,7,0}}, {{0,1,2,3,4,5,6,7}},
+};
+#endif
+
 /* One scan of the candidates of the particles [i0, i1) into *buf (grown as needed): sets
  * start[i] to the offset of i's list inside the buffer and returns the block's length, or
  * SIZE_MAX (a range too long for the codes, or out of memory). */
@@ -143,8 +215,26 @@ static size_t list_block(pbf_world *w, int i0, int i1, const unsigned char *skip
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 unsigned bits = vi_bits(vi_first((int32_t)(e - j)) & (r2 < h2v));
                 const uint32_t base = ((uint32_t)r << CODE_OFFSET_BITS) | (j - b);
+#if defined(__AVX2__) && PBF_LANES == 8
+                /* branchless: the chunk's codes, those in range moved to the front in lane
+                 * order (the candidate order), stored as 8 and counted (room: PBF_LANES kept) */
+                const __m256i codes = _mm256_add_epi32(_mm256_set1_epi32((int)base),
+                                                       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+#if defined(__AVX512VL__)
+                const __m256i front = _mm256_maskz_compress_epi32((__mmask8)bits, codes);
+#else
+                const __m128i order = _mm_loadl_epi64((const __m128i *)&compress_lut[bits]);
+                const __m256i front =
+                    _mm256_permutevar8x32_epi32(codes, _mm256_cvtepu8_epi32(order));
+#endif
+                _mm_storeu_si128((__m128i *)(out + len),
+                                 _mm_packus_epi32(_mm256_castsi256_si128(front),
+                                                  _mm256_extracti128_si256(front, 1)));
+                len += (size_t)__builtin_popcount(bits);
+#else
                 for (; bits; bits &= bits - 1u) /* lowest lane first: candidate order */
                     out[len++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
+#endif
             }
         }
         const uint32_t odd = (uint32_t)(len - start) & 1u;
@@ -522,6 +612,12 @@ static int stage_lambda(pbf_world *w, float cheb) {
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
+            /* the wall's gradient at x* for delta p, which follows at the same x*: into v,
+             * dead from the prediction to the velocity stage (delta p reads its own, then
+             * writes x* + delta p over it) */
+            w->vx[i] = gw[0];
+            w->vy[i] = gw[1];
+            w->vz[i] = gw[2];
             density_grad_sums(w, i, &rho, g, &s2, P, &cache);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             float r = w->k.mass * rho + w->k.rest_density * wall;
@@ -557,8 +653,12 @@ static int stage_delta_p(pbf_world *w, float dt) {
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 1), LISTS(w)->pack) : NULL;
-int bad_c = INT_MAX;
+    int bad_c = INT_MAX;
     const float *restrict PX = w->px, *restrict PY = w->py, *restrict PZ = w->pz;
+    const float rc = w->wc.radius; /* pbf_collide's bounds, computed as it does */
+    const float in_lo[3] = {w->wc.lo[0] + rc, w->wc.lo[1] + rc, w->wc.lo[2] + rc};
+    const float in_hi[3] = {w->wc.hi[0] - rc, w->wc.hi[1] - rc, w->wc.hi[2] - rc};
+    const int nobox = w->wc.nboxes == 0;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad, bad_c)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -568,8 +668,8 @@ int bad_c = INT_MAX;
             const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
             const float li = LAMBDA[i];
             const pbf_vf vli = vf_set1(li);
-            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-            pbf_world_wall_density(w, p, gw);
+            /* the wall's gradient at x*, as lambda left it in v (pbf_world_wall_density) */
+            const float p[3] = {QX[i], QY[i], QZ[i]}, gw[3] = {w->vx[i], w->vy[i], w->vz[i]};
             pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
             FOR_NEIGHBOURS_R(w, i, &cache, 
                 pbf_vf xj, yj, zj, lj;
@@ -586,8 +686,8 @@ int bad_c = INT_MAX;
                     for (int e = 1; e < sn; ++e) s *= ratio;
                 }
                 pbf_vf scorr = pbf_scorr_split_v(s, s_rest, ks, ksg); /* eq. 13 */
+                /* lambda_j of a masked lane may be anything: the products are masked */
                 pbf_vf f = (vli + lj + scorr) * vol * v_spiky(k, r2, in);
-                f = vf_and(f, in); /* lambda_j of a masked lane may be anything */
                 ax += vf_and(f * dx, in);
                 ay += vf_and(f * dy, in);
                 az += vf_and(f * dz, in);
@@ -603,7 +703,11 @@ int bad_c = INT_MAX;
             float q[3] = {p[0] + dpx, p[1] + dpy, p[2] + dpz}, o[3] = {PX[i], PY[i], PZ[i]};
             /* before the clamp hides it */
             if (!isfinite(q[0] + q[1] + q[2]) && i < bad_c) bad_c = i;
-            pbf_collide(&w->wc, w->wall_boxes, q, o);
+            /* pbf_collide changes nothing for a point inside the container's inner box when
+             * there are no obstacles: the test alone there (most particles) */
+            if (!(nobox && q[0] >= in_lo[0] && q[0] <= in_hi[0] && q[1] >= in_lo[1] &&
+                  q[1] <= in_hi[1] && q[2] >= in_lo[2] && q[2] <= in_hi[2]))
+                pbf_collide(&w->wc, w->wall_boxes, q, o);
             w->vx[i] = q[0];
             w->vy[i] = q[1];
             w->vz[i] = q[2];
@@ -638,6 +742,55 @@ static int stage_collide(pbf_world *w) {
     return bad;
 }
 
+/* The curl pass for particle i (vort: with vorticity confinement): the density at x*
+ * (eq. 2, walls included) and omega_i = sum_j V grad_i W_ij x (v_j - v_i) (eq. 15), written into
+ * x (dead since the velocity pass: the next pass reads each particle's own only, then writes the
+ * new velocity over it) with |omega_i| into lambda. Without vorticity confinement omega is
+ * never read: the density alone. P: the packed (x*, y*, z*, v_x), or NULL. */
+static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const float *P,
+                                                 nb_ranges *cache, const int vort, int *bad) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf h2v = vf_set1(k->h2);
+    const pbf_vf vol = vf_set1(k->volume);
+    const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
+    float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
+    float wall = pbf_world_wall_density(w, p, gw);
+    pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
+    FOR_NEIGHBOURS_R(w, i, cache,
+        pbf_vf xj, yj, zj, vxj;
+        load_neighbours(P, jv, QX, QY, QZ, vort ? VX : NULL, &xj, &yj, &zj, vort ? &vxj : NULL);
+        pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
+        pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+        pbf_vi in = valid & (r2 < h2v);
+        rho += v_poly6(k, r2, in);
+        if (vort) {
+            /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
+            pbf_vf f = vol * v_spiky(k, r2, in);
+            pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
+            pbf_vf ux = vf_and(vxj - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
+                   uz = vf_and(LOAD(VZ) - vzi, in);
+            ox += gy * uz - gz * uy;
+            oy += gz * ux - gx * uz;
+            oz += gx * uy - gy * ux;
+        }
+    );
+    const float r = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
+    w->density[i] = r;
+    if (vort) {
+        float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
+        w->px[i] = wx;
+        w->py[i] = wy;
+        w->pz[i] = wz;
+        w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
+        if (!isfinite(w->lambda[i]) && i < *bad) *bad = i;
+    } else if (!isfinite(r) && i < *bad) {
+        *bad = i;
+    }
+}
+
 static int stage_velocity(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
     const float inv_dt = 1.0f / dt;
@@ -663,58 +816,36 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
         if (!isfinite(vx + vy + vz) && i < bad) bad = i;
     }
     w->solve.speed_clamps += clamps;
-    const float *P = PK;
-    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
-    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
-    const pbf_sph_consts *k = &w->k;
-    const pbf_vf h2v = vf_set1(k->h2);
-    const pbf_vf vol = vf_set1(w->k.volume);
     int bad2 = INT_MAX;
+    /* two instances of the pass: with vorticity confinement off (epsilon 0) omega is never
+     * read, and the pass is the density alone (no velocity gathers, no curl) */
+    if (w->def.vorticity > 0.0f) {
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
-    {
-        const unsigned fp_mode = pbf_denormals_off();
-        nb_ranges cache = NB_RANGES_INIT;
+        {
+            const unsigned fp_mode = pbf_denormals_off();
+            nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
-        for (int i = 0; i < n; ++i) {
-            const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-            const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
-            float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-            float wall = pbf_world_wall_density(w, p, gw);
-            pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
-            FOR_NEIGHBOURS_R(w, i, &cache, 
-                pbf_vf xj, yj, zj, vxj;
-                load_neighbours(P, jv, QX, QY, QZ, VX, &xj, &yj, &zj, &vxj);
-                pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
-                pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-                pbf_vi in = valid & (r2 < h2v);
-                rho += v_poly6(k, r2, in);
-                /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
-                pbf_vf f = vol * v_spiky(k, r2, in);
-                pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
-                pbf_vf ux = vf_and(vxj - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
-                       uz = vf_and(LOAD(VZ) - vzi, in);
-                ox += gy * uz - gz * uy;
-                oy += gz * ux - gx * uz;
-                oz += gx * uy - gy * ux;
-            );
-            w->density[i] = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
-            float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
-            /* omega into x, dead since the velocity pass; the next pass reads each particle's
-             * own only, then writes the new velocity over it */
-            w->px[i] = wx;
-            w->py[i] = wy;
-            w->pz[i] = wz;
-            w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
-            if (!isfinite(w->lambda[i]) && i < bad2) bad2 = i;
+            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 1, &bad2);
+            pbf_denormals_restore(fp_mode);
         }
-        pbf_denormals_restore(fp_mode);
+    } else {
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
+        {
+            const unsigned fp_mode = pbf_denormals_off();
+            nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 0, &bad2);
+            pbf_denormals_restore(fp_mode);
+        }
     }
     return bad < bad2 ? bad : bad2;
 }
 
-/* Vorticity confinement and XSPH; writes the new velocity into the (now free) x arrays. */
-static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
-    const int n = w->count;
+/* XSPH (eq. 17) and, with vort, vorticity confinement (eq. 16) for particle i; the new
+ * velocity into x (omega_i's place). P: the packed (x*, y*, z*, m / rho), or NULL. */
+static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const float *P,
+                                                 nb_ranges *cache, const int vort, float dt,
+                                                 float vmax, int *bad, int64_t *clamps) {
     const float eps = w->def.vorticity, c = w->def.xsph_viscosity;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
@@ -723,6 +854,57 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     const pbf_sph_consts *k = &w->k;
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf mass = vf_set1(w->k.mass);
+    const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
+    const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
+    const pbf_vf wi = vf_set1(vort ? OMEGA[i] : 0.0f);
+    pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
+    FOR_NEIGHBOURS_R(w, i, cache,
+        pbf_vf xj, yj, zj, mj;
+        load_neighbours(P, jv, QX, QY, QZ, RHO, &xj, &yj, &zj, &mj);
+        if (!P) mj = mass / mj; /* packed: m / rho_j, divided per particle */
+        pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
+        pbf_vf r2 = dx * dx + dy * dy + dz * dz;
+        pbf_vi in = valid & (r2 < h2v);
+        pbf_vf vj = vf_and(mj, in);
+        /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
+        pbf_vf wk = vj * v_poly6(k, r2, in);
+        sx += vf_and(wk * (LOAD(VX) - vxi), in);
+        sy += vf_and(wk * (LOAD(VY) - vyi), in);
+        sz += vf_and(wk * (LOAD(VZ) - vzi), in);
+        if (vort) {
+            /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
+            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(k, r2, in);
+            ex += vf_and(f * dx, in);
+            ey += vf_and(f * dy, in);
+            ez += vf_and(f * dz, in);
+        }
+    );
+    float vx = vxs + c * vf_hsum(sx), vy = vys + c * vf_hsum(sy), vz = vzs + c * vf_hsum(sz);
+    if (vort) {
+        const float oxi = w->px[i], oyi = w->py[i], ozi = w->pz[i]; /* omega_i */
+        float hx = vf_hsum(ex), hy = vf_hsum(ey), hz = vf_hsum(ez);
+        float el = sqrtf(hx * hx + hy * hy + hz * hz);
+        if (eps > 0.0f && el > 1e-20f) {
+            float nx = hx / el, ny = hy / el, nz = hz / el;
+            /* f = eps (N x omega), applied as an acceleration over dt */
+            vx += dt * eps * (ny * ozi - nz * oyi);
+            vy += dt * eps * (nz * oxi - nx * ozi);
+            vz += dt * eps * (nx * oyi - ny * oxi);
+        }
+    }
+    if (pbf_limit_speed(&vx, &vy, &vz, vmax)) *clamps += counted_clamp(w, i);
+    w->px[i] = vx;
+    w->py[i] = vy;
+    w->pz[i] = vz;
+    if (!isfinite(vx + vy + vz) && i < *bad) *bad = i;
+}
+
+/* Vorticity confinement and XSPH; writes the new velocity into the (now free) x arrays. */
+static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
+    const int n = w->count;
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict RHO = w->density;
     int bad = INT_MAX;
     /* the packed copy for this pass: (x*, y*, z*, m / rho) */
     float *restrict PK = pack_reserve(w) ? LISTS(w)->pack : NULL;
@@ -736,57 +918,26 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
             PK[4 * i + 3] = m / RHO[i];
         }
     }
-    const float *P = PK;
     int64_t clamps = 0;
+    /* two instances: without vorticity confinement (epsilon 0) no |omega_j| is gathered */
+    if (w->def.vorticity > 0.0f) {
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
-    {
-        const unsigned fp_mode = pbf_denormals_off();
-        nb_ranges cache = NB_RANGES_INIT;
+        {
+            const unsigned fp_mode = pbf_denormals_off();
+            nb_ranges cache = NB_RANGES_INIT;
 #pragma omp for schedule(monotonic : dynamic, 256)
-        for (int i = 0; i < n; ++i) {
-            const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
-            const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
-            const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
-            const float oxi = w->px[i], oyi = w->py[i], ozi = w->pz[i]; /* omega_i */
-            const pbf_vf wi = vf_set1(OMEGA[i]);
-            pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
-            FOR_NEIGHBOURS_R(w, i, &cache, 
-                pbf_vf xj, yj, zj, mj;
-                load_neighbours(P, jv, QX, QY, QZ, RHO, &xj, &yj, &zj, &mj);
-                if (!P) mj = mass / mj; /* packed: m / rho_j, divided per particle */
-                pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
-                pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-                pbf_vi in = valid & (r2 < h2v);
-                pbf_vf vj = vf_and(mj, in);
-                /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
-                pbf_vf wk = vj * v_poly6(k, r2, in);
-                sx += vf_and(wk * (LOAD(VX) - vxi), in);
-                sy += vf_and(wk * (LOAD(VY) - vyi), in);
-                sz += vf_and(wk * (LOAD(VZ) - vzi), in);
-                /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-                pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(k, r2, in);
-                ex += vf_and(f * dx, in);
-                ey += vf_and(f * dy, in);
-                ez += vf_and(f * dz, in);
-            );
-            float vx = vxs + c * vf_hsum(sx), vy = vys + c * vf_hsum(sy),
-                  vz = vzs + c * vf_hsum(sz);
-            float hx = vf_hsum(ex), hy = vf_hsum(ey), hz = vf_hsum(ez);
-            float el = sqrtf(hx * hx + hy * hy + hz * hz);
-            if (eps > 0.0f && el > 1e-20f) {
-                float nx = hx / el, ny = hy / el, nz = hz / el;
-                /* f = eps (N x omega), applied as an acceleration over dt */
-                vx += dt * eps * (ny * ozi - nz * oyi);
-                vy += dt * eps * (nz * oxi - nx * ozi);
-                vz += dt * eps * (nx * oyi - ny * oxi);
-            }
-            if (pbf_limit_speed(&vx, &vy, &vz, vmax)) clamps += counted_clamp(w, i);
-            w->px[i] = vx;
-            w->py[i] = vy;
-            w->pz[i] = vz;
-            if (!isfinite(vx + vy + vz) && i < bad) bad = i;
+            for (int i = 0; i < n; ++i) xsph_particle(w, i, PK, &cache, 1, dt, vmax, &bad, &clamps);
+            pbf_denormals_restore(fp_mode);
         }
-        pbf_denormals_restore(fp_mode);
+    } else {
+#pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
+        {
+            const unsigned fp_mode = pbf_denormals_off();
+            nb_ranges cache = NB_RANGES_INIT;
+#pragma omp for schedule(monotonic : dynamic, 256)
+            for (int i = 0; i < n; ++i) xsph_particle(w, i, PK, &cache, 0, dt, vmax, &bad, &clamps);
+            pbf_denormals_restore(fp_mode);
+        }
     }
     w->solve.speed_clamps += clamps;
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
