@@ -1,9 +1,10 @@
 /*
  * `pbf validate`: see validate.h. The report is docs/validation.md (OUT.md for --out OUT).
  *
- * Every case is a quasi-2D slab: the water is DEPTH_LAYERS particle spacings deep in z between
- * two (density-correct, free-slip) container walls, so three resolutions stay affordable on two
- * cores. The resolution is n, the number of particles across the column width L = 0.146 m
+ * Every case but one is a quasi-2D slab: the water is DEPTH_LAYERS particle spacings deep in z
+ * between two (density-correct, free-slip) container walls, so three resolutions stay affordable
+ * on two cores; the walls-and-edges case (spec.deep) is the dam break in a tank L deep, for its
+ * side walls and vertical edges (n = 18 and 36 only). The resolution is n, the number of particles across the column width L = 0.146 m
  * (Koshizuka & Oka 1996); the particle radius is L / (2 n), the column 2 L high (2 n layers).
  * Time steps shrink with the particle size: frames of 1/240 s with n / 9 substeps (dt / h is
  * the same at every resolution, and the speed limit cfl h / dt, 15.6 m/s, is far above every
@@ -30,12 +31,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pbf/params.h"
 #include "pbf/pbf.h"
 #include "pbf_git_state.h" /* PBF_GIT_COMMIT, PBF_GIT_DIRTY: written at every build */
 #include "progress.h"
 #include "scene.h"
 
-/* The time of a full run (49 simulations) and of --fast (7), as README.md says: measured as
+/* The time of a full run (51 simulations) and of --fast (8), as README.md says: measured as
  * CPU time on the 2-core development machine (8 CPU-minutes, 10 CPU-seconds), so the wall time
  * of --jobs 2 on 2 idle cores. Each report states the wall time it took (longer on busy cores). */
 #define FULL_RUN_TIME "about 4 minutes on 2 idle cores, 8 CPU-minutes"
@@ -70,9 +72,11 @@ static const double KO_Z[] = {1.000, 1.111, 1.252, 1.505, 1.892, 2.241, 2.615, 3
 #define KO_POINTS ((int)(sizeof KO_T / sizeof KO_T[0]))
 #define KO_T_MAX 3.0   /* compare for T <= 3 */
 #define SHIFT_MAX 0.2  /* allowed time shift in T */
-#define FRONT_TOL 10.0 /* % */
+#define FRONT_TOL 5.0  /* %: the target */
+#define FRONT_CI 10.0  /* %: CI's looser bound while the default misses the target */
 #define RELEASE_T 2.0  /* column release: the rise of the top at the wall is measured for T <= 2 */
 #define RISE_TOL 0.5   /* column release: the top at the wall rises at most half a radius */
+#define CLIMB_TOL 2.0  /* walls and edges: no particle more than a diameter above the liquid */
 #define COLUMN_RELEASE_READING                                                                     \
     "Reading: s_corr (eq. 13) does two things. Pairs closer than the rest spacing are pushed "     \
     "apart, which keeps particles from clumping (`scorr_k`), and every pair within h is pushed "   \
@@ -101,6 +105,9 @@ typedef struct spec {
     int fast; /* part of --fast */
     int solver;  /* pbf_solver_kind: PBF unless `pbf validate --solver` */
     int cfl_off; /* 1: the SPH solver's CFL substeps off (its *_cfl = 0): the step as given */
+    char set[256]; /* --set KEY=VALUE overrides, one per line, applied to every case's world */
+    int deep;      /* dam break in a tank L deep (3D: two side walls and the edges) instead of the
+                      DEPTH_LAYERS slab: the walls-and-edges case */
 } spec;
 
 /* ---- measurements -------------------------------------------------------------------------- */
@@ -111,6 +118,8 @@ typedef struct frame_rec {
     double vmax, vmean;      /* m/s */
     double front, column;    /* dam break: front x and column height at the back wall, m */
     double wall_top;         /* dam break: the highest particle top (y + r) at the back wall, m */
+    double climb;            /* deep dam break: the largest height of a particle at a side wall
+                                above the liquid beside it (climb_of), m */
     double surface;          /* hydrostatic: free-surface height, m */
     double bottom;           /* hydrostatic: lower edge (half bulk number density), m */
     double ekin, epot;       /* J (per slab), potential from the floor */
@@ -239,9 +248,57 @@ static double bottom_of(const double *nd, double dy, int nn, double bulk) {
 
 static void apply_method(pbf_world_def *d, const spec *sp);
 
+/* The keys a case sets itself (resolution, iterations, container, threads, solver): --set
+ * refuses them. */
+static const char *const CASE_KEYS[] = {"particle_radius", "solver_iterations", "domain_min",
+                                        "domain_max", "threads", "solver"};
+
+/* Applies the --set lines of `set` to d; 0 with the message in err on a bad one. */
+static int apply_sets(pbf_world_def *d, const char *set, pbf_error *err) {
+    pbfapp_run run = pbfapp_default_run();
+    const char *line = set;
+    while (*line) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char kv[256];
+        snprintf(kv, sizeof kv, "%.*s", (int)len, line);
+        char *eq = strchr(kv, '=');
+        if (!eq || eq == kv) {
+            snprintf(err->message, sizeof err->message,
+                     "--set %s: expected KEY=VALUE, e.g. --set friction_dynamic=0.2", kv);
+            return 0;
+        }
+        *eq = '\0';
+        for (size_t k = 0; k < sizeof CASE_KEYS / sizeof CASE_KEYS[0]; ++k)
+            if (strcmp(kv, CASE_KEYS[k]) == 0) {
+                snprintf(err->message, sizeof err->message,
+                         "--set %s: every case sets this key itself (resolution, iterations, "
+                         "container, threads, solver)",
+                         kv);
+                return 0;
+            }
+        size_t rn = 0;
+        const pbf_param_info *rt = pbfapp_run_params(&rn);
+        if (pbf_param_find(rt, rn, kv)) {
+            snprintf(err->message, sizeof err->message,
+                     "--set %s: a key of `pbf run`, not of the world: every case sets its own "
+                     "frames and steps",
+                     kv);
+            return 0;
+        }
+        char label[300];
+        snprintf(label, sizeof label, "--set %.280s", kv);
+        if (pbfapp_apply_override(d, &run, kv, eq + 1, label, err) != PBF_OK) return 0;
+        line += len + (end ? 1 : 0);
+    }
+    return 1;
+}
+
 static pbf_world_def def_of(const spec *sp, int threads) {
     pbf_world_def d = pbf_default_world_def();
     apply_method(&d, sp);
+    pbf_error err;
+    apply_sets(&d, sp->set, &err); /* checked before any case runs */
     float s = (float)(KO_L / sp->n);
     d.particle_radius = 0.5f * s;
     d.pbf.solver_iterations = sp->iterations;
@@ -249,15 +306,54 @@ static pbf_world_def def_of(const spec *sp, int threads) {
     d.threads = threads;
     d.domain_min = (pbf_vec3){0, 0, 0};
     double len = sp->kind == CASE_HYDRO ? KO_L : TANK_LENGTH_L * KO_L;
-    d.domain_max = (pbf_vec3){(float)len, (float)(TANK_HEIGHT_L * KO_L), DEPTH_LAYERS * s};
+    d.domain_max = (pbf_vec3){(float)len, (float)(TANK_HEIGHT_L * KO_L),
+                              sp->deep ? (float)KO_L : DEPTH_LAYERS * s};
     return d;
 }
 
 static pbf_fluid_block block_of(const spec *sp) {
     float s = (float)(KO_L / sp->n);
-    pbf_fluid_block b = {
-        {0, 0, 0}, {(float)KO_L, (float)(2.0 * KO_L), DEPTH_LAYERS * s}, {0, 0, 0}};
+    pbf_fluid_block b = {{0, 0, 0},
+                         {(float)KO_L, (float)(2.0 * KO_L), sp->deep ? (float)KO_L : DEPTH_LAYERS * s},
+                         {0, 0, 0}};
     return b;
+}
+
+/* Climbing at the side walls and their edges (deep dam break): the particles are binned along
+ * x (bins of 2 spacings); in each bin, the highest particle within 1.5 spacings of a side wall
+ * (z = 0 or z = depth; a lone one counts, and the vertical edges at the back wall lie in the
+ * first bin) is compared with the highest particle of the liquid away from them (3 spacings or
+ * more from both side walls) in that bin and its two neighbours. The flow is uniform in z, so
+ * any excess is liquid that climbed a wall or an edge. Returns the largest excess, m (NAN if no
+ * bin has both). */
+#define CLIMB_BINS 512
+static double climb_of(const pbf_particles *p, const pbf_world_def *def) {
+    const double s = 2.0 * def->particle_radius, bw = 2.0 * s;
+    const double x0 = def->domain_min.x, z0 = def->domain_min.z, z1 = def->domain_max.z;
+    int nb = (int)ceil(((double)def->domain_max.x - x0) / bw);
+    if (nb > CLIMB_BINS) nb = CLIMB_BINS;
+    double top[CLIMB_BINS], ref[CLIMB_BINS];
+    for (int b = 0; b < nb; ++b) top[b] = ref[b] = -INFINITY;
+    for (int i = 0; i < p->count; ++i) {
+        double x = p->x[i], y = p->y[i], z = p->z[i];
+        if (!isfinite(x + y + z)) continue;
+        int b = (int)floor((x - x0) / bw);
+        b = b < 0 ? 0 : (b >= nb ? nb - 1 : b);
+        if (z < z0 + 1.5 * s || z > z1 - 1.5 * s) {
+            if (y > top[b]) top[b] = y;
+        } else if (z >= z0 + 3.0 * s && z <= z1 - 3.0 * s) {
+            if (y > ref[b]) ref[b] = y;
+        }
+    }
+    double worst = NAN;
+    for (int b = 0; b < nb; ++b) {
+        double r = ref[b];
+        if (b > 0 && ref[b - 1] > r) r = ref[b - 1];
+        if (b + 1 < nb && ref[b + 1] > r) r = ref[b + 1];
+        if (!isfinite(top[b]) || !isfinite(r)) continue;
+        if (!(top[b] - r <= worst)) worst = top[b] - r;
+    }
+    return worst;
 }
 
 static void measure(const pbf_world *w, const spec *sp, const pbf_world_def *def, double mass,
@@ -282,7 +378,7 @@ static void measure(const pbf_world *w, const spec *sp, const pbf_world_def *def
     r->ekin = mass * ek;
     r->epot = mass * ep;
     double s = 2.0 * def->particle_radius, rad = def->particle_radius;
-    r->front = r->column = r->surface = r->bottom = r->wall_top = NAN;
+    r->front = r->column = r->surface = r->bottom = r->wall_top = r->climb = NAN;
     if (sp->kind == CASE_DAM) {
         r->front = filtered_max(&p, 0, 1, def->domain_min.y, def->domain_min.y + 2.0 * s, 2.0 * s,
                                 4, buf) +
@@ -295,6 +391,7 @@ static void measure(const pbf_world *w, const spec *sp, const pbf_world_def *def
         for (int i = 0; i < p.count; ++i)
             if (p.x[i] <= def->domain_min.x + 2.0 * s && p.y[i] > top) top = p.y[i];
         r->wall_top = top + rad - def->domain_min.y;
+        if (sp->deep) r->climb = climb_of(&p, def);
     } else if (sp->kind == CASE_HYDRO) {
         double area = ((double)def->domain_max.x - def->domain_min.x) *
                       ((double)def->domain_max.z - def->domain_min.z);
@@ -488,7 +585,7 @@ static int load_result(const char *path, sim_result *r) {
 
 /* Estimated cost of a case (particle-iteration-steps), to start the longest first. */
 static double cost_of(const spec *sp) {
-    double particles = 8.0 * sp->n * sp->n;
+    double particles = (sp->deep ? 2.0 * sp->n : 8.0) * sp->n * sp->n;
     return particles * (sp->iterations + 1.5) * sp->frames * (double)sp->substeps *
            (sp->solver == PBF_SOLVER_PBF ? 1.0 : 8.0); /* the SPH solvers: ~8x PBF's 4 iterations */
 }
@@ -504,6 +601,8 @@ typedef struct validate_options {
     int plots;
     int quiet;
     const char *solver;   /* --solver NAME|all: the per-method suite (validate_methods) */
+    char set[256];        /* --set KEY=VALUE overrides, one per line (spec.set) */
+    int resolution;       /* --resolution N: the --fast cases at n = N; 0: not given */
     pbfapp_progress *bar; /* on a terminal: the cases done, in units of cost_of */
 } validate_options;
 
@@ -742,6 +841,22 @@ static double top_rise(const sim_result *r, double *at_T, double *col) {
     return worst;
 }
 
+/* Walls and edges: the largest climb (climb_of) over the run, in particle radii, and its T. */
+static double climb_max(const sim_result *r, double *at_T) {
+    const double rad = 0.5 * KO_L / r->h.sp.n;
+    double worst = -INFINITY;
+    *at_T = NAN;
+    for (int k = 1; k < r->h.nrec; ++k) {
+        double c = r->rec[k].climb / rad;
+        if (!isfinite(c)) return INFINITY;
+        if (c > worst) {
+            worst = c;
+            *at_T = r->rec[k].t * t_scale();
+        }
+    }
+    return worst;
+}
+
 /* Hydrostatic summary. "run" values are over every frame after the first step; "settled" ones
  * over t >= SETTLED_FROM * t_end. */
 typedef struct hydro_sum {
@@ -869,13 +984,14 @@ static const int ITERS[4] = {2, 4, 8, 16};
 static const int SUBSTEPS[4] = {1, 2, 4, 8};
 static const int STAB_ITERS[4] = {1, 2, 4, 8};
 
-static int make_specs(spec *v, int fast) {
+/* fast: the CI subset at one resolution (only_n; N_COARSE for --fast) */
+static int make_specs(spec *v, int fast, int only_n) {
     int c = 0;
     double dam_end = DAM_T_END / t_scale();
     const int res[3] = {N_COARSE, N_MEDIUM, N_FINE};
     for (int k = 0; k < 3; ++k) {
         int n = res[k];
-        if (fast && n != N_COARSE) continue;
+        if (fast && n != only_n) continue;
         add_spec(v, &c, CASE_HYDRO, n, 4, 0, 0, HYDRO_T_END, n == N_COARSE);
         if (n == N_MEDIUM)
             for (int i = 0; i < 4; ++i)
@@ -888,6 +1004,12 @@ static int make_specs(spec *v, int fast) {
             add_spec(v, &c, CASE_DAM, n, ITERS[i], 0, 0, tend, n == N_COARSE);
         }
         if (n != N_FINE) add_spec(v, &c, CASE_DAM, n, 4, 1, 0, LONG_T_END, n == N_COARSE);
+        if (n != N_FINE) { /* walls and edges: the dam break L deep, T <= 3 (n = 72: 746k
+                              particles, beyond the time budget) */
+            add_spec(v, &c, CASE_DAM, n, 4, 0, 0, KO_T_MAX / t_scale(), n == N_COARSE);
+            v[c - 1].deep = 1;
+            snprintf(v[c - 1].name, sizeof v[c - 1].name, "edges_n%d_it4", n);
+        }
         if (n != N_FINE)
             for (int a = 0; a < 4; ++a)
                 for (int b = 0; b < 4; ++b)
@@ -990,15 +1112,15 @@ static int write_data(const char *dir, const run_set *rs) {
             fprintf(f,
                     "# %s: dam break, %d particles; L = %.3f m, T = t sqrt(2g/L), r = %.6f m\n"
                     "# t(s) T Z=front/L column/(2L) err_avg(%%) err_max(%%) vmax(m/s) "
-                    "Ekin/E0 Epot/E0 E/E0 top_rise(r) column_rise(r)\n",
+                    "Ekin/E0 Epot/E0 E/E0 top_rise(r) column_rise(r) climb(r)\n",
                     sp->name, r->h.particles, KO_L, rad);
             for (int k = 0; k < r->h.nrec; ++k) {
                 const frame_rec *q = &r->rec[k];
-                fprintf(f, "%.6f %.5f %.6f %.6f %.6g %.6g %.6g %.8f %.8f %.8f %.4f %.4f\n", q->t,
-                        q->t * ts, q->front / KO_L, q->column / (2.0 * KO_L), q->err_avg,
+                fprintf(f, "%.6f %.5f %.6f %.6f %.6g %.6g %.6g %.8f %.8f %.8f %.4f %.4f %.4f\n",
+                        q->t, q->t * ts, q->front / KO_L, q->column / (2.0 * KO_L), q->err_avg,
                         q->err_max, q->vmax, q->ekin / e0, q->epot / e0, (q->ekin + q->epot) / e0,
                         (q->wall_top - r->rec[0].wall_top) / rad,
-                        (q->column - r->rec[0].column) / rad);
+                        (q->column - r->rec[0].column) / rad, q->climb / rad);
             }
             if (!close_checked(f, path)) return 0;
         }
@@ -1310,6 +1432,19 @@ static int write_figures(const char *dir, figure_list *fl, int ref_n, double ref
     }
     {
         const char *c[] = {
+            "'edges_n18_it4.dat' using 2:13 title 'n = 18' with lines lw 2 lc 1",
+            "'edges_n36_it4.dat' using 2:13 title 'n = 36' with lines lw 2 lc 2",
+            "2 title 'target: at most 2 r' with lines lc rgb 'black' dt 3", NULL};
+        if (!figure(fl, dir, "edges", "900,600",
+                    "set title 'Walls and edges: highest particle at a side wall above the "
+                    "liquid beside it (dam break L deep)'\n"
+                    "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'climb (particle radii r)'\n"
+                    "set key top left",
+                    c))
+            return 0;
+    }
+    {
+        const char *c[] = {
             "'dam_n36_it2.dat' using 2:5 title 'avg, 2 it' with lines lw 2 lc 1",
             "'dam_n36_it4.dat' using 2:5 title 'avg, 4 it' with lines lw 2 lc 2",
             "'dam_n36_it8.dat' using 2:5 title 'avg, 8 it' with lines lw 2 lc 3",
@@ -1366,12 +1501,14 @@ static int write_scenes(const char *dir, const spec *specs, int count) {
         if (sp->solver != PBF_SOLVER_PBF)
             snprintf(how, sizeof how, "solver %s%s", method_name(sp->solver),
                      sp->cfl_off ? " without CFL substeps" : "");
-        snprintf(desc, sizeof desc, "pbf validate case %s: %s, %d particles across L = 0.146 m, %s%s",
+        snprintf(desc, sizeof desc,
+                 "pbf validate case %s: %s, %d particles across L = 0.146 m, %s%s%s",
                  sp->name,
                  sp->kind == CASE_HYDRO ? "hydrostatic column"
                  : sp->kind == CASE_DAM ? "Koshizuka & Oka dam break"
                                         : "dam break, stability envelope",
-                 sp->n, how, sp->vort_off ? ", vorticity confinement off" : "");
+                 sp->n, how, sp->vort_off ? ", vorticity confinement off" : "",
+                 sp->deep ? ", in a tank L deep (walls and edges)" : "");
         sc.name = name;
         sc.description = desc;
         sc.def = def_of(sp, 0);
@@ -1429,7 +1566,9 @@ void pbfapp_validate_print_help(FILE *f) {
             "  4. energy (kinetic + potential) with and without vorticity confinement;\n"
             "  5. the stability envelope: substeps 1/2/4/8 x iterations 1/2/4/8;\n"
             "  6. column release: the top of the liquid at the wall after the dam break's\n"
-            "     release, at three resolutions (it must fall, never rise).\n"
+            "     release, at three resolutions (it must fall, never rise);\n"
+            "  7. walls and edges: the dam break in a tank L deep; no particle may climb a\n"
+            "     side wall or a vertical edge above the liquid beside it.\n"
             "The worlds are built with the library (no scene file needed); DIR/scenes/NAME.json\n"
             "reproduces each with `pbf run`. Plots need gnuplot (Debian: gnuplot-nox); the\n"
             "scripts DIR/NAME.gp redraw them from the DIR/*.dat files.\n"
@@ -1448,6 +1587,12 @@ void pbfapp_validate_print_help(FILE *f) {
             "  --cache DIR   keep every case's measurements in DIR and reuse those of the same\n"
             "                case on the next run (for editing the report; delete DIR after a\n"
             "                change to the library)\n"
+            "  --resolution N  the cases of --fast at n = N (18, 36 or 72) instead; the\n"
+            "                checks are printed for that resolution (CI checks n = 18)\n"
+            "  --set KEY=VALUE  a world parameter for every case (as `pbf run --set`), e.g.\n"
+            "                friction_dynamic=0.2; repeatable; the report's first line names\n"
+            "                it; keys a case sets itself (particle_radius, solver_iterations,\n"
+            "                domain_min/max, threads, solver) are refused\n"
             "  --solver NAME the per-method suite instead, for one pressure solver (pbf, wcsph,\n"
             "                pcisph, iisph, dfsph) or all: hydrostatic column, dam break,\n"
             "                energy, column release, wall time, stability envelope over time\n"
@@ -1497,7 +1642,7 @@ static int finish_run(int rc, int quiet, double t0, const char *report, spec *sp
 static int write_report(const validate_options *o, const char *report, const run_set *rs,
                         const figure_list *fl, int argc, char **argv, double wall);
 static int write_checks_json(const char *dir, const validate_options *o, const run_set *rs);
-static int evaluate_checks(const run_set *rs, int print, FILE *f);
+static int evaluate_checks(const run_set *rs, int print, FILE *f, int at_n);
 static int validate_methods(validate_options *o, int argc, char **argv);
 
 int pbfapp_validate_command(int argc, char **argv) {
@@ -1522,7 +1667,8 @@ int pbfapp_validate_command(int argc, char **argv) {
             o.quiet = 1;
         } else if ((strcmp(a, "--out") == 0 || strcmp(a, "--report") == 0 ||
                     strcmp(a, "--cache") == 0 || strcmp(a, "--jobs") == 0 ||
-                    strcmp(a, "--threads") == 0 || strcmp(a, "--solver") == 0)) {
+                    strcmp(a, "--threads") == 0 || strcmp(a, "--solver") == 0 ||
+                    strcmp(a, "--set") == 0 || strcmp(a, "--resolution") == 0)) {
             if (i + 1 >= argc || !argv[i + 1][0]) {
                 fprintf(stderr, "pbf validate: %s needs a value (see `pbf validate --help`)\n", a);
                 return EXIT_USAGE;
@@ -1531,6 +1677,27 @@ int pbfapp_validate_command(int argc, char **argv) {
             if (strcmp(a, "--out") == 0) {
                 o.out = v;
                 out_given = 1;
+            } else if (strcmp(a, "--resolution") == 0) {
+                if (!parse_int(v, 0, 1000, &o.resolution) ||
+                    (o.resolution != N_COARSE && o.resolution != N_MEDIUM &&
+                     o.resolution != N_FINE)) {
+                    fprintf(stderr, "pbf validate: --resolution: \"%s\" is not 18, 36 or 72\n", v);
+                    return EXIT_USAGE;
+                }
+                o.fast = 1;
+            } else if (strcmp(a, "--set") == 0) {
+                size_t used = strlen(o.set);
+                if (used + strlen(v) + 2 > sizeof o.set || strchr(v, '\n')) {
+                    fprintf(stderr, "pbf validate: --set %s: too many or too long overrides\n", v);
+                    return EXIT_USAGE;
+                }
+                snprintf(o.set + used, sizeof o.set - used, "%s%s", used ? "\n" : "", v);
+                pbf_world_def probe = pbf_default_world_def();
+                pbf_error err;
+                if (!apply_sets(&probe, o.set, &err)) {
+                    fprintf(stderr, "pbf validate: %s\n", err.message);
+                    return EXIT_USAGE;
+                }
             } else if (strcmp(a, "--solver") == 0) {
                 o.solver = v;
             } else if (strcmp(a, "--report") == 0) {
@@ -1583,7 +1750,8 @@ int pbfapp_validate_command(int argc, char **argv) {
         fputs("pbf validate: out of memory\n", stderr);
         return EXIT_RUNTIME;
     }
-    int count = make_specs(specs, o.fast);
+    int count = make_specs(specs, o.fast, o.resolution ? o.resolution : N_COARSE);
+    for (int i = 0; i < count; ++i) memcpy(specs[i].set, o.set, sizeof o.set);
     double t0 = pbfapp_now();
     if (!o.quiet)
         fprintf(stderr,
@@ -1621,7 +1789,8 @@ int pbfapp_validate_command(int argc, char **argv) {
         if (!write_report(&o, report, &rs, &fl, argc, argv, pbfapp_now() - t0) ||
             !write_checks_json(out, &o, &rs))
             rc = EXIT_RUNTIME;
-        else if (evaluate_checks(&rs, !o.quiet, stderr) != 0)
+        else if (evaluate_checks(&rs, !o.quiet, stderr,
+                                 o.resolution ? o.resolution : N_COARSE) != 0)
             rc = EXIT_FAILED_CHECK;
     }
     return finish_run(rc, o.quiet, t0, report, specs, res, count);
@@ -1792,19 +1961,21 @@ static int build_checks(const run_set *rs, check *c) {
     h4->gate = 9.0;
     h4->note = "missed: the start-up transient";
     h5->gate = 2.0;
-    h5->note = "missed at every resolution: the column's compression at 4 iterations lowers the "
-               "surface, and the top layer, under-dense in the density sum, settles towards the "
+    h5->note = "just met at n = 18 (0.99 %), missed at n = 36: the column's compression at 4 "
+               "iterations lowers the surface, and the top layer, under-dense in the density sum, settles towards the "
                "layer below; s_corr's artificial pressure holds it with at most its weight "
                "(section 6: a stronger one lifted released columns)";
     h6->gate = 25.0; /* chaotic: 9-14 % at n = 18 between builds that differ only in rounding */
-    h6->note = "missed at every resolution: single particles of the under-dense surface layer "
-               "keep moving while the bulk is at rest (the mean speed meets the target)";
+    h6->note = "missed at every resolution: single particles keep moving while the bulk is at "
+               "rest (the mean speed meets the target); the fastest are not at the surface but in "
+               "the slab's layers at its two side walls and in its vertical edges";
     h7->gate = 1.0;
     /* dam break */
     check *d1 = &c[k++], *d2 = &c[k++];
     snprintf(d1->what, sizeof d1->what,
-             "dam break: front within 10 %% of the experiment for T ≤ 3 with one time shift of "
-             "at most 0.2 in T");
+             "dam break: front within %.0f %% of the experiment for T ≤ 3 with one time shift of "
+             "at most 0.2 in T",
+             FRONT_TOL);
     snprintf(
         d2->what, sizeof d2->what,
         "dam break: front never ahead of Ritter's Z = 1 + 2T (largest Z - Ritter after T = 0)");
@@ -1820,7 +1991,13 @@ static int build_checks(const run_set *rs, check *c) {
         d1->v[j] = e;
         d2->v[j] = ritter_lead(r);
     }
-    d1->gate = FRONT_TOL;
+    d1->gate = FRONT_CI;
+    d1->note = "missed at every resolution (worst at n = 72): the simulated surge runs ahead of "
+               "the experiment's after the time shift, faster the finer the resolution. Wall "
+               "friction was measured (section 2) and is not the default: on every wall it meets "
+               "the target at n = 18 and 36 only through the slab's side walls, misses it at "
+               "n = 72, and holds water up the walls and edges of the shipped scenes; on the "
+               "floor alone it gets no lower than 4.7 % at n = 18";
     d2->gate = 0.0;
     /* column release */
     check *r1 = &c[k++];
@@ -1837,6 +2014,21 @@ static int build_checks(const run_set *rs, check *c) {
         r1->v[j] = top_rise(r, &at, NULL);
     }
     r1->gate = RISE_TOL;
+    /* walls and edges */
+    check *w1 = &c[k++];
+    snprintf(w1->what, sizeof w1->what,
+             "walls and edges: no particle at a side wall or its edges more than %.0f particle "
+             "radii above the liquid beside it (dam break L deep, T ≤ %.0f)",
+             CLIMB_TOL, KO_T_MAX);
+    w1->unit = "r";
+    w1->target = CLIMB_TOL;
+    for (int j = 0; j < 3; ++j) {
+        const sim_result *r = get(rs, "edges_n%d_it%d", RES[j], 4);
+        if (!r) continue;
+        double at;
+        w1->v[j] = climb_max(r, &at);
+    }
+    w1->gate = CLIMB_TOL;
     /* energy */
     check *e1 = &c[k++], *e2 = &c[k++];
     snprintf(e1->what, sizeof e1->what,
@@ -1906,22 +2098,24 @@ static int build_checks(const run_set *rs, check *c) {
 
 /* Prints the checks of CI: each n = 18 value against its target (met / missed) and, where CI
  * allows more than the target, against that CI tolerance; then a count. Returns the number
- * outside their CI tolerance (CI fails). */
-static int evaluate_checks(const run_set *rs, int print, FILE *f) {
+ * outside their CI tolerance (CI fails). at_n: the resolution whose values are printed (another
+ * than n = 18 with --resolution: printed only, CI checks n = 18). */
+static int evaluate_checks(const run_set *rs, int print, FILE *f, int at_n) {
     check c[MAX_CHECKS];
-    int n = build_checks(rs, c), failed = 0, met = 0, missed = 0;
+    int n = build_checks(rs, c), failed = 0, met = 0, missed = 0, j = 0;
+    while (j < 2 && RES[j] != at_n) ++j;
     for (int i = 0; i < n; ++i) {
         if (!isfinite(c[i].gate)) continue;
-        pbfapp_verdict v = pbfapp_validate_verdict(c[i].v[0], c[i].target, c[i].ge);
+        pbfapp_verdict v = pbfapp_validate_verdict(c[i].v[j], c[i].target, c[i].ge);
         int outside =
-            pbfapp_validate_ci_verdict(c[i].v[0], c[i].gate, c[i].ge) == PBFAPP_CI_OUTSIDE;
+            pbfapp_validate_ci_verdict(c[i].v[j], c[i].gate, c[i].ge) == PBFAPP_CI_OUTSIDE;
         failed += outside;
         met += v == PBFAPP_VERDICT_MET;
         missed += v != PBFAPP_VERDICT_MET;
         if (print || outside) {
             char line[700];
-            pbfapp_validate_check_line(line, sizeof line, c[i].what, c[i].unit, c[i].v[0],
-                                       c[i].target, c[i].gate, c[i].ge, N_COARSE);
+            pbfapp_validate_check_line(line, sizeof line, c[i].what, c[i].unit, c[i].v[j],
+                                       c[i].target, c[i].gate, c[i].ge, at_n);
             fprintf(f, "pbf validate: %s\n", line);
         }
     }
@@ -1929,11 +2123,12 @@ static int evaluate_checks(const run_set *rs, int print, FILE *f) {
         fprintf(f,
                 "pbf validate: n = %d: %d of %d targets met, %d missed; %d outside the CI "
                 "tolerance%s\n",
-                N_COARSE, met, met + missed, missed, failed,
-                failed   ? " (CI fails)"
+                at_n, met, met + missed, missed, failed,
+                failed && at_n != N_COARSE ? " (CI checks n = 18 only)"
+                : failed                   ? " (CI fails)"
                 : missed ? " (the missed targets are within their looser CI tolerances)"
                          : "");
-    return failed;
+    return at_n == N_COARSE ? failed : 0;
 }
 
 /* ---- the report ------------------------------------------------------------------------------ */
@@ -2201,11 +2396,13 @@ static int write_report(const validate_options *o, const char *report, const run
     fprintf(f,
             "\nDefaults that matter here: %d solver iterations, relaxation %.3g, %s "
             "constraint, s_corr k = %.3g (n = %d, |dq| = %.2g h) with its artificial pressure at "
-            "scorr_support = %.3g (section 6), XSPH c = %.3g, vorticity %.3g m/s, cfl %.2g, no "
+            "scorr_support = %.3g (section 6) and the walls' share of it at scorr_wall = %.3g "
+            "(section 7), XSPH c = %.3g, vorticity %.3g m/s, cfl %.2g, no "
             "wall friction, rest density %.0f kg/m³.\n\n",
             dd.pbf.solver_iterations, dd.pbf.relaxation,
             dd.pbf.constraint == PBF_CONSTRAINT_UNILATERAL ? "unilateral" : "bilateral",
             dd.pbf.scorr_k, dd.pbf.scorr_n, dd.pbf.scorr_dq, dd.pbf.scorr_support,
+            dd.pbf.scorr_wall,
             dd.xsph_viscosity, dd.vorticity, dd.cfl, dd.rest_density);
 
     /* ---- hydrostatic ---- */
@@ -2274,7 +2471,7 @@ static int write_report(const validate_options *o, const char *report, const run
     for (int i = 0; i < rs->count; ++i) {
         const spec *sp = &rs->specs[i];
         const sim_result *r = &rs->res[i];
-        if (sp->kind != CASE_DAM || !r->h.ok || sp->vort_off) continue;
+        if (sp->kind != CASE_DAM || !r->h.ok || sp->vort_off || sp->deep) continue;
         double e, e1;
         double sh = best_shift(r, SHIFT_MAX, &e), sh1 = best_shift(r, 1.0, &e1);
         fprintf(f, "| n = %d, %d it | %.1f %% | %+.3f | %.1f %% %s | %+.3f | %.1f %% | %+.3f |\n",
@@ -2309,7 +2506,17 @@ static int write_report(const validate_options *o, const char *report, const run
                "particle simulations of this experiment do: in the experiment a gate had to be "
                "lifted, and the real floor has friction (every wall is free-slip here). The time "
                "shift absorbs the start; what remains grows with T because the simulated front is "
-               "also faster. It never overtakes Ritter's bound.\n\n");
+               "also faster, and more so the finer the resolution. It never overtakes Ritter's "
+               "bound.\n\n"
+               "Wall friction is not on in these runs, nor by default. Measured with `pbf "
+               "validate --resolution N --set friction_dynamic=0.2` (friction on every wall), "
+               "the fitted error is 2.98, 3.46 and 9.07 %% at n = 18, 36 and 72: below the target "
+               "at the two coarser resolutions only, and there mostly through the slab's two "
+               "side walls, which touch half of its particles (friction on the floor alone, "
+               "measured with a modified build, gave 5.4 %% at n = 18 with a coefficient of "
+               "0.2 and no less than 4.7 %% with larger ones). In the shipped dam break the same "
+               "friction holds the splash against the far wall and, before `scorr_wall`, raised "
+               "the edge stacks of section 7 (13 against 9 particle radii at n = 18).\n\n");
     fprintf(f,
             "The residual column is the largest y + r over the particles within 2 spacings of "
             "the back wall that have at least 4 such neighbours, over the initial height 2L.\n\n");
@@ -2574,6 +2781,45 @@ static int write_report(const validate_options *o, const char *report, const run
     fig(f, fl, link, out, "column_release",
         "Column release: height at the back wall and surge front after the release");
     fprintf(f, "%s\n\n", COLUMN_RELEASE_READING);
+
+    /* ---- 7. walls and edges ---- */
+    fprintf(f, "## 7. Walls and edges\n\n");
+    fprintf(f,
+            "The dam break of section 2 in a tank L = 0.146 m deep instead of the thin slab, so "
+            "that it has two side walls and four vertical edges (two at the back wall, where "
+            "the column falls), run to T = %.0f (the front is still short of the far wall). "
+            "Every frame the particles are binned along x (bins of 2 spacings); in each bin the "
+            "highest particle within 1.5 spacings of a side wall (a lone one counts; the edges "
+            "at the back wall are in the first bin) is compared with the highest particle 3 or "
+            "more spacings from both side walls in that bin and its two neighbours. The flow "
+            "does not depend on z, so any excess is liquid that climbed a wall or an edge. "
+            "Target: at most %.0f particle radii (one diameter) at any time.\n\n",
+            KO_T_MAX, CLIMB_TOL);
+    fprintf(f, "| n | particles | largest climb | at T |\n|---|---|---|---|\n");
+    for (int j = 0; j < 3; ++j) {
+        const sim_result *r = get(rs, "edges_n%d_it%d", RES[j], 4);
+        if (!r) continue;
+        double at, c = climb_max(r, &at);
+        fprintf(f, "| %d | %d | %.1f r = %.1f mm %s | %.2f |\n", RES[j], r->h.particles, c,
+                c * 1000.0 * 0.5 * KO_L / RES[j], c <= CLIMB_TOL ? "✅" : "❌", at);
+    }
+    fprintf(f, "\n");
+    fig(f, fl, link, out, "edges", "Walls and edges: the largest climb at the side walls");
+    fprintf(f,
+            "Reading: what used to climb (`--set scorr_wall=0`: 9.0 r at n = 18, 7.2 r at "
+            "n = 36) is a single-file stack of particles in each vertical edge at the back "
+            "wall, which stays up while the column beside it falls. Its particles are "
+            "under-dense (the unilateral constraint gives them no pressure, so the wall's "
+            "density gradient does not push them off) and closer than the rest spacing: "
+            "s_corr's anti-clumping part pushes such pairs apart, so the stack stands like a "
+            "column of marbles, and the clamp at the two walls keeps it exactly in the edge. "
+            "The wall is ghost fluid at rest density in the density sum; pbf now gives it its "
+            "share of s_corr's artificial pressure too (`scorr_wall` = 1: a particle is pushed "
+            "off a wall as ghost neighbours at the rest spacing would push it), which moves the "
+            "stack out of the edge, where it falls with the liquid. Without that, `scorr_k` = 0 "
+            "also removed the stacks (1.35 r) but let particles clump in the splash again (12 "
+            "closer than half a spacing after 0.5 s, none with the default), and wall friction "
+            "raised them (13 r at a coefficient of 0.2).\n\n");
 
     /* ---- CI ---- */
     fprintf(f, "## What CI checks\n\n");
@@ -3070,6 +3316,7 @@ static int validate_methods(validate_options *o, int argc, char **argv) {
         return EXIT_RUNTIME;
     }
     int count = make_method_specs(specs, solvers, ns, o->fast);
+    for (int i = 0; i < count; ++i) memcpy(specs[i].set, o->set, sizeof o->set);
     double t0 = pbfapp_now();
     if (!o->quiet)
         fprintf(stderr,

@@ -211,6 +211,14 @@ typedef struct pbf_world_hooks {
  * that the pressure's effect against gravity is the same at every resolution and time step.
  * Every backend takes this one float. */
 float pbf_scorr_support_ks(const pbf_world *w, float dt);
+/* The walls' share of s_corr on lambda's scale (the factor of the wall gradient in delta p, added
+ * to lambda_i): the solid is ghost fluid at rest density (boundary.c), so its pairs with a
+ * particle get s_corr's artificial pressure too, taken at its value at the rest spacing:
+ * scorr_wall * pbf_scorr_support_ks * s_rest. Without it nothing but the clamp holds a particle
+ * off a wall where it is under-dense (lambda = 0), and in a container's vertical edge, which the
+ * clamp keeps it in on two sides, particles stand in single file on s_corr's anti-clumping part
+ * while the liquid beside them falls. Computed on the host, the same float on every device. */
+float pbf_scorr_wall_term(const pbf_world *w, float dt);
 
 /* world.c: grows every particle array to `capacity` (the world is unchanged on failure). */
 pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err);

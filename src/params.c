@@ -79,6 +79,11 @@ static const pbf_param_info pbf_params[] = {
      "of gravity: a surface particle of the rest lattice is pushed up by scorr_support times its "
      "weight per step, whatever the resolution and time step (1 holds the surface layer at the "
      "rest spacing without lifting it; 0 = s_corr only keeps particles from clumping)"},
+    {"scorr_wall", PBF_PARAM_FLOAT, "1", 1.0, {0}, 0, 10, 0, NULL, F(pbf.scorr_wall),
+     "the walls' share of s_corr's artificial pressure: the solid (ghost fluid at rest density, "
+     "as in the wall density) pushes a particle off the wall as ghost neighbours at the rest "
+     "spacing would, times this (1: the wall like the fluid, so no single-file stack of "
+     "particles stands in a container's edge; 0 = the walls take no part in s_corr)"},
     {"pbf_tolerance", PBF_PARAM_FLOAT, "%", 0, {0}, 0, 100, 0, NULL, F(pbf.tolerance),
      "stop the iterations when the average density error (eq. 1, compression) is at most this; "
      "0 = always solver_iterations iterations"},

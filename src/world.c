@@ -158,6 +158,10 @@ float pbf_scorr_support_ks(const pbf_world *w, float dt) {
     return (float)(-(double)d->pbf.scorr_support * g * (double)dt * dt / per_step);
 }
 
+float pbf_scorr_wall_term(const pbf_world *w, float dt) {
+    return w->def.pbf.scorr_wall * pbf_scorr_support_ks(w, dt) * w->scorr_s_rest;
+}
+
 pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf_error *err) {
     if (!out_world) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_world_create: out_world is NULL");

@@ -99,7 +99,7 @@ check "pbf validate -q on a terminal: nothing written in 2 s (exit ${rc}, 124 = 
 rc=0
 ptyrun --no-tty --timeout 2 "${tmp}/val_pipe.txt" -- "${pbf}" "${validate[@]}" --out "${tmp}/val3" ||
     rc=$?
-[[ ${rc} -eq 124 ]] && quiet "${tmp}/val_pipe.txt" && grep -q "pbf validate: 7 simulations" "${tmp}/val_pipe.txt"
+[[ ${rc} -eq 124 ]] && quiet "${tmp}/val_pipe.txt" && grep -q "pbf validate: 8 simulations" "${tmp}/val_pipe.txt"
 check "pbf validate to a pipe: its plain lines, no bar (exit ${rc}, 124 = stopped)" $?
 
 echo "run_progress: ${passed} passed, ${failed} failed"

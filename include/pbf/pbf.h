@@ -100,6 +100,10 @@ typedef struct pbf_pbf_params {
                                    pressure) pushes a surface particle of the rest lattice up by
                                    scorr_support times its weight per step: 1 holds the surface
                                    layer at the rest spacing, never lifts it; 0 = none */
+    float scorr_wall;           /* the walls' share of that artificial pressure: the solid, ghost
+                                   fluid at rest density in the wall density, pushes a particle
+                                   off it as scorr_wall ghost neighbours at the rest spacing would
+                                   (pbf_scorr_wall_term); 0 = the walls take no part in s_corr */
     float tolerance;            /* average density error to stop at, percent; 0: always
                                    solver_iterations iterations */
     int min_iterations, max_iterations; /* bounds of the iterations when tolerance > 0 */

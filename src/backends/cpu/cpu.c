@@ -644,7 +644,7 @@ static int stage_delta_p(pbf_world *w, float dt) {
     const int n = w->count;
     /* s_corr on lambda's scale: against clumping, and the artificial pressure (pbf_scorr_split) */
     const float ks = -w->def.pbf.scorr_k / w->lattice_grad2, ksg = pbf_scorr_support_ks(w, dt);
-    const float s_rest = w->scorr_s_rest;
+    const float s_rest = w->scorr_s_rest, sw = pbf_scorr_wall_term(w, dt);
     const pbf_vf inv_wdq = vf_set1(w->scorr_inv_wdq);
     const int sn = w->def.pbf.scorr_n;
     const float om = w->def.pbf.over_relaxation;
@@ -693,9 +693,10 @@ static int stage_delta_p(pbf_world *w, float dt) {
                 az += vf_and(f * dz, in);
             );
             /* over-relaxation of the Jacobi step (successive over-relaxation): omega = 1 is the
-             * paper */
-            float dpx = om * (li * gw[0] + vf_hsum(ax)), dpy = om * (li * gw[1] + vf_hsum(ay)),
-                  dpz = om * (li * gw[2] + vf_hsum(az));
+             * paper; the wall's term with its share of s_corr (pbf_scorr_wall_term) */
+            const float lw = li + sw;
+            float dpx = om * (lw * gw[0] + vf_hsum(ax)), dpy = om * (lw * gw[1] + vf_hsum(ay)),
+                  dpz = om * (lw * gw[2] + vf_hsum(az));
             if (!isfinite(dpx + dpy + dpz) && i < bad) bad = i;
             /* the collision stage's work, done here: x* + delta p (eq. 14) pushed out of the walls,
              * into v, dead from the prediction to the velocity stage; the collision stage then

@@ -60,6 +60,7 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.ks = -w->def.pbf.scorr_k / w->lattice_grad2;
     P.ksg = pbf_scorr_support_ks(w, dt);
     P.s_rest = w->scorr_s_rest;
+    P.scorr_wall = pbf_scorr_wall_term(w, dt);
     P.inv_wdq = w->scorr_inv_wdq;
     P.omega = w->def.pbf.over_relaxation;
     P.chebyshev = pbf_chebyshev_omega(w->def.pbf.chebyshev_rho, c ? c->iteration : 0);

@@ -112,6 +112,7 @@ typedef struct pbf_gpu_params {
     float ks;       /* -scorr_k / lattice_grad2: s_corr on lambda's scale, against clumping */
     float ksg;      /* s_corr's artificial pressure (pbf_scorr_support_ks) */
     float s_rest;   /* s_corr's shape at the rest spacing */
+    float scorr_wall; /* the walls' share of s_corr on lambda's scale (pbf_scorr_wall_term) */
     float inv_wdq;  /* 1 / W(dq) */
     float omega;    /* over-relaxation of delta p */
     float chebyshev; /* this iteration's Chebyshev weight of lambda (pbf_chebyshev_omega) */

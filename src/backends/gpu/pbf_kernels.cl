@@ -498,10 +498,12 @@ PBF_KERNEL pbf_k_delta_p(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                            PBF_DELTA_P_LANE(P.scorr_n))
     }
 #undef PBF_DELTA_P_LANE
-    /* over-relaxation of the Jacobi step (SOR): omega = 1 is the paper */
-    const float dpx = P.omega * (li * gw[0] + pbf_gpu_hsum(ax)),
-                dpy = P.omega * (li * gw[1] + pbf_gpu_hsum(ay)),
-                dpz = P.omega * (li * gw[2] + pbf_gpu_hsum(az));
+    /* over-relaxation of the Jacobi step (SOR): omega = 1 is the paper; the wall's term with its
+     * share of s_corr (pbf_scorr_wall_term) */
+    const float lw = li + P.scorr_wall;
+    const float dpx = P.omega * (lw * gw[0] + pbf_gpu_hsum(ax)),
+                dpy = P.omega * (lw * gw[1] + pbf_gpu_hsum(ay)),
+                dpz = P.omega * (lw * gw[2] + pbf_gpu_hsum(az));
     sx[i] = dpx; /* eq. 14 */
     sy[i] = dpy;
     sz[i] = dpz;
