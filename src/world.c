@@ -33,9 +33,9 @@ const char *pbf_status_string(pbf_status status) {
 
 size_t pbf_bytes_per_particle(void) {
     /* every array of the field registry (the SPH solvers' scratch included), plus the CPU
-     * backend's packed neighbour copy (16 B), list start (2 B) and lists at a generous 40
-     * neighbours of 1.5 bytes */
-    return pbf_fields_bytes(0, 0) + 16 + 2 + 40 * 3 / 2;
+     * backend's packed neighbour copy (16 B), the SPH passes' packed velocities and wall cache
+     * (32 B), list start (2 B) and lists at a generous 40 neighbours of 1.5 bytes */
+    return pbf_fields_bytes(0, 0) + 16 + 32 + 2 + 40 * 3 / 2;
 }
 
 /* Is field f kept in host memory by the world's backend? */

@@ -76,7 +76,12 @@ typedef struct cpu_lists {
     size_t pack_cap;
     int collided;     /* delta p has applied itself and the collisions (see stage_delta_p) */
     int collide_bad;  /* its first particle with a non-finite x* + delta p */
+    float *sph_v;     /* the SPH passes' packed velocities (v_x, v_y, v_z, 0), 16 bytes each */
+    float *sph_wall;  /* the wall at each particle: (grad_x, grad_y, grad_z, density) */
+    size_t sph_cap;
+    int wall_at;      /* where sph_wall was taken: WALL_NONE, WALL_AT_X or WALL_AT_PREDICTED */
 } cpu_lists;
+enum { WALL_NONE, WALL_AT_X, WALL_AT_PREDICTED };
 #define LISTS(w) ((cpu_lists *)(w)->dev)
 #define CODE_MAX_RANGE ((1u << CODE_OFFSET_BITS) - 1u)
 #define LIST_PADDING 32 /* bytes after the last code: a chunk's 16-byte load stays inside */
@@ -453,6 +458,14 @@ static inline PBF_SIMD_INLINE void load_packed(const float *P, const uint32_t *j
     *y = (pbf_vf)_mm256_shuffle_ps(u0, u1, 0xEE);
     *z = (pbf_vf)_mm256_shuffle_ps(u2, u3, 0x44);
     if (l) *l = (pbf_vf)_mm256_shuffle_ps(u2, u3, 0xEE);
+#elif PBF_LANES == 4 && defined(__SSE2__)
+    __m128 t0 = _mm_load_ps(P + 4 * (size_t)jv[0]), t1 = _mm_load_ps(P + 4 * (size_t)jv[1]),
+           t2 = _mm_load_ps(P + 4 * (size_t)jv[2]), t3 = _mm_load_ps(P + 4 * (size_t)jv[3]);
+    _MM_TRANSPOSE4_PS(t0, t1, t2, t3);
+    *x = (pbf_vf)t0;
+    *y = (pbf_vf)t1;
+    *z = (pbf_vf)t2;
+    if (l) *l = (pbf_vf)t3;
 #else
     for (int k = 0; k < PBF_LANES; ++k) {
         const float *q = P + 4 * (size_t)jv[k];
@@ -1023,6 +1036,96 @@ static int stage_gravity(pbf_world *w, float dt, float vmax) {
     return bad;
 }
 
+/* ---- the SPH passes' packed copies and wall cache ------------------------------------------
+ * The SPH passes read x_j, v_j and k_j of scattered neighbours: packed as (x, y, z, k) in the
+ * pack array and (v_x, v_y, v_z, 0) in sph_v, a neighbour is two 16-byte loads and two cache
+ * lines instead of up to seven of each (see load_packed). Each pass packs what it reads at its
+ * start, from the arrays as they are then (a distributed run's halo updates included), so the
+ * values, and every result, are the arrays' own.
+ * The wall's density and gradient at a point depend on the point alone: the first pass at a
+ * point (the step's first SPH pass at x, PCISPH's prediction at x + dt v) keeps them in
+ * sph_wall, and the passes that follow at the same point read them back instead of recomputing
+ * the same floats. pbf_cpu_stage drops the cache before any other stage (see sph_wall_keeps). */
+static int sph_reserve(pbf_world *w) {
+    cpu_lists *L = LISTS(w);
+    size_t need = (size_t)w->count + PBF_ARRAY_PADDING;
+    if (need <= L->sph_cap) return 1;
+    free(L->sph_v);
+    free(L->sph_wall);
+    L->sph_v = L->sph_wall = NULL;
+    L->sph_cap = 0;
+    L->wall_at = WALL_NONE;
+    size_t bytes = (need * 4 * sizeof(float) + 63) / 64 * 64;
+    L->sph_v = aligned_alloc(64, bytes);
+    L->sph_wall = aligned_alloc(64, bytes);
+    if (!L->sph_v || !L->sph_wall) {
+        free(L->sph_v);
+        free(L->sph_wall);
+        L->sph_v = L->sph_wall = NULL;
+        return 0;
+    }
+    memset(L->sph_v, 0, bytes);
+    memset(L->sph_wall, 0, bytes);
+    L->sph_cap = need;
+    return 1;
+}
+
+/* The packed copies of an SPH pass: *P = (x, y, z, K) (K NULL: x, y, z only) and, with_v,
+ * *PV = (v_x, v_y, v_z, 0); NULL where there is no room (the pass gathers from the arrays). */
+static void sph_pack(pbf_world *w, const float *K, int with_v, const float **P, const float **PV) {
+    float *restrict A = pack_reserve(w) ? LISTS(w)->pack : NULL;
+    float *restrict B = with_v && sph_reserve(w) ? LISTS(w)->sph_v : NULL;
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const int n = w->count;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) {
+        if (A) {
+            A[4 * i + 0] = QX[i];
+            A[4 * i + 1] = QY[i];
+            A[4 * i + 2] = QZ[i];
+            if (K) A[4 * i + 3] = K[i];
+        }
+        if (B) {
+            B[4 * i + 0] = VX[i];
+            B[4 * i + 1] = VY[i];
+            B[4 * i + 2] = VZ[i];
+        }
+    }
+    *P = A;
+    if (PV) *PV = B;
+}
+
+/* The wall cache a pass at `at` writes (NULL: none; the pass then computes only). */
+static float *sph_wall_begin(pbf_world *w) {
+    LISTS(w)->wall_at = WALL_NONE;
+    return sph_reserve(w) ? LISTS(w)->sph_wall : NULL;
+}
+static inline void sph_wall_put(float *WC, int i, float wall, const float gw[3]) {
+    if (!WC) return;
+    WC[4 * (size_t)i + 0] = gw[0];
+    WC[4 * (size_t)i + 1] = gw[1];
+    WC[4 * (size_t)i + 2] = gw[2];
+    WC[4 * (size_t)i + 3] = wall;
+}
+/* The wall at particle i's point p (taken `at`): from the cache when it holds that point. */
+static inline float sph_wall_get(const pbf_world *w, int i, int at, const float p[3],
+                                 float gw[3]) {
+    const cpu_lists *L = LISTS(w);
+    if (L->wall_at != at) return pbf_world_wall_density(w, p, gw);
+    const float *c = L->sph_wall + 4 * (size_t)i;
+    gw[0] = c[0];
+    gw[1] = c[1];
+    gw[2] = c[2];
+    return c[3];
+}
+/* Stages that read the wall cache and leave x (and, but for PCISPH's pressure_accel, which drops
+ * it itself, the point of the cache) unchanged; every other stage drops it before it runs. */
+static int sph_wall_keeps(pbf_stage_id s) {
+    return s == PBF_STAGE_DIVERGENCE || s == PBF_STAGE_DENSITY_ADV ||
+           s == PBF_STAGE_IISPH_PRESSURE || s == PBF_STAGE_PRESSURE_ACCEL;
+}
+
 /* WCSPH: density (walls included), the Tait pressure as k_i, and the velocity change of the
  * artificial viscosity over dt into sx, sy, sz (added by the pressure stage). */
 static int stage_wcsph_pressure(pbf_world *w, float dt) {
@@ -1036,6 +1139,9 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
     const pbf_vf nu = vf_set1(dt * w->k.volume * pbf_wcsph_viscosity(w->def.wcsph.viscosity, B, gamma, k->h, rho0));
     const pbf_vf eps_h2 = vf_set1(0.01f * k->h2), zero = vf_set1(0.0f);
     int bad = INT_MAX;
+    const float *P, *PV;
+    sph_pack(w, NULL, 1, &P, &PV);
+    float *WC = sph_wall_begin(w);
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -1046,15 +1152,18 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
             const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
             float wall = pbf_world_wall_density(w, p, gw);
+            sph_wall_put(WC, i, wall, gw);
             pbf_vf rho = vf_set1(0.0f), ax = rho, ay = rho, az = rho;
             FOR_NEIGHBOURS_R(w, i, &cache,
-                pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+                pbf_vf xj, yj, zj, vxj, vyj, vzj;
+                load_neighbours(P, jv, QX, QY, QZ, NULL, &xj, &yj, &zj, NULL);
+                load_neighbours(PV, jv, VX, VY, VZ, NULL, &vxj, &vyj, &vzj, NULL);
+                pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 pbf_vi in = valid & (r2 < h2v);
                 rho += v_poly6(k, r2, in);
                 /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */
-                pbf_vf vr = vf_and((vxi - LOAD(VX)) * dx + (vyi - LOAD(VY)) * dy + (vzi - LOAD(VZ)) * dz,
-                                   in);
+                pbf_vf vr = vf_and((vxi - vxj) * dx + (vyi - vyj) * dy + (vzi - vzj) * dz, in);
                 pbf_vf f = vf_and(nu * (zero - vf_max(zero - vr, zero)) / (r2 + eps_h2) * v_spiky(k, r2, in), in);
                 ax += vf_and(f * dx, in);
                 ay += vf_and(f * dy, in);
@@ -1070,6 +1179,7 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
         }
         pbf_denormals_restore(fp_mode);
     }
+    if (WC) LISTS(w)->wall_at = WALL_AT_X;
     w->solve_error = 100.0 * mean_excess(w, w->density, inv_rho0, -1.0f);
     return bad;
 }
@@ -1081,6 +1191,7 @@ static int stage_dfsph_factor(pbf_world *w) {
     const float eps = 1e-6f * w->lattice_grad2;
     int bad = INT_MAX;
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
+    float *WC = sph_wall_begin(w);
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -1089,6 +1200,7 @@ static int stage_dfsph_factor(pbf_world *w) {
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
+            sph_wall_put(WC, i, wall, gw);
             density_grad_sums(w, i, &rho, g, &s2, P, &cache);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
@@ -1097,12 +1209,14 @@ static int stage_dfsph_factor(pbf_world *w) {
         }
         pbf_denormals_restore(fp_mode);
     }
+    if (WC) LISTS(w)->wall_at = WALL_AT_X;
     return bad;
 }
 
 /* D_i = sum_j V (v_i - v_j) . grad W_ij + v_i . grad wall_i, the rate of change of rho_i / rho_0
  * from the current velocities (the wall is at rest), with gw the wall gradient at x_i. */
 static inline PBF_SIMD_INLINE float density_rate(pbf_world *w, int i, const float gw[3],
+                                                const float *P, const float *PV,
                                                 nb_ranges *cache) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
@@ -1113,12 +1227,14 @@ static inline PBF_SIMD_INLINE float density_rate(pbf_world *w, int i, const floa
     const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
     pbf_vf dsum = vf_set1(0.0f);
     FOR_NEIGHBOURS_R(w, i, cache,
-        pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+        pbf_vf xj, yj, zj, vxj, vyj, vzj;
+        load_neighbours(P, jv, QX, QY, QZ, NULL, &xj, &yj, &zj, NULL);
+        load_neighbours(PV, jv, VX, VY, VZ, NULL, &vxj, &vyj, &vzj, NULL);
+        pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
         pbf_vf f = vol * v_spiky(k, r2, in);
-        pbf_vf ux = vf_and(vxi - LOAD(VX), in), uy = vf_and(vyi - LOAD(VY), in),
-               uz = vf_and(vzi - LOAD(VZ), in);
+        pbf_vf ux = vf_and(vxi - vxj, in), uy = vf_and(vyi - vyj, in), uz = vf_and(vzi - vzj, in);
         dsum += vf_and(f * dx, in) * ux + vf_and(f * dy, in) * uy + vf_and(f * dz, in) * uz;
     );
     return vf_hsum(dsum) + VX[i] * gw[0] + VY[i] * gw[1] + VZ[i] * gw[2];
@@ -1131,6 +1247,8 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence) {
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     int bad = INT_MAX;
+    const float *P, *PV;
+    sph_pack(w, NULL, 1, &P, &PV);
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -1138,8 +1256,9 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence) {
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-            pbf_world_wall_density(w, p, gw);
-            float c = pbf_dfsph_source(w->density[i] * inv_rho0, density_rate(w, i, gw, &cache), dt, divergence);
+            sph_wall_get(w, i, WALL_AT_X, p, gw);
+            float c = pbf_dfsph_source(w->density[i] * inv_rho0,
+                                       density_rate(w, i, gw, P, PV, &cache), dt, divergence);
             w->sy[i] = c;
             w->lambda[i] = c * w->sx[i];
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;
@@ -1170,6 +1289,9 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
     const pbf_vf h2v = vf_set1(k->h2), dtv = vf_set1(dt);
     const pbf_vf vol = vf_set1(w->k.volume);
     int bad = INT_MAX;
+    const float *P, *PV = NULL;
+    sph_pack(w, K, predicted, &P, &PV);
+    const int wall_at = predicted ? WALL_AT_PREDICTED : WALL_AT_X;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -1186,18 +1308,22 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
             const pbf_vf xi = vf_set1(g[0]), yi = vf_set1(g[1]), zi = vf_set1(g[2]);
             const float ki = K[i];
             const pbf_vf vki = vf_set1(ki);
-            pbf_world_wall_density(w, g, gw);
+            sph_wall_get(w, i, wall_at, g, gw);
             pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
             FOR_NEIGHBOURS_R(w, i, &cache,
-                pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
+                pbf_vf xj, yj, zj, kj;
+                load_neighbours(P, jv, QX, QY, QZ, K, &xj, &yj, &zj, &kj);
+                pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
                 if (predicted) {
-                    dx -= dtv * LOAD(VX);
-                    dy -= dtv * LOAD(VY);
-                    dz -= dtv * LOAD(VZ);
+                    pbf_vf vxj, vyj, vzj;
+                    load_neighbours(PV, jv, VX, VY, VZ, NULL, &vxj, &vyj, &vzj, NULL);
+                    dx -= dtv * vxj;
+                    dy -= dtv * vyj;
+                    dz -= dtv * vzj;
                 }
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 pbf_vi in = valid & (r2 < h2v);
-                pbf_vf f = vf_and((vki + LOAD(K)) * vol * v_spiky(k, r2, in), in);
+                pbf_vf f = vf_and((vki + kj) * vol * v_spiky(k, r2, in), in);
                 ax += vf_and(f * dx, in);
                 ay += vf_and(f * dy, in);
                 az += vf_and(f * dz, in);
@@ -1219,6 +1345,7 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
         pbf_denormals_restore(fp_mode);
     }
     if (predicted) {
+        LISTS(w)->wall_at = WALL_NONE; /* the velocities, and so the predicted points, changed */
         swapf(&w->vx, &w->sx);
         swapf(&w->vy, &w->sy);
         swapf(&w->vz, &w->sz);
@@ -1264,6 +1391,7 @@ static int stage_pcisph_init(pbf_world *w, float dt) {
 
 /* sum_j W(x*_i - x*_j) over the step's neighbours at the predicted positions x* = x + dt v. */
 static inline PBF_SIMD_INLINE float predicted_kernel_sum(pbf_world *w, int i, float dt,
+                                                        const float *P, const float *PV,
                                                         nb_ranges *cache) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
@@ -1273,21 +1401,26 @@ static inline PBF_SIMD_INLINE float predicted_kernel_sum(pbf_world *w, int i, fl
                  zi = vf_set1(QZ[i] + dt * VZ[i]);
     pbf_vf rho = vf_set1(0.0f);
     FOR_NEIGHBOURS_R(w, i, cache,
-        pbf_vf dx = xi - LOAD(QX) - dtv * LOAD(VX), dy = yi - LOAD(QY) - dtv * LOAD(VY),
-               dz = zi - LOAD(QZ) - dtv * LOAD(VZ);
+        pbf_vf xj, yj, zj, vxj, vyj, vzj;
+        load_neighbours(P, jv, QX, QY, QZ, NULL, &xj, &yj, &zj, NULL);
+        load_neighbours(PV, jv, VX, VY, VZ, NULL, &vxj, &vyj, &vzj, NULL);
+        pbf_vf dx = xi - xj - dtv * vxj, dy = yi - yj - dtv * vyj, dz = zi - zj - dtv * vzj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         rho += v_poly6(k, r2, valid & (r2 < h2v));
     );
     return vf_hsum(rho);
 }
 
-/* PCISPH: the density error at the predicted positions x* = x + dt v (walls included), its
- * average (compression) as the error of the loop, and the pressure corrected by delta times
- * the error (eq. 8), >= 0, with the increment in lambda. */
+/* PCISPH: the density error at the predicted positions x* = x + dt v (walls included) into sz
+ * (dead: pressure_accel's scratch), its average (compression) as the error of the loop, and the
+ * pressure corrected by delta times the error (eq. 8), >= 0, with the increment in lambda. */
 static int stage_pcisph_pressure(pbf_world *w, float dt) {
     const int n = w->count;
     const float delta = pbf_pcisph_delta(w->lattice_grad2);
     int bad = INT_MAX;
+    const float *P, *PV;
+    sph_pack(w, NULL, 1, &P, &PV);
+    float *WC = sph_wall_begin(w);
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -1298,19 +1431,18 @@ static int stage_pcisph_pressure(pbf_world *w, float dt) {
                           w->qz[i] + dt * w->vz[i]},
                   gw[3];
             float wall = pbf_world_wall_density(w, p, gw);
-            float rel = w->k.volume * predicted_kernel_sum(w, i, dt, &cache) + wall;
-            w->lambda[i] = rel - 1.0f;
-            if (!isfinite(w->lambda[i]) && i < bad) bad = i;
+            sph_wall_put(WC, i, wall, gw);
+            float rel = w->k.volume * predicted_kernel_sum(w, i, dt, P, PV, &cache) + wall;
+            const float err = rel - 1.0f, kn = pbf_pcisph_k(w->density[i], err, delta);
+            w->sz[i] = err;
+            w->lambda[i] = kn - w->density[i];
+            w->density[i] = kn;
+            if (!isfinite(err) && i < bad) bad = i;
         }
         pbf_denormals_restore(fp_mode);
     }
-    w->solve_error = 100.0 * mean_excess(w, w->lambda, 1.0f, 0.0f);
-#pragma omp parallel for schedule(static) num_threads(w->nthreads)
-    for (int i = 0; i < n; ++i) {
-        float kn = pbf_pcisph_k(w->density[i], w->lambda[i], delta);
-        w->lambda[i] = kn - w->density[i];
-        w->density[i] = kn;
-    }
+    if (WC) LISTS(w)->wall_at = WALL_AT_PREDICTED;
+    w->solve_error = 100.0 * mean_excess(w, w->sz, 1.0f, 0.0f);
     return bad;
 }
 
@@ -1320,6 +1452,7 @@ static int stage_iisph_diagonal(pbf_world *w) {
     const int n = w->count;
     int bad = INT_MAX;
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
+    float *WC = sph_wall_begin(w);
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -1328,6 +1461,7 @@ static int stage_iisph_diagonal(pbf_world *w) {
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
+            sph_wall_put(WC, i, wall, gw);
             density_grad_sums(w, i, &rho, g, &s2, P, &cache);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
@@ -1337,6 +1471,7 @@ static int stage_iisph_diagonal(pbf_world *w) {
         }
         pbf_denormals_restore(fp_mode);
     }
+    if (WC) LISTS(w)->wall_at = WALL_AT_X;
     return bad;
 }
 
@@ -1348,6 +1483,8 @@ static int stage_iisph_pressure(pbf_world *w, float dt) {
     const float inv_rho0 = 1.0f / w->k.rest_density, omega = w->def.iisph.omega;
     const float eps = 1e-6f * w->lattice_grad2;
     int bad = INT_MAX;
+    const float *P, *PV;
+    sph_pack(w, NULL, 1, &P, &PV);
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -1355,8 +1492,8 @@ static int stage_iisph_pressure(pbf_world *w, float dt) {
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
-            pbf_world_wall_density(w, p, gw);
-            float rel = w->density[i] * inv_rho0 + dt * density_rate(w, i, gw, &cache);
+            sph_wall_get(w, i, WALL_AT_X, p, gw);
+            float rel = w->density[i] * inv_rho0 + dt * density_rate(w, i, gw, P, PV, &cache);
             float kn = pbf_iisph_k(w->sy[i], rel, w->sx[i], omega, eps);
             w->sz[i] = rel - 1.0f;
             w->lambda[i] = kn - w->sy[i];
@@ -1439,6 +1576,7 @@ static void stage_stats(pbf_world *w) {
 }
 
 int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
+    if (!sph_wall_keeps(stage)) LISTS(w)->wall_at = WALL_NONE;
     switch (stage) {
     case PBF_STAGE_PREDICT: return stage_predict(w, c->dt, c->vmax);
     case PBF_STAGE_GRID: stage_grid(w, 1); return INT_MAX;
@@ -1483,6 +1621,8 @@ static void cpu_release(pbf_world *w) {
         free(LISTS(w)->block_start);
         free(LISTS(w)->start);
         free(LISTS(w)->pack);
+        free(LISTS(w)->sph_v);
+        free(LISTS(w)->sph_wall);
     }
     free(w->dev);
     w->dev = NULL;
@@ -1504,7 +1644,7 @@ static size_t cpu_list_bytes(const pbf_world *w) {
     const cpu_lists *L = LISTS(w);
     return CODE_BYTES(L->cap) + LIST_PADDING + L->block_cap * 2 * sizeof(uint32_t) +
            L->start_cap * sizeof(uint16_t) +
-           L->pack_cap * 4 * sizeof(float);
+           L->pack_cap * 4 * sizeof(float) + L->sph_cap * 2 * 4 * sizeof(float);
 }
 
 const pbf_backend_ops pbf_backend_cpu = {
