@@ -33,32 +33,7 @@
 #
 #   bash tests/run_mpi.sh PBF HAVE_MPI [MPIRUN]
 set -uo pipefail
-pbf="$1"
-have_mpi="$2"
-mpirun="${3:-mpirun}"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-scene="${here}/../scenes/quick.json"
-source "${here}/check.sh"
-
-if [[ "${have_mpi}" != "ON" ]]; then
-    echo "skipped: this pbf was built without MPI (install libopenmpi-dev: cmake prints \"pbf MPI: ON\")"
-    exit 77
-fi
-if ! command -v "${mpirun}" > /dev/null 2>&1; then
-    echo "skipped: ${mpirun} not found (install openmpi-bin)"
-    exit 77
-fi
-
-tmp="$(mktemp -d)"
-trap 'rm -rf "${tmp}"' EXIT
-cd "${tmp}" || exit 1
-# 4 processes on 2 cores
-# (with --oversubscribe Open MPI runs them in its degraded mode: a waiting process yields)
-mp() { # mp N ARGS...: pbf on N processes
-    local n="$1"
-    shift
-    "${mpirun}" --oversubscribe --allow-run-as-root -np "${n}" "${pbf}" "$@"
-}
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/mpi_common.sh" "$@"
 common=(--set threads=1 --frames 12 -q)
 
 # same files: every frame, and the checkpoint of frame 12 (of a run to frame 12)

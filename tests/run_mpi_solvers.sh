@@ -12,25 +12,7 @@
 #
 #   bash tests/run_mpi_solvers.sh PBF HAVE_MPI [MPIRUN]
 set -uo pipefail
-pbf="$1"
-have_mpi="$2"
-mpirun="${3:-mpirun}"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-scene="${here}/../scenes/quick.json"
-source "${here}/check.sh"
-
-if [[ "${have_mpi}" != "ON" ]]; then
-    echo "skipped: this pbf was built without MPI (install libopenmpi-dev: cmake prints \"pbf MPI: ON\")"
-    exit 77
-fi
-if ! command -v "${mpirun}" > /dev/null 2>&1; then
-    echo "skipped: ${mpirun} not found (install openmpi-bin)"
-    exit 77
-fi
-
-tmp="$(mktemp -d)"
-trap 'rm -rf "${tmp}"' EXIT
-cd "${tmp}" || exit 1
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/mpi_common.sh" "$@"
 frames=6
 
 same_run() { # same_run REF DIR N: frames byte-identical, stats.jsonl equal (errors 1e-9)
@@ -76,7 +58,7 @@ for solver in wcsph pcisph iisph dfsph pbf; do
         "${set_args[@]}"
     check "${name}: single-process reference run" $?
     for n in 2 4; do
-        "${mpirun}" --oversubscribe --allow-run-as-root -np "${n}" "${pbf}" run "${scene}" \
+        mp "${n}" run "${scene}" \
             --out "np${n}_${solver}" --set threads=1 --frames "${frames}" -q "${set_args[@]}"
         check "${name}, mpirun -np ${n}: exit 0" $?
         same_run "ref_${solver}" "np${n}_${solver}" "${n}"
