@@ -35,6 +35,51 @@
 #undef PBF_REAL_MAX
 #undef PBF_KFN
 
+/* Two particles at once (AVX-512): lanes 0-7 hold a chunk of particle i's neighbours, lanes
+ * 8-15 the same chunk of particle i + 1's, each lane computing exactly what the 8-lane code
+ * computes for it, and each half summed into its own particle's 8 lane sums in the same order
+ * (a lane past a particle's list adds +0, which leaves a sum unchanged: a sum that starts at
+ * +0 is never -0). Bit-identical to the 8-lane passes, with half the loop trips and twice the
+ * independent work in flight. */
+#if defined(__AVX512F__) && defined(__AVX512DQ__) && PBF_LANES == 8
+#define PBF_PAIRS 1
+typedef float pbf_vf16 __attribute__((vector_size(64)));
+typedef int32_t pbf_vi16 __attribute__((vector_size(64)));
+static inline PBF_SIMD_INLINE pbf_vf16 vf16_set1(float x) { return x - (pbf_vf16){0}; }
+static inline PBF_SIMD_INLINE pbf_vf16 vf16_and(pbf_vf16 a, pbf_vi16 m) {
+    return (pbf_vf16)((pbf_vi16)a & m);
+}
+static inline PBF_SIMD_INLINE pbf_vf16 vf16_max(pbf_vf16 a, pbf_vf16 b) {
+    pbf_vi16 m = a > b;
+    return (pbf_vf16)(((pbf_vi16)a & m) | ((pbf_vi16)b & ~m));
+}
+static inline PBF_SIMD_INLINE pbf_vf16 vf16_sqrt(pbf_vf16 a) {
+    return (pbf_vf16)_mm512_sqrt_ps((__m512)a);
+}
+static inline PBF_SIMD_INLINE pbf_vf16 vf16_join(pbf_vf lo, pbf_vf hi) {
+    return (pbf_vf16)_mm512_insertf32x8(_mm512_castps256_ps512((__m256)lo), (__m256)hi, 1);
+}
+static inline PBF_SIMD_INLINE pbf_vf vf16_lo(pbf_vf16 a) { return (pbf_vf)_mm512_castps512_ps256((__m512)a); }
+static inline PBF_SIMD_INLINE pbf_vf vf16_hi(pbf_vf16 a) { return (pbf_vf)_mm512_extractf32x8_ps((__m512)a, 1); }
+#define PBF_REAL pbf_vf16
+#define PBF_REAL_SQRT(x) vf16_sqrt(x)
+#define PBF_REAL_MAX(a, b) vf16_max((a), vf16_set1(0.0f) + (b))
+#define PBF_KFN(name) name##_v16
+#include "sph/kernel_formulas.h"
+#undef PBF_REAL
+#undef PBF_REAL_SQRT
+#undef PBF_REAL_MAX
+#undef PBF_KFN
+static inline PBF_SIMD_INLINE pbf_vf16 v16_poly6(const pbf_sph_consts *k, pbf_vf16 r2, pbf_vi16 in) {
+    return vf16_and(pbf_poly6_v16(k, r2), in);
+}
+static inline PBF_SIMD_INLINE pbf_vf16 v16_spiky(const pbf_sph_consts *k, pbf_vf16 r2, pbf_vi16 in) {
+    return vf16_and(pbf_spiky_v16(k, r2), in);
+}
+#else
+#define PBF_PAIRS 0
+#endif
+
 /* W_poly6 and grad W_spiky factor on 8 lanes, zero outside `in` = valid & (r2 < h2). */
 static inline PBF_SIMD_INLINE pbf_vf v_poly6(const pbf_sph_consts *k, pbf_vf r2, pbf_vi in) {
     return vf_and(pbf_poly6_v(k, r2), in);
@@ -529,6 +574,69 @@ static inline PBF_SIMD_INLINE void load_neighbours(const float *P, const uint32_
     if (w) *w = vf_gather_idx(W, jv);
 }
 
+#if PBF_PAIRS
+/* Lanes l of x, y, z, w from pack[jv[l]], 16 lanes: the 4 x 8 transpose of load_packed on
+ * 512-bit registers (lanes 0-7 from jv[0..7], 8-15 from jv[8..15]). */
+static inline PBF_SIMD_INLINE void load_packed16(const float *P, const uint32_t *jv, pbf_vf16 *x,
+                                                 pbf_vf16 *y, pbf_vf16 *z, pbf_vf16 *l) {
+#define PK16_(a, b, c, d)                                                                          \
+    _mm512_insertf32x4(                                                                            \
+        _mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(_mm_load_ps(P + 4 * (size_t)jv[a])), \
+                                              _mm_load_ps(P + 4 * (size_t)jv[b]), 1),              \
+                           _mm_load_ps(P + 4 * (size_t)jv[c]), 2),                                 \
+        _mm_load_ps(P + 4 * (size_t)jv[d]), 3)
+    const __m512 t0 = PK16_(0, 4, 8, 12), t1 = PK16_(1, 5, 9, 13), t2 = PK16_(2, 6, 10, 14),
+                 t3 = PK16_(3, 7, 11, 15);
+#undef PK16_
+    const __m512 u0 = _mm512_unpacklo_ps(t0, t1), u1 = _mm512_unpacklo_ps(t2, t3);
+    const __m512 u2 = _mm512_unpackhi_ps(t0, t1), u3 = _mm512_unpackhi_ps(t2, t3);
+    *x = (pbf_vf16)_mm512_shuffle_ps(u0, u1, 0x44);
+    *y = (pbf_vf16)_mm512_shuffle_ps(u0, u1, 0xEE);
+    *z = (pbf_vf16)_mm512_shuffle_ps(u2, u3, 0x44);
+    if (l) *l = (pbf_vf16)_mm512_shuffle_ps(u2, u3, 0xEE);
+}
+
+/* Particle i's list: its codes and its length. */
+static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, uint32_t *len) {
+    const cpu_lists *L = LISTS(w);
+    const uint32_t f = L->start[i];
+    const uint32_t s = L->block_start[(unsigned)i / LIST_BLOCK] + (f & ~1u);
+    *len = list_end(w, i) - s - (f & 1u);
+    return L->nbr + CODE_BYTES(s);
+}
+
+/* Runs BODY for every chunk k of the lists of particles i (lanes 0-7) and i + 1 (lanes 8-15)
+ * (the lists must be built), with `valid` the lanes in use, jv[16] the neighbours and vxi,
+ * vyi, vzi the two particles' x* (each in its half). A particle whose list has ended decodes
+ * chunk 0 with no lane valid (its own list start: inside the padded array). */
+#define FOR_NEIGHBOURS_PAIR(w, i, ca, cb, QX, QY, QZ, ...)                                         \
+    do {                                                                                           \
+        const nb_ranges *ra_ = ranges_of((w), (i), (ca));                                          \
+        const nb_ranges *rb_ = (w)->cell[(i) + 1] == ra_->cell ? ra_ : ranges_of((w), (i) + 1, (cb)); \
+        uint32_t na_, nb2_;                                                                        \
+        const uint8_t *lca_ = list_of((w), (i), &na_), *lcb_ = list_of((w), (i) + 1, &nb2_);       \
+        const uint32_t nmax_ = na_ > nb2_ ? na_ : nb2_;                                            \
+        const pbf_vf16 vxi = vf16_join(vf_set1((QX)[i]), vf_set1((QX)[(i) + 1]));                  \
+        const pbf_vf16 vyi = vf16_join(vf_set1((QY)[i]), vf_set1((QY)[(i) + 1]));                  \
+        const pbf_vf16 vzi = vf16_join(vf_set1((QZ)[i]), vf_set1((QZ)[(i) + 1]));                  \
+        uint32_t jv[16];                                                                           \
+        for (uint32_t k_ = 0; k_ < nmax_; k_ += 8) {                                               \
+            const uint32_t la_ = k_ < na_ ? na_ - k_ : 0, lb_ = k_ < nb2_ ? nb2_ - k_ : 0;          \
+            const pbf_vi16 valid = (pbf_vi16)_mm512_inserti32x8(                                   \
+                _mm512_castsi256_si512((__m256i)vi_first((int32_t)la_)),                           \
+                (__m256i)vi_first((int32_t)lb_), 1);                                               \
+            decode_chunk(lca_ + (la_ ? CODE_BYTES(k_) : 0), ra_->begin, la_, jv);                  \
+            decode_chunk(lcb_ + (lb_ ? CODE_BYTES(k_) : 0), rb_->begin, lb_, jv + 8);              \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+        if (rb_ != ra_) { /* the next pair starts in i + 1's cell, or later: keep it in ca */     \
+            const nb_ranges t_ = *(ca);                                                            \
+            *(ca) = *(cb);                                                                         \
+            *(cb) = t_;                                                                            \
+        }                                                                                          \
+    } while (0)
+#endif
+
 static double mean_excess(pbf_world *w, const float *a, float scale, float offset);
 
 static void swapf(float **a, float **b) {
@@ -645,6 +753,44 @@ static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float 
     *s2_sum = vf_hsum(s2);
 }
 
+#if PBF_PAIRS
+/* density_grad_sums of particles i and i + 1 (index 0 and 1 of each result) from the packed
+ * copy and the lists, bit-identical to it. */
+static inline PBF_SIMD_INLINE void density_grad_sums_pair(pbf_world *w, int i, float rho_sum[2],
+                                                          float g[2][3], float s2_sum[2],
+                                                          const float *restrict P,
+                                                          nb_ranges *ca, nb_ranges *cb) {
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf16 h2v = vf16_set1(k->h2);
+    const pbf_vf16 vol = vf16_set1(k->volume);
+    pbf_vf16 rho = vf16_set1(0.0f), gx = rho, gy = rho, gz = rho, s2 = rho;
+    FOR_NEIGHBOURS_PAIR(w, i, ca, cb, w->qx, w->qy, w->qz,
+        pbf_vf16 xj, yj, zj;
+        load_packed16(P, jv, &xj, &yj, &zj, NULL);
+        pbf_vf16 dx = vxi - xj, dy = vyi - yj, dz = vzi - zj;
+        pbf_vf16 r2 = dx * dx + dy * dy + dz * dz;
+        pbf_vi16 in = valid & (r2 < h2v);
+        rho += v16_poly6(k, r2, in);
+        pbf_vf16 f = vol * v16_spiky(k, r2, in);
+        pbf_vf16 ax = vf16_and(f * dx, in), ay = vf16_and(f * dy, in), az = vf16_and(f * dz, in);
+        gx += ax;
+        gy += ay;
+        gz += az;
+        s2 += ax * ax + ay * ay + az * az;
+    );
+    rho_sum[0] = vf_hsum(vf16_lo(rho));
+    rho_sum[1] = vf_hsum(vf16_hi(rho));
+    g[0][0] = vf_hsum(vf16_lo(gx));
+    g[1][0] = vf_hsum(vf16_hi(gx));
+    g[0][1] = vf_hsum(vf16_lo(gy));
+    g[1][1] = vf_hsum(vf16_hi(gy));
+    g[0][2] = vf_hsum(vf16_lo(gz));
+    g[1][2] = vf_hsum(vf16_hi(gz));
+    s2_sum[0] = vf_hsum(vf16_lo(s2));
+    s2_sum[1] = vf_hsum(vf16_hi(s2));
+}
+#endif
+
 /* cheb: the Chebyshev weight of this iteration (pbf_chebyshev_omega; 1 = plain Jacobi). */
 static int stage_lambda(pbf_world *w, float cheb) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
@@ -657,6 +803,11 @@ static int stage_lambda(pbf_world *w, float cheb) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+        nb_ranges cache_b = NB_RANGES_INIT;
+        const int pairs = P && LISTS(w)->ok;
+        float pr[2] = {0}, pg[2][3] = {{0}}, ps2[2] = {0};
+#endif
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
@@ -667,6 +818,15 @@ static int stage_lambda(pbf_world *w, float cheb) {
             w->vx[i] = gw[0];
             w->vy[i] = gw[1];
             w->vz[i] = gw[2];
+#if PBF_PAIRS
+            /* the schedule's chunks of 256 start even: i even takes i and i + 1 */
+            if (pairs && (i & 1) == 0 && i + 1 < n) {
+                density_grad_sums_pair(w, i, pr, pg, ps2, P, &cache, &cache_b);
+                rho = pr[0], g[0] = pg[0][0], g[1] = pg[0][1], g[2] = pg[0][2], s2 = ps2[0];
+            } else if (pairs && (i & 1)) {
+                rho = pr[1], g[0] = pg[1][0], g[1] = pg[1][1], g[2] = pg[1][2], s2 = ps2[1];
+            } else
+#endif
             density_grad_sums(w, i, &rho, g, &s2, P, &cache);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             float r = w->k.mass * rho + w->k.rest_density * wall;
@@ -712,6 +872,13 @@ static int stage_delta_p(pbf_world *w, float dt) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+        nb_ranges cache_b = NB_RANGES_INIT;
+        const int pairs = P && LISTS(w)->ok && sn == 4;
+        float pa[2][3] = {{0}};
+        const pbf_vf16 h2w = vf16_set1(k->h2), volw = vf16_set1(w->k.volume);
+        const pbf_vf16 inv_wdq16 = vf16_set1(w->scorr_inv_wdq);
+#endif
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
             const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
@@ -720,6 +887,36 @@ static int stage_delta_p(pbf_world *w, float dt) {
             /* the wall's gradient at x*, as lambda left it in v (pbf_world_wall_density) */
             const float p[3] = {QX[i], QY[i], QZ[i]}, gw[3] = {w->vx[i], w->vy[i], w->vz[i]};
             pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
+            float hx, hy, hz; /* the neighbour sums */
+#if PBF_PAIRS
+            /* i even takes i and i + 1 (the chunks of 256 start even), as in stage_lambda */
+            if (pairs && (i & 1) == 0 && i + 1 < n) {
+                const pbf_vf16 vl = vf16_join(vli, vf_set1(LAMBDA[i + 1]));
+                pbf_vf16 bx = vf16_set1(0.0f), by = bx, bz = bx;
+                FOR_NEIGHBOURS_PAIR(w, i, &cache, &cache_b, QX, QY, QZ,
+                    pbf_vf16 xj, yj, zj, lj;
+                    load_packed16(P, jv, &xj, &yj, &zj, &lj);
+                    pbf_vf16 dx = vxi - xj, dy = vyi - yj, dz = vzi - zj;
+                    pbf_vf16 r2 = dx * dx + dy * dy + dz * dz;
+                    pbf_vi16 in = valid & (r2 < h2w);
+                    pbf_vf16 ratio = v16_poly6(k, r2, in) * inv_wdq16, s16;
+                    s16 = ratio * ratio;
+                    s16 = s16 * s16;
+                    pbf_vf16 scorr = pbf_scorr_split_v16(s16, s_rest, ks, ksg); /* eq. 13 */
+                    pbf_vf16 f = (vl + lj + scorr) * volw * v16_spiky(k, r2, in);
+                    bx += vf16_and(f * dx, in);
+                    by += vf16_and(f * dy, in);
+                    bz += vf16_and(f * dz, in);
+                );
+                hx = vf_hsum(vf16_lo(bx)), hy = vf_hsum(vf16_lo(by)), hz = vf_hsum(vf16_lo(bz));
+                pa[1][0] = vf_hsum(vf16_hi(bx));
+                pa[1][1] = vf_hsum(vf16_hi(by));
+                pa[1][2] = vf_hsum(vf16_hi(bz));
+            } else if (pairs && (i & 1)) { /* the pair's second: its sums are ready */
+                hx = pa[1][0], hy = pa[1][1], hz = pa[1][2];
+            } else
+#endif
+            {
             FOR_NEIGHBOURS_R(w, i, &cache, 
                 pbf_vf xj, yj, zj, lj;
                 load_neighbours(P, jv, QX, QY, QZ, LAMBDA, &xj, &yj, &zj, &lj);
@@ -741,11 +938,13 @@ static int stage_delta_p(pbf_world *w, float dt) {
                 ay += vf_and(f * dy, in);
                 az += vf_and(f * dz, in);
             );
+            hx = vf_hsum(ax), hy = vf_hsum(ay), hz = vf_hsum(az);
+            }
             /* over-relaxation of the Jacobi step (successive over-relaxation): omega = 1 is the
              * paper; the wall's term with its share of s_corr (pbf_scorr_wall_term) */
             const float lw = li + sw;
-            float dpx = om * (lw * gw[0] + vf_hsum(ax)), dpy = om * (lw * gw[1] + vf_hsum(ay)),
-                  dpz = om * (lw * gw[2] + vf_hsum(az));
+            float dpx = om * (lw * gw[0] + hx), dpy = om * (lw * gw[1] + hy),
+                  dpz = om * (lw * gw[2] + hz);
             if (!isfinite(dpx + dpy + dpz) && i < bad) bad = i;
             /* the collision stage's work, done here: x* + delta p (eq. 14) pushed out of the walls,
              * into v, dead from the prediction to the velocity stage; the collision stage then
