@@ -616,9 +616,9 @@ static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, 
         uint32_t na_, nb2_;                                                                        \
         const uint8_t *lca_ = list_of((w), (i), &na_), *lcb_ = list_of((w), (i) + 1, &nb2_);       \
         const uint32_t nmax_ = na_ > nb2_ ? na_ : nb2_;                                            \
-        const pbf_vf16 vxi = vf16_join(vf_set1((QX)[i]), vf_set1((QX)[(i) + 1]));                  \
-        const pbf_vf16 vyi = vf16_join(vf_set1((QY)[i]), vf_set1((QY)[(i) + 1]));                  \
-        const pbf_vf16 vzi = vf16_join(vf_set1((QZ)[i]), vf_set1((QZ)[(i) + 1]));                  \
+        const pbf_vf16 qxi = vf16_join(vf_set1((QX)[i]), vf_set1((QX)[(i) + 1]));                  \
+        const pbf_vf16 qyi = vf16_join(vf_set1((QY)[i]), vf_set1((QY)[(i) + 1]));                  \
+        const pbf_vf16 qzi = vf16_join(vf_set1((QZ)[i]), vf_set1((QZ)[(i) + 1]));                  \
         uint32_t jv[16];                                                                           \
         for (uint32_t k_ = 0; k_ < nmax_; k_ += 8) {                                               \
             const uint32_t la_ = k_ < na_ ? na_ - k_ : 0, lb_ = k_ < nb2_ ? nb2_ - k_ : 0;          \
@@ -767,7 +767,7 @@ static inline PBF_SIMD_INLINE void density_grad_sums_pair(pbf_world *w, int i, f
     FOR_NEIGHBOURS_PAIR(w, i, ca, cb, w->qx, w->qy, w->qz,
         pbf_vf16 xj, yj, zj;
         load_packed16(P, jv, &xj, &yj, &zj, NULL);
-        pbf_vf16 dx = vxi - xj, dy = vyi - yj, dz = vzi - zj;
+        pbf_vf16 dx = qxi - xj, dy = qyi - yj, dz = qzi - zj;
         pbf_vf16 r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi16 in = valid & (r2 < h2v);
         rho += v16_poly6(k, r2, in);
@@ -896,7 +896,7 @@ static int stage_delta_p(pbf_world *w, float dt) {
                 FOR_NEIGHBOURS_PAIR(w, i, &cache, &cache_b, QX, QY, QZ,
                     pbf_vf16 xj, yj, zj, lj;
                     load_packed16(P, jv, &xj, &yj, &zj, &lj);
-                    pbf_vf16 dx = vxi - xj, dy = vyi - yj, dz = vzi - zj;
+                    pbf_vf16 dx = qxi - xj, dy = qyi - yj, dz = qzi - zj;
                     pbf_vf16 r2 = dx * dx + dy * dy + dz * dz;
                     pbf_vi16 in = valid & (r2 < h2w);
                     pbf_vf16 ratio = v16_poly6(k, r2, in) * inv_wdq16, s16;
@@ -996,8 +996,56 @@ static int stage_collide(pbf_world *w) {
  * x (dead since the velocity pass: the next pass reads each particle's own only, then writes the
  * new velocity over it) with |omega_i| into lambda. Without vorticity confinement omega is
  * never read: the density alone. P: the packed (x*, y*, z*, v_x), or NULL. */
+#if PBF_PAIRS
+static inline PBF_SIMD_INLINE pbf_vf16 vf16_gather_idx(const float *base, const uint32_t *idx) {
+    return (pbf_vf16){base[idx[0]],  base[idx[1]],  base[idx[2]],  base[idx[3]],
+                      base[idx[4]],  base[idx[5]],  base[idx[6]],  base[idx[7]],
+                      base[idx[8]],  base[idx[9]],  base[idx[10]], base[idx[11]],
+                      base[idx[12]], base[idx[13]], base[idx[14]], base[idx[15]]};
+}
+
+/* curl_particle's neighbour sums for particles i and i + 1 (lists built, P the packed copy):
+ * sums[p] = {density sum, omega_x, omega_y, omega_z} of particle i + p, bit-identical. */
+static inline PBF_SIMD_INLINE void curl_pair(pbf_world *w, int i, const float *P, nb_ranges *ca,
+                                             nb_ranges *cb, const int vort, float sums[2][4]) {
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf16 h2v = vf16_set1(k->h2), vol = vf16_set1(k->volume);
+    const pbf_vf16 vxi = vf16_join(vf_set1(VX[i]), vf_set1(VX[i + 1]));
+    const pbf_vf16 vyi = vf16_join(vf_set1(VY[i]), vf_set1(VY[i + 1]));
+    const pbf_vf16 vzi = vf16_join(vf_set1(VZ[i]), vf_set1(VZ[i + 1]));
+    pbf_vf16 rho = vf16_set1(0.0f), ox = rho, oy = rho, oz = rho;
+    FOR_NEIGHBOURS_PAIR(w, i, ca, cb, w->qx, w->qy, w->qz,
+        pbf_vf16 xj, yj, zj, vxj;
+        load_packed16(P, jv, &xj, &yj, &zj, vort ? &vxj : NULL);
+        pbf_vf16 dx = qxi - xj, dy = qyi - yj, dz = qzi - zj;
+        pbf_vf16 r2 = dx * dx + dy * dy + dz * dz;
+        pbf_vi16 in = valid & (r2 < h2v);
+        rho += v16_poly6(k, r2, in);
+        if (vort) {
+            pbf_vf16 f = vol * v16_spiky(k, r2, in);
+            pbf_vf16 gx = vf16_and(f * dx, in), gy = vf16_and(f * dy, in), gz = vf16_and(f * dz, in);
+            pbf_vf16 ux = vf16_and(vxj - vxi, in), uy = vf16_and(vf16_gather_idx(VY, jv) - vyi, in),
+                     uz = vf16_and(vf16_gather_idx(VZ, jv) - vzi, in);
+            ox += gy * uz - gz * uy;
+            oy += gz * ux - gx * uz;
+            oz += gx * uy - gy * ux;
+        }
+    );
+    sums[0][0] = vf_hsum(vf16_lo(rho));
+    sums[1][0] = vf_hsum(vf16_hi(rho));
+    if (vort) {
+        sums[0][1] = vf_hsum(vf16_lo(ox)), sums[1][1] = vf_hsum(vf16_hi(ox));
+        sums[0][2] = vf_hsum(vf16_lo(oy)), sums[1][2] = vf_hsum(vf16_hi(oy));
+        sums[0][3] = vf_hsum(vf16_lo(oz)), sums[1][3] = vf_hsum(vf16_hi(oz));
+    }
+}
+#endif
+
+/* pre: the neighbour sums from curl_pair, or NULL (computed here). */
 static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const float *P,
-                                                 nb_ranges *cache, const int vort, int *bad) {
+                                                 nb_ranges *cache, const int vort, int *bad,
+                                                 const float *pre) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const pbf_sph_consts *k = &w->k;
@@ -1007,6 +1055,10 @@ static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const floa
     const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
     float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
     float wall = pbf_world_wall_density(w, p, gw);
+    float hr, wx, wy, wz; /* the neighbour sums */
+    if (pre) {
+        hr = pre[0], wx = pre[1], wy = pre[2], wz = pre[3];
+    } else {
     pbf_vf rho = vf_set1(0.0f), ox = rho, oy = rho, oz = rho;
     FOR_NEIGHBOURS_R(w, i, cache,
         pbf_vf xj, yj, zj, vxj;
@@ -1026,10 +1078,12 @@ static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const floa
             oz += gx * uy - gy * ux;
         }
     );
-    const float r = w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
+    hr = vf_hsum(rho);
+    wx = vort ? vf_hsum(ox) : 0.0f, wy = vort ? vf_hsum(oy) : 0.0f, wz = vort ? vf_hsum(oz) : 0.0f;
+    }
+    const float r = w->k.mass * hr + w->k.rest_density * wall;
     w->density[i] = r;
     if (vort) {
-        float wx = vf_hsum(ox), wy = vf_hsum(oy), wz = vf_hsum(oz);
         w->px[i] = wx;
         w->py[i] = wy;
         w->pz[i] = wz;
@@ -1066,6 +1120,9 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     }
     w->solve.speed_clamps += clamps;
     int bad2 = INT_MAX;
+#if PBF_PAIRS
+    const int pairs = PK && LISTS(w)->ok;
+#endif
     /* two instances of the pass: with vorticity confinement off (epsilon 0) omega is never
      * read, and the pass is the density alone (no velocity gathers, no curl) */
     if (w->def.vorticity > 0.0f) {
@@ -1073,8 +1130,22 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
         {
             const unsigned fp_mode = pbf_denormals_off();
             nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+            nb_ranges cache_b = NB_RANGES_INIT;
+            float sums[2][4] = {{0}};
 #pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 1, &bad2);
+            for (int i = 0; i < n; ++i) {
+                if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
+                    curl_pair(w, i, PK, &cache, &cache_b, 1, sums);
+                    curl_particle(w, i, PK, &cache, 1, &bad2, sums[0]);
+                } else {
+                    curl_particle(w, i, PK, &cache, 1, &bad2, pairs && (i & 1) ? sums[1] : NULL);
+                }
+            }
+#else
+#pragma omp for schedule(monotonic : dynamic, 256)
+            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 1, &bad2, NULL);
+#endif
             pbf_denormals_restore(fp_mode);
         }
     } else {
@@ -1082,8 +1153,22 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
         {
             const unsigned fp_mode = pbf_denormals_off();
             nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+            nb_ranges cache_b = NB_RANGES_INIT;
+            float sums[2][4] = {{0}};
 #pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 0, &bad2);
+            for (int i = 0; i < n; ++i) {
+                if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
+                    curl_pair(w, i, PK, &cache, &cache_b, 0, sums);
+                    curl_particle(w, i, PK, &cache, 0, &bad2, sums[0]);
+                } else {
+                    curl_particle(w, i, PK, &cache, 0, &bad2, pairs && (i & 1) ? sums[1] : NULL);
+                }
+            }
+#else
+#pragma omp for schedule(monotonic : dynamic, 256)
+            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 0, &bad2, NULL);
+#endif
             pbf_denormals_restore(fp_mode);
         }
     }
@@ -1092,9 +1177,54 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
 
 /* XSPH (eq. 17) and, with vort, vorticity confinement (eq. 16) for particle i; the new
  * velocity into x (omega_i's place). P: the packed (x*, y*, z*, m / rho), or NULL. */
+#if PBF_PAIRS
+/* xsph_particle's neighbour sums for particles i and i + 1 (lists built, P the packed copy):
+ * sums[p] = {XSPH x, y, z, eta x, y, z} of particle i + p, bit-identical. */
+static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P, nb_ranges *ca,
+                                             nb_ranges *cb, const int vort, float sums[2][6]) {
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const float *restrict OMEGA = w->lambda;
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf16 h2v = vf16_set1(k->h2);
+    const pbf_vf16 vxi = vf16_join(vf_set1(VX[i]), vf_set1(VX[i + 1]));
+    const pbf_vf16 vyi = vf16_join(vf_set1(VY[i]), vf_set1(VY[i + 1]));
+    const pbf_vf16 vzi = vf16_join(vf_set1(VZ[i]), vf_set1(VZ[i + 1]));
+    const pbf_vf16 wi = vort ? vf16_join(vf_set1(OMEGA[i]), vf_set1(OMEGA[i + 1])) : vf16_set1(0.0f);
+    pbf_vf16 ex = vf16_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
+    FOR_NEIGHBOURS_PAIR(w, i, ca, cb, w->qx, w->qy, w->qz,
+        pbf_vf16 xj, yj, zj, mj;
+        load_packed16(P, jv, &xj, &yj, &zj, &mj);
+        pbf_vf16 dx = qxi - xj, dy = qyi - yj, dz = qzi - zj;
+        pbf_vf16 r2 = dx * dx + dy * dy + dz * dz;
+        pbf_vi16 in = valid & (r2 < h2v);
+        pbf_vf16 vj = vf16_and(mj, in);
+        pbf_vf16 wk = vj * v16_poly6(k, r2, in);
+        sx += vf16_and(wk * (vf16_gather_idx(VX, jv) - vxi), in);
+        sy += vf16_and(wk * (vf16_gather_idx(VY, jv) - vyi), in);
+        sz += vf16_and(wk * (vf16_gather_idx(VZ, jv) - vzi), in);
+        if (vort) {
+            pbf_vf16 f = vf16_and(vj * (vf16_gather_idx(OMEGA, jv) - wi), in) * v16_spiky(k, r2, in);
+            ex += vf16_and(f * dx, in);
+            ey += vf16_and(f * dy, in);
+            ez += vf16_and(f * dz, in);
+        }
+    );
+    sums[0][0] = vf_hsum(vf16_lo(sx)), sums[1][0] = vf_hsum(vf16_hi(sx));
+    sums[0][1] = vf_hsum(vf16_lo(sy)), sums[1][1] = vf_hsum(vf16_hi(sy));
+    sums[0][2] = vf_hsum(vf16_lo(sz)), sums[1][2] = vf_hsum(vf16_hi(sz));
+    if (vort) {
+        sums[0][3] = vf_hsum(vf16_lo(ex)), sums[1][3] = vf_hsum(vf16_hi(ex));
+        sums[0][4] = vf_hsum(vf16_lo(ey)), sums[1][4] = vf_hsum(vf16_hi(ey));
+        sums[0][5] = vf_hsum(vf16_lo(ez)), sums[1][5] = vf_hsum(vf16_hi(ez));
+    }
+}
+#endif
+
+/* pre: the neighbour sums from xsph_pair, or NULL (computed here). */
 static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const float *P,
                                                  nb_ranges *cache, const int vort, float dt,
-                                                 float vmax, int *bad, int64_t *clamps) {
+                                                 float vmax, int *bad, int64_t *clamps,
+                                                 const float *pre) {
     const float eps = w->def.vorticity, c = w->def.xsph_viscosity;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
@@ -1107,6 +1237,10 @@ static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const floa
     const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
     const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
     const pbf_vf wi = vf_set1(vort ? OMEGA[i] : 0.0f);
+    float hs[6] = {0}; /* the neighbour sums: XSPH, then eta */
+    if (pre) {
+        for (int a = 0; a < 6; ++a) hs[a] = pre[a];
+    } else {
     pbf_vf ex = vf_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
     FOR_NEIGHBOURS_R(w, i, cache,
         pbf_vf xj, yj, zj, mj;
@@ -1129,10 +1263,13 @@ static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const floa
             ez += vf_and(f * dz, in);
         }
     );
-    float vx = vxs + c * vf_hsum(sx), vy = vys + c * vf_hsum(sy), vz = vzs + c * vf_hsum(sz);
+    hs[0] = vf_hsum(sx), hs[1] = vf_hsum(sy), hs[2] = vf_hsum(sz);
+    if (vort) hs[3] = vf_hsum(ex), hs[4] = vf_hsum(ey), hs[5] = vf_hsum(ez);
+    }
+    float vx = vxs + c * hs[0], vy = vys + c * hs[1], vz = vzs + c * hs[2];
     if (vort) {
         const float oxi = w->px[i], oyi = w->py[i], ozi = w->pz[i]; /* omega_i */
-        float hx = vf_hsum(ex), hy = vf_hsum(ey), hz = vf_hsum(ez);
+        float hx = hs[3], hy = hs[4], hz = hs[5];
         float el = sqrtf(hx * hx + hy * hy + hz * hz);
         if (eps > 0.0f && el > 1e-20f) {
             float nx = hx / el, ny = hy / el, nz = hz / el;
@@ -1168,14 +1305,33 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
         }
     }
     int64_t clamps = 0;
+#if PBF_PAIRS
+    const int pairs = PK && LISTS(w)->ok;
+#endif
     /* two instances: without vorticity confinement (epsilon 0) no |omega_j| is gathered */
     if (w->def.vorticity > 0.0f) {
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
         {
             const unsigned fp_mode = pbf_denormals_off();
             nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+            nb_ranges cache_b = NB_RANGES_INIT;
+            float sums[2][6] = {{0}};
 #pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) xsph_particle(w, i, PK, &cache, 1, dt, vmax, &bad, &clamps);
+            for (int i = 0; i < n; ++i) {
+                if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
+                    xsph_pair(w, i, PK, &cache, &cache_b, 1, sums);
+                    xsph_particle(w, i, PK, &cache, 1, dt, vmax, &bad, &clamps, sums[0]);
+                } else {
+                    xsph_particle(w, i, PK, &cache, 1, dt, vmax, &bad, &clamps,
+                                  pairs && (i & 1) ? sums[1] : NULL);
+                }
+            }
+#else
+#pragma omp for schedule(monotonic : dynamic, 256)
+            for (int i = 0; i < n; ++i)
+                xsph_particle(w, i, PK, &cache, 1, dt, vmax, &bad, &clamps, NULL);
+#endif
             pbf_denormals_restore(fp_mode);
         }
     } else {
@@ -1183,8 +1339,24 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
         {
             const unsigned fp_mode = pbf_denormals_off();
             nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+            nb_ranges cache_b = NB_RANGES_INIT;
+            float sums[2][6] = {{0}};
 #pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) xsph_particle(w, i, PK, &cache, 0, dt, vmax, &bad, &clamps);
+            for (int i = 0; i < n; ++i) {
+                if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
+                    xsph_pair(w, i, PK, &cache, &cache_b, 0, sums);
+                    xsph_particle(w, i, PK, &cache, 0, dt, vmax, &bad, &clamps, sums[0]);
+                } else {
+                    xsph_particle(w, i, PK, &cache, 0, dt, vmax, &bad, &clamps,
+                                  pairs && (i & 1) ? sums[1] : NULL);
+                }
+            }
+#else
+#pragma omp for schedule(monotonic : dynamic, 256)
+            for (int i = 0; i < n; ++i)
+                xsph_particle(w, i, PK, &cache, 0, dt, vmax, &bad, &clamps, NULL);
+#endif
             pbf_denormals_restore(fp_mode);
         }
     }
