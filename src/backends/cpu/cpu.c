@@ -232,14 +232,6 @@ static const compress_row compress_lut[256] = {
 };
 #endif
 
-/* Candidates per step of the list scan: 16 with AVX-512 (a mask register per chunk, one
- * compress), else PBF_LANES. The lists are the same. */
-#if defined(__AVX512F__) && defined(__AVX512BW__) && PBF_LANES == 8
-#define SCAN_LANES 16
-#else
-#define SCAN_LANES PBF_LANES
-#endif
-
 /* One scan of the candidates of the particles [i0, i1) into *buf (grown as needed): sets
  * start[i] to the offset of i's list inside the buffer and returns the block's length, or
  * SIZE_MAX (a range too long for the codes, or out of memory). */
@@ -247,10 +239,6 @@ static size_t list_block(pbf_world *w, int i0, int i1, const unsigned char *skip
                          nb_ranges *cache, uint16_t **buf, size_t *cap) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const pbf_vf h2v = vf_set1(w->k.h2);
-#if SCAN_LANES == 16
-    const __m512 h2w = _mm512_set1_ps(w->k.h2);
-    const __m512i iota16 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-#endif
     size_t len = 0;
     for (int i = i0; i < i1; ++i) {
         const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
@@ -263,37 +251,14 @@ static size_t list_block(pbf_world *w, int i0, int i1, const unsigned char *skip
         for (int r = 0; r < R->count; ++r) {
             const uint32_t b = R->begin[r], e = R->end[r];
             if (e - b > CODE_MAX_RANGE) return SIZE_MAX;
-            if (len + (e - b) + SCAN_LANES > *cap) { /* room for every candidate of the range */
-                size_t grown_cap = 2 * (len + (e - b) + SCAN_LANES) + 1024;
+            if (len + (e - b) + PBF_LANES > *cap) { /* room for every candidate of the range */
+                size_t grown_cap = 2 * (len + (e - b) + PBF_LANES) + 1024;
                 uint16_t *grown = realloc(*buf, grown_cap * sizeof *grown);
                 if (!grown) return SIZE_MAX;
                 *buf = grown;
                 *cap = grown_cap;
             }
             uint16_t *out = *buf;
-#if SCAN_LANES == 16
-            /* 16 candidates at a time (AVX-512): the same r2 per lane as the 8-lane code (no
-             * fused multiply-add in intrinsics), masked loads past the range's end; the codes in
-             * range compressed to the front, in lane order, and stored as 16 (room kept) */
-            const __m512 xw = _mm512_set1_ps(QX[i]), yw = _mm512_set1_ps(QY[i]),
-                         zw = _mm512_set1_ps(QZ[i]);
-            for (uint32_t j = b; j < e; j += 16) {
-                const uint32_t left = e - j;
-                const __mmask16 lanes = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
-                const __m512 dx = _mm512_sub_ps(xw, _mm512_maskz_loadu_ps(lanes, QX + j));
-                const __m512 dy = _mm512_sub_ps(yw, _mm512_maskz_loadu_ps(lanes, QY + j));
-                const __m512 dz = _mm512_sub_ps(zw, _mm512_maskz_loadu_ps(lanes, QZ + j));
-                const __m512 r2 = _mm512_add_ps(
-                    _mm512_add_ps(_mm512_mul_ps(dx, dx), _mm512_mul_ps(dy, dy)), _mm512_mul_ps(dz, dz));
-                const __mmask16 bits = _mm512_mask_cmp_ps_mask(lanes, r2, h2w, _CMP_LT_OQ);
-                const uint32_t base = ((uint32_t)r << CODE_OFFSET_BITS) | (j - b);
-                const __m512i codes = _mm512_add_epi32(_mm512_set1_epi32((int)base), iota16);
-                _mm256_storeu_si256((__m256i *)(out + len),
-                                    _mm512_cvtepi32_epi16(_mm512_maskz_compress_epi32(bits, codes)));
-                len += (size_t)__builtin_popcount((unsigned)bits);
-            }
-            (void)xi, (void)yi, (void)zi, (void)h2v;
-#else
             for (uint32_t j = b; j < e; j += PBF_LANES) {
                 pbf_vf dx = xi - vf_load(QX + j), dy = yi - vf_load(QY + j),
                        dz = zi - vf_load(QZ + j);
@@ -321,10 +286,9 @@ static size_t list_block(pbf_world *w, int i0, int i1, const unsigned char *skip
                     out[len++] = (uint16_t)(base + (uint32_t)__builtin_ctz(bits));
 #endif
             }
-#endif
         }
         const uint32_t odd = (uint32_t)(len - start) & 1u;
-        if (odd) (*buf)[len++] = 0; /* the unused code (room: SCAN_LANES were kept) */
+        if (odd) (*buf)[len++] = 0; /* the unused code (room: PBF_LANES were kept) */
         if (len > UINT16_MAX - 1) return SIZE_MAX;
         LISTS(w)->start[i] = (uint16_t)((uint32_t)start | odd);
     }
