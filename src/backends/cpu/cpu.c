@@ -59,8 +59,12 @@ static inline PBF_SIMD_INLINE pbf_vf16 vf16_sqrt(pbf_vf16 a) {
 static inline PBF_SIMD_INLINE pbf_vf16 vf16_join(pbf_vf lo, pbf_vf hi) {
     return (pbf_vf16)_mm512_insertf32x8(_mm512_castps256_ps512((__m256)lo), (__m256)hi, 1);
 }
-static inline PBF_SIMD_INLINE pbf_vf vf16_lo(pbf_vf16 a) { return (pbf_vf)_mm512_castps512_ps256((__m512)a); }
-static inline PBF_SIMD_INLINE pbf_vf vf16_hi(pbf_vf16 a) { return (pbf_vf)_mm512_extractf32x8_ps((__m512)a, 1); }
+static inline PBF_SIMD_INLINE pbf_vf vf16_lo(pbf_vf16 a) {
+    return (pbf_vf)_mm512_castps512_ps256((__m512)a);
+}
+static inline PBF_SIMD_INLINE pbf_vf vf16_hi(pbf_vf16 a) {
+    return (pbf_vf)_mm512_extractf32x8_ps((__m512)a, 1);
+}
 #define PBF_REAL pbf_vf16
 #define PBF_REAL_SQRT(x) vf16_sqrt(x)
 #define PBF_REAL_MAX(a, b) vf16_max((a), vf16_set1(0.0f) + (b))
@@ -70,10 +74,12 @@ static inline PBF_SIMD_INLINE pbf_vf vf16_hi(pbf_vf16 a) { return (pbf_vf)_mm512
 #undef PBF_REAL_SQRT
 #undef PBF_REAL_MAX
 #undef PBF_KFN
-static inline PBF_SIMD_INLINE pbf_vf16 v16_poly6(const pbf_sph_consts *k, pbf_vf16 r2, pbf_vi16 in) {
+static inline PBF_SIMD_INLINE pbf_vf16 v16_poly6(const pbf_sph_consts *k, pbf_vf16 r2,
+                                                 pbf_vi16 in) {
     return vf16_and(pbf_poly6_v16(k, r2), in);
 }
-static inline PBF_SIMD_INLINE pbf_vf16 v16_spiky(const pbf_sph_consts *k, pbf_vf16 r2, pbf_vi16 in) {
+static inline PBF_SIMD_INLINE pbf_vf16 v16_spiky(const pbf_sph_consts *k, pbf_vf16 r2,
+                                                 pbf_vi16 in) {
     return vf16_and(pbf_spiky_v16(k, r2), in);
 }
 #else
@@ -543,15 +549,16 @@ static inline PBF_SIMD_INLINE void load_neighbours(const float *P, const uint32_
  * 512-bit registers (lanes 0-7 from jv[0..7], 8-15 from jv[8..15]). */
 static inline PBF_SIMD_INLINE void load_packed16(const float *P, const uint32_t *jv, pbf_vf16 *x,
                                                  pbf_vf16 *y, pbf_vf16 *z, pbf_vf16 *l) {
+#define PK_(a) _mm_load_ps(P + 4 * (size_t)jv[a])
 #define PK16_(a, b, c, d)                                                                          \
     _mm512_insertf32x4(                                                                            \
-        _mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(_mm_load_ps(P + 4 * (size_t)jv[a])), \
-                                              _mm_load_ps(P + 4 * (size_t)jv[b]), 1),              \
-                           _mm_load_ps(P + 4 * (size_t)jv[c]), 2),                                 \
-        _mm_load_ps(P + 4 * (size_t)jv[d]), 3)
+        _mm512_insertf32x4(_mm512_insertf32x4(_mm512_castps128_ps512(PK_(a)), PK_(b), 1), PK_(c), \
+                           2),                                                                     \
+        PK_(d), 3)
     const __m512 t0 = PK16_(0, 4, 8, 12), t1 = PK16_(1, 5, 9, 13), t2 = PK16_(2, 6, 10, 14),
                  t3 = PK16_(3, 7, 11, 15);
 #undef PK16_
+#undef PK_
     const __m512 u0 = _mm512_unpacklo_ps(t0, t1), u1 = _mm512_unpacklo_ps(t2, t3);
     const __m512 u2 = _mm512_unpackhi_ps(t0, t1), u3 = _mm512_unpackhi_ps(t2, t3);
     *x = (pbf_vf16)_mm512_shuffle_ps(u0, u1, 0x44);
@@ -576,7 +583,8 @@ static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, 
 #define FOR_NEIGHBOURS_PAIR(w, i, ca, cb, QX, QY, QZ, ...)                                         \
     do {                                                                                           \
         const nb_ranges *ra_ = ranges_of((w), (i), (ca));                                          \
-        const nb_ranges *rb_ = (w)->cell[(i) + 1] == ra_->cell ? ra_ : ranges_of((w), (i) + 1, (cb)); \
+        const nb_ranges *rb_ =                                                                     \
+            (w)->cell[(i) + 1] == ra_->cell ? ra_ : ranges_of((w), (i) + 1, (cb));                 \
         uint32_t na_, nb2_;                                                                        \
         const uint8_t *lca_ = list_of((w), (i), &na_), *lcb_ = list_of((w), (i) + 1, &nb2_);       \
         const uint32_t nmax_ = na_ > nb2_ ? na_ : nb2_;                                            \
@@ -585,7 +593,8 @@ static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, 
         const pbf_vf16 qzi = vf16_join(vf_set1((QZ)[i]), vf_set1((QZ)[(i) + 1]));                  \
         uint32_t jv[16];                                                                           \
         for (uint32_t k_ = 0; k_ < nmax_; k_ += 8) {                                               \
-            const uint32_t la_ = k_ < na_ ? na_ - k_ : 0, lb_ = k_ < nb2_ ? nb2_ - k_ : 0;          \
+            const uint32_t la_ = k_ < na_ ? na_ - k_ : 0;                                          \
+            const uint32_t lb_ = k_ < nb2_ ? nb2_ - k_ : 0;                                        \
             const pbf_vi16 valid = (pbf_vi16)_mm512_inserti32x8(                                   \
                 _mm512_castsi256_si512((__m256i)vi_first((int32_t)la_)),                           \
                 (__m256i)vi_first((int32_t)lb_), 1);                                               \
@@ -988,7 +997,8 @@ static inline PBF_SIMD_INLINE void curl_pair(pbf_world *w, int i, const float *P
         rho += v16_poly6(k, r2, in);
         if (vort) {
             pbf_vf16 f = vol * v16_spiky(k, r2, in);
-            pbf_vf16 gx = vf16_and(f * dx, in), gy = vf16_and(f * dy, in), gz = vf16_and(f * dz, in);
+            pbf_vf16 gx = vf16_and(f * dx, in), gy = vf16_and(f * dy, in),
+                     gz = vf16_and(f * dz, in);
             pbf_vf16 ux = vf16_and(vxj - vxi, in), uy = vf16_and(vf16_gather_idx(VY, jv) - vyi, in),
                      uz = vf16_and(vf16_gather_idx(VZ, jv) - vzi, in);
             ox += gy * uz - gz * uy;
@@ -1153,7 +1163,8 @@ static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P
     const pbf_vf16 vxi = vf16_join(vf_set1(VX[i]), vf_set1(VX[i + 1]));
     const pbf_vf16 vyi = vf16_join(vf_set1(VY[i]), vf_set1(VY[i + 1]));
     const pbf_vf16 vzi = vf16_join(vf_set1(VZ[i]), vf_set1(VZ[i + 1]));
-    const pbf_vf16 wi = vort ? vf16_join(vf_set1(OMEGA[i]), vf_set1(OMEGA[i + 1])) : vf16_set1(0.0f);
+    const pbf_vf16 wi =
+        vort ? vf16_join(vf_set1(OMEGA[i]), vf_set1(OMEGA[i + 1])) : vf16_set1(0.0f);
     pbf_vf16 ex = vf16_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
     FOR_NEIGHBOURS_PAIR(w, i, ca, cb, w->qx, w->qy, w->qz,
         pbf_vf16 xj, yj, zj, mj;
@@ -1167,7 +1178,8 @@ static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P
         sy += vf16_and(wk * (vf16_gather_idx(VY, jv) - vyi), in);
         sz += vf16_and(wk * (vf16_gather_idx(VZ, jv) - vzi), in);
         if (vort) {
-            pbf_vf16 f = vf16_and(vj * (vf16_gather_idx(OMEGA, jv) - wi), in) * v16_spiky(k, r2, in);
+            pbf_vf16 f =
+                vf16_and(vj * (vf16_gather_idx(OMEGA, jv) - wi), in) * v16_spiky(k, r2, in);
             ex += vf16_and(f * dx, in);
             ey += vf16_and(f * dy, in);
             ez += vf16_and(f * dz, in);
