@@ -42,6 +42,17 @@ static inline PBF_SIMD_INLINE pbf_vf v_poly6(const pbf_sph_consts *k, pbf_vf r2,
 static inline PBF_SIMD_INLINE pbf_vf v_spiky(const pbf_sph_consts *k, pbf_vf r2, pbf_vi in) {
     return vf_and(pbf_spiky_v(k, r2), in);
 }
+/* The world's kernel (pbf_kernel_w, pbf_kernel_grad of kernel.h): the cubic spline where `cubic`
+ * (the SPH solvers with sph_kernel = cubic), poly6 / spiky otherwise. A pass that PBF runs passes
+ * a constant, so that PBF's instance has no test per neighbour. */
+static inline PBF_SIMD_INLINE pbf_vf v_kw(const pbf_sph_consts *k, pbf_vf r2, pbf_vi in,
+                                          const int cubic) {
+    return vf_and(cubic ? pbf_cubic_v(k, r2) : pbf_poly6_v(k, r2), in);
+}
+static inline PBF_SIMD_INLINE pbf_vf v_kgrad(const pbf_sph_consts *k, pbf_vf r2, pbf_vi in,
+                                             const int cubic) {
+    return vf_and(cubic ? pbf_cubic_grad_v(k, r2) : pbf_spiky_v(k, r2), in);
+}
 
 /* ---- neighbour lists ---------------------------------------------------------------------
  * Built once per step right after the sort, from the positions the grid was built on (Algorithm
@@ -567,20 +578,23 @@ static inline float density_at(const pbf_world *w, int i, float wall, nb_ranges 
     const pbf_sph_consts *k = &w->k;
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    const int cubic = k->cubic != 0.0f;
     pbf_vf rho = vf_set1(0.0f);
     FOR_NEIGHBOURS_R(w, i, cache, 
         pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-        rho += v_poly6(k, r2, valid & (r2 < h2v));
+        rho += v_kw(k, r2, valid & (r2 < h2v), cubic);
     );
     return w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
 }
 
 /* The neighbour sums of particle i at x* that PBF's lambda (eq. 11) and DFSPH's factor share:
- * sum_j W_ij, sum_j V grad W_ij (= -grad_{p_j} C_i, eq. 8) and sum_j |V grad W_ij|^2. */
+ * sum_j W_ij, sum_j V grad W_ij (= -grad_{p_j} C_i, eq. 8) and sum_j |V grad W_ij|^2, with the
+ * cubic spline where `cubic` (see v_kw), poly6 / spiky otherwise. */
 static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float *rho_sum,
                                                      float g[3], float *s2_sum,
-                                                     const float *restrict P, nb_ranges *cache) {
+                                                     const float *restrict P, nb_ranges *cache,
+                                                     const int cubic) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const pbf_sph_consts *k = &w->k;
     const pbf_vf h2v = vf_set1(k->h2);
@@ -593,8 +607,8 @@ static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float 
         pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
-        rho += v_poly6(k, r2, in);
-        pbf_vf f = vol * v_spiky(k, r2, in);
+        rho += v_kw(k, r2, in, cubic);
+        pbf_vf f = vol * v_kgrad(k, r2, in, cubic);
         /* masked products: a padding lane's dx may be NaN, and 0 * NaN is NaN */
         pbf_vf ax = vf_and(f * dx, in), ay = vf_and(f * dy, in), az = vf_and(f * dz, in);
         gx += ax;
@@ -631,7 +645,7 @@ static int stage_lambda(pbf_world *w, float cheb) {
             w->vx[i] = gw[0];
             w->vy[i] = gw[1];
             w->vz[i] = gw[2];
-            density_grad_sums(w, i, &rho, g, &s2, P, &cache);
+            density_grad_sums(w, i, &rho, g, &s2, P, &cache, 0);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             float r = w->k.mass * rho + w->k.rest_density * wall;
             w->density[i] = r;
@@ -762,7 +776,8 @@ static int stage_collide(pbf_world *w) {
  * new velocity over it) with |omega_i| into lambda. Without vorticity confinement omega is
  * never read: the density alone. P: the packed (x*, y*, z*, v_x), or NULL. */
 static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const float *P,
-                                                 nb_ranges *cache, const int vort, int *bad) {
+                                                 nb_ranges *cache, const int vort,
+                                                 const int cubic, int *bad) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const pbf_sph_consts *k = &w->k;
@@ -779,10 +794,10 @@ static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const floa
         pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
-        rho += v_poly6(k, r2, in);
+        rho += v_kw(k, r2, in, cubic);
         if (vort) {
             /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
-            pbf_vf f = vol * v_spiky(k, r2, in);
+            pbf_vf f = vol * v_kgrad(k, r2, in, cubic);
             pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
             pbf_vf ux = vf_and(vxj - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
                    uz = vf_and(LOAD(VZ) - vzi, in);
@@ -831,35 +846,37 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     }
     w->solve.speed_clamps += clamps;
     int bad2 = INT_MAX;
-    /* two instances of the pass: with vorticity confinement off (epsilon 0) omega is never
-     * read, and the pass is the density alone (no velocity gathers, no curl) */
-    if (w->def.vorticity > 0.0f) {
-#pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
-        {
-            const unsigned fp_mode = pbf_denormals_off();
-            nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 1, &bad2);
-            pbf_denormals_restore(fp_mode);
-        }
-    } else {
-#pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
-        {
-            const unsigned fp_mode = pbf_denormals_off();
-            nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 0, &bad2);
-            pbf_denormals_restore(fp_mode);
-        }
+    /* four instances of the pass: with vorticity confinement off (epsilon 0) omega is never
+     * read, and the pass is the density alone (no velocity gathers, no curl); the kernel is a
+     * constant in each (PBF's poly6 / spiky, or the SPH solvers' cubic spline) */
+#define CURL_PASS(VORT, CUBIC)                                                                     \
+    _Pragma("omp parallel num_threads(w->nthreads) reduction(min : bad2)") {                       \
+        const unsigned fp_mode = pbf_denormals_off();                                              \
+        nb_ranges cache = NB_RANGES_INIT;                                                          \
+        _Pragma("omp for schedule(monotonic : dynamic, 256)") for (int i = 0; i < n; ++i)          \
+            curl_particle(w, i, PK, &cache, VORT, CUBIC, &bad2);                                   \
+        pbf_denormals_restore(fp_mode);                                                            \
     }
+    const int vort = w->def.vorticity > 0.0f, cubic = w->k.cubic != 0.0f;
+    if (vort && cubic) {
+        CURL_PASS(1, 1)
+    } else if (vort) {
+        CURL_PASS(1, 0)
+    } else if (cubic) {
+        CURL_PASS(0, 1)
+    } else {
+        CURL_PASS(0, 0)
+    }
+#undef CURL_PASS
     return bad < bad2 ? bad : bad2;
 }
 
 /* XSPH (eq. 17) and, with vort, vorticity confinement (eq. 16) for particle i; the new
  * velocity into x (omega_i's place). P: the packed (x*, y*, z*, m / rho), or NULL. */
 static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const float *P,
-                                                 nb_ranges *cache, const int vort, float dt,
-                                                 float vmax, int *bad, int64_t *clamps) {
+                                                 nb_ranges *cache, const int vort,
+                                                 const int cubic, float dt, float vmax, int *bad,
+                                                 int64_t *clamps) {
     const float eps = w->def.vorticity, c = w->def.xsph_viscosity;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
@@ -882,13 +899,13 @@ static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const floa
         pbf_vi in = valid & (r2 < h2v);
         pbf_vf vj = vf_and(mj, in);
         /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
-        pbf_vf wk = vj * v_poly6(k, r2, in);
+        pbf_vf wk = vj * v_kw(k, r2, in, cubic);
         sx += vf_and(wk * (LOAD(VX) - vxi), in);
         sy += vf_and(wk * (LOAD(VY) - vyi), in);
         sz += vf_and(wk * (LOAD(VZ) - vzi), in);
         if (vort) {
             /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(k, r2, in);
+            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_kgrad(k, r2, in, cubic);
             ex += vf_and(f * dx, in);
             ey += vf_and(f * dy, in);
             ez += vf_and(f * dz, in);
@@ -933,26 +950,27 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
         }
     }
     int64_t clamps = 0;
-    /* two instances: without vorticity confinement (epsilon 0) no |omega_j| is gathered */
-    if (w->def.vorticity > 0.0f) {
-#pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
-        {
-            const unsigned fp_mode = pbf_denormals_off();
-            nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) xsph_particle(w, i, PK, &cache, 1, dt, vmax, &bad, &clamps);
-            pbf_denormals_restore(fp_mode);
-        }
-    } else {
-#pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
-        {
-            const unsigned fp_mode = pbf_denormals_off();
-            nb_ranges cache = NB_RANGES_INIT;
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) xsph_particle(w, i, PK, &cache, 0, dt, vmax, &bad, &clamps);
-            pbf_denormals_restore(fp_mode);
-        }
+    /* four instances: without vorticity confinement (epsilon 0) no |omega_j| is gathered; the
+     * kernel is a constant in each, as in the curl pass */
+#define XSPH_PASS(VORT, CUBIC)                                                                     \
+    _Pragma("omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)") { \
+        const unsigned fp_mode = pbf_denormals_off();                                              \
+        nb_ranges cache = NB_RANGES_INIT;                                                          \
+        _Pragma("omp for schedule(monotonic : dynamic, 256)") for (int i = 0; i < n; ++i)          \
+            xsph_particle(w, i, PK, &cache, VORT, CUBIC, dt, vmax, &bad, &clamps);                 \
+        pbf_denormals_restore(fp_mode);                                                            \
     }
+    const int vort = w->def.vorticity > 0.0f, cubic = w->k.cubic != 0.0f;
+    if (vort && cubic) {
+        XSPH_PASS(1, 1)
+    } else if (vort) {
+        XSPH_PASS(1, 0)
+    } else if (cubic) {
+        XSPH_PASS(0, 1)
+    } else {
+        XSPH_PASS(0, 0)
+    }
+#undef XSPH_PASS
     w->solve.speed_clamps += clamps;
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
     swapf(&w->px, &w->qx);
@@ -1161,10 +1179,10 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
                 pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 pbf_vi in = valid & (r2 < h2v);
-                rho += v_poly6(k, r2, in);
+                rho += v_kw(k, r2, in, k->cubic != 0.0f);
                 /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */
                 pbf_vf vr = vf_and((vxi - vxj) * dx + (vyi - vyj) * dy + (vzi - vzj) * dz, in);
-                pbf_vf f = vf_and(nu * (zero - vf_max(zero - vr, zero)) / (r2 + eps_h2) * v_spiky(k, r2, in), in);
+                pbf_vf f = vf_and(nu * (zero - vf_max(zero - vr, zero)) / (r2 + eps_h2) * v_kgrad(k, r2, in, k->cubic != 0.0f), in);
                 ax += vf_and(f * dx, in);
                 ay += vf_and(f * dy, in);
                 az += vf_and(f * dz, in);
@@ -1201,7 +1219,7 @@ static int stage_dfsph_factor(pbf_world *w) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
             sph_wall_put(WC, i, wall, gw);
-            density_grad_sums(w, i, &rho, g, &s2, P, &cache);
+            density_grad_sums(w, i, &rho, g, &s2, P, &cache, w->k.cubic != 0.0f);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
             w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, eps);
@@ -1233,7 +1251,7 @@ static inline PBF_SIMD_INLINE float density_rate(pbf_world *w, int i, const floa
         pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
-        pbf_vf f = vol * v_spiky(k, r2, in);
+        pbf_vf f = vol * v_kgrad(k, r2, in, k->cubic != 0.0f);
         pbf_vf ux = vf_and(vxi - vxj, in), uy = vf_and(vyi - vyj, in), uz = vf_and(vzi - vzj, in);
         dsum += vf_and(f * dx, in) * ux + vf_and(f * dy, in) * uy + vf_and(f * dz, in) * uz;
     );
@@ -1323,7 +1341,7 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
                 }
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 pbf_vi in = valid & (r2 < h2v);
-                pbf_vf f = vf_and((vki + kj) * vol * v_spiky(k, r2, in), in);
+                pbf_vf f = vf_and((vki + kj) * vol * v_kgrad(k, r2, in, k->cubic != 0.0f), in);
                 ax += vf_and(f * dx, in);
                 ay += vf_and(f * dy, in);
                 az += vf_and(f * dz, in);
@@ -1406,7 +1424,7 @@ static inline PBF_SIMD_INLINE float predicted_kernel_sum(pbf_world *w, int i, fl
         load_neighbours(PV, jv, VX, VY, VZ, NULL, &vxj, &vyj, &vzj, NULL);
         pbf_vf dx = xi - xj - dtv * vxj, dy = yi - yj - dtv * vyj, dz = zi - zj - dtv * vzj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-        rho += v_poly6(k, r2, valid & (r2 < h2v));
+        rho += v_kw(k, r2, valid & (r2 < h2v), k->cubic != 0.0f);
     );
     return vf_hsum(rho);
 }
@@ -1462,7 +1480,7 @@ static int stage_iisph_diagonal(pbf_world *w) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
             sph_wall_put(WC, i, wall, gw);
-            density_grad_sums(w, i, &rho, g, &s2, P, &cache);
+            density_grad_sums(w, i, &rho, g, &s2, P, &cache, w->k.cubic != 0.0f);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
             w->sx[i] = pbf_iisph_diagonal(gix * gix + giy * giy + giz * giz, s2);
