@@ -3035,7 +3035,7 @@ static method_sum method_summary(const run_set *rs, int solver, int n) {
         double e, t, fin, at;
         best_shift(d, SHIFT_MAX, &e);
         m.front_err = e;
-        energy_summary(d, STARTUP_T, &m.energy_inc, &t, &fin);
+        energy_summary(d, 0.0, &m.energy_inc, &t, &fin);
         double e0 = d->rec[0].ekin + d->rec[0].epot;
         m.energy_gain = -INFINITY;
         for (int k = 1; k < d->h.nrec; ++k) {
@@ -3066,33 +3066,32 @@ typedef struct method_check {
     const char *note;
 } method_check;
 
-/* PCISPH gains energy in the dam break: E rises from 0.991 E(0) at t = 0.19 s to 1.0009 E(0) at
- * t = 0.31 s while the surge runs along the floor (n = 18, measured); its CI tolerance is looser
- * than the target so that CI catches a worse gain, and the report calls the target missed. */
-#define PCISPH_ENERGY_CI 0.2
+#define METHOD_CHECKS 4
 
 static int method_checks(const method_sum *m, int solver, method_check *c) {
     c[0] = (method_check){"no energy gain: E = kinetic + potential never above E(0) (largest "
                           "E(t) - E(0), dam break, vorticity 0)",
                           "%", m->energy_gain, ENERGY_NOISE, ENERGY_NOISE, NULL};
-    if (solver == PBF_SOLVER_PCISPH) {
-        c[0].bound = PCISPH_ENERGY_CI;
-        c[0].note = "missed: PCISPH gains about 1 % of E(0) while the surge runs along the floor "
-                    "(E from 0.991 E(0) at t = 0.19 s to 1.0009 E(0) at 0.31 s, n = 18)";
-    }
+    /* E may fall and never rise: a gain after an earlier loss (which the check above cannot
+     * see) is caught here. The SPH solvers' pressure force is conservative only with a kernel
+     * whose gradient is that of the density's (sph_kernel = cubic); with poly6 / spiky PCISPH,
+     * IISPH and DFSPH raise E by 0.07 to 0.5 % of E(0) between two frames of the surge. */
+    c[3] = (method_check){"energy never rises: largest increase of E between two frames "
+                          "(dam break, vorticity 0, from t = 0)",
+                          "%", m->energy_inc, ENERGY_NOISE, ENERGY_NOISE, NULL};
     c[1] = (method_check){"column release: the top at the back wall rises at most half a radius",
                           "r", m->rise, RISE_TOL, RISE_TOL, NULL};
     c[2] = (method_check){"hydrostatic, settled: average density error within the method's bound",
                           "%", m->set_avg, method_density_bound(solver),
                           method_density_bound(solver), NULL};
-    return 3;
+    return METHOD_CHECKS;
 }
 
 static int method_failures(const run_set *rs, const int *solvers, int ns, int print, FILE *f) {
     int failed = 0;
     for (int k = 0; k < ns; ++k) {
         method_sum m = method_summary(rs, solvers[k], N_COARSE);
-        method_check c[3];
+        method_check c[METHOD_CHECKS];
         int nc = method_checks(&m, solvers[k], c);
         for (int i = 0; i < nc; ++i) {
             int ok = within(c[i].value, c[i].bound, 0), met = within(c[i].value, c[i].target, 0);
@@ -3165,8 +3164,8 @@ static int write_method_report(const validate_options *o, const char *report, co
             "- **dam break** of Koshizuka & Oka (1996), vorticity confinement off, 1 s: the "
             "largest front error against the experiment for T ≤ 3 (one time shift of at most "
             "0.2 in T), the energy E = kinetic + potential: its largest value above E(0) (no "
-            "gain: ≤ %.2g %% of E(0)) and its largest increase between two frames after "
-            "t = %.2g s (the PBF suite's target ≤ %.2g %%, its noise level), the largest rise of the top of the "
+            "gain: ≤ %.2g %% of E(0)) and its largest increase between two frames (≤ %.2g %%, "
+            "the noise level: nothing in the model adds energy), the largest rise of the top of the "
             "liquid at the back wall after the release for T ≤ %.0f (particle radii; a released "
             "column falls), and the wall time per simulated second (one thread);\n"
             "- **stability envelope** (n = 18, full run only): frames of 1/60 s split into 1, 2, "
@@ -3174,13 +3173,19 @@ static int write_method_report(const validate_options *o, const char *report, co
             "below %.0f %%. The SPH solvers' CFL substeps are off (`dfsph_cfl`, `pcisph_cfl`, "
             "`iisph_cfl` = 0: the step as given); WCSPH's cannot be (its substeps follow the "
             "sound speed), so its envelope shows the outer step only.\n\n",
-            DEPTH_LAYERS, o->out, ENERGY_NOISE, STARTUP_T, ENERGY_NOISE, RELEASE_T, STAB_DENSITY);
+            DEPTH_LAYERS, o->out, ENERGY_NOISE, ENERGY_NOISE, RELEASE_T, STAB_DENSITY);
     fprintf(f,
             "Solver settings (defaults): PBF %d iterations; WCSPH B = %.0f Pa, γ = %.0f, CFL "
             "%.2g; PCISPH, IISPH, DFSPH tolerance %.2g %% (DFSPH's divergence %.2g %%), their "
-            "CFL %.2g (substeps of at most cfl × 2r / v_max).\n\n",
+            "CFL %.2g (substeps of at most cfl × 2r / v_max). Kernels: PBF poly6 for the density "
+            "and spiky for its gradients (Müller et al. 2003, as Macklin & Müller 2013); the SPH "
+            "solvers %s.\n\n",
             dd.pbf.solver_iterations, dd.wcsph.stiffness, dd.wcsph.exponent, dd.wcsph.cfl,
-            dd.pcisph.tolerance, dd.dfsph.divergence_tolerance, dd.dfsph.cfl);
+            dd.pcisph.tolerance, dd.dfsph.divergence_tolerance, dd.dfsph.cfl,
+            dd.sph_kernel == PBF_SPH_KERNEL_CUBIC
+                ? "the cubic spline (Monaghan 1992) for both, so that their pressure force is the "
+                  "gradient of the density they measure (`sph_kernel` = cubic)"
+                : "poly6 / spiky, as PBF (`sph_kernel` = poly6_spiky)");
     /* the overview */
     fprintf(f, "## Overview (n = %d)\n\n", N_COARSE);
     fprintf(f, "| method | settled density error avg / max | load slope | front error | energy "
@@ -3214,7 +3219,7 @@ static int write_method_report(const validate_options *o, const char *report, co
         fprintf(f, "|---|---|%s---|\n", nres > 1 ? "---|" : "");
         method_sum m[2];
         for (int r = 0; r < nres; ++r) m[r] = method_summary(rs, sv, RES[r]);
-        method_check c[3];
+        method_check c[METHOD_CHECKS];
         method_checks(&m[0], sv, c);
         struct {
             const char *what, *fmt;
@@ -3232,9 +3237,8 @@ static int write_method_report(const validate_options *o, const char *report, co
              {m[0].front_err, m[1].front_err}, NULL, 0},
             {"dam break: no energy gain, largest E(t) - E(0) (% of E(0))", " %.4f |",
              {m[0].energy_gain, m[1].energy_gain}, "≤ %.2g %%", c[0].bound},
-            {"dam break: largest energy increase between two frames, t ≥ 0.05 s (% of E(0); "
-             "the PBF suite's target ≤ 0.01 %, not checked by CI here)",
-             " %.4f |", {m[0].energy_inc, m[1].energy_inc}, NULL, 0},
+            {"dam break: largest energy increase between two frames (% of E(0))", " %.4f |",
+             {m[0].energy_inc, m[1].energy_inc}, "≤ %.2g %%", c[3].bound},
             {"column release: largest rise of the top at the wall, T ≤ 2 (r)", " %.2f |",
              {m[0].rise, m[1].rise}, "≤ %.2g r", RISE_TOL},
             {"wall time per simulated second, dam break, one thread (s)", " %.1f |",
@@ -3272,7 +3276,7 @@ static int write_method_report(const validate_options *o, const char *report, co
         else
             fprintf(f, " Density bound: %.0f × the solve's tolerance (%.2g %%).", METHOD_TOL_FACTOR,
                     method_tolerance(sv));
-        for (int i = 0; i < 3; ++i)
+        for (int i = 0; i < METHOD_CHECKS; ++i)
             if (c[i].note)
                 fprintf(f, " CI tolerance of \"%s\": %.2g %s, looser than the target %.2g %s: %s.",
                         c[i].what, c[i].bound, c[i].unit, c[i].target, c[i].unit, c[i].note);
@@ -3280,7 +3284,8 @@ static int write_method_report(const validate_options *o, const char *report, co
     }
     fprintf(f, "## What CI checks\n\n`ctest -L validation` runs `pbf validate --solver all "
                "--fast` and fails (exit 4) when, for any method at n = 18, the energy E(t) "
-               "exceeds E(0) by more than %.2g %% of E(0), the released "
+               "exceeds E(0) by more than %.2g %% of E(0) or rises between two frames by more "
+               "than that, the released "
                "column's top rises by more than %.2g r, or the settled average density error "
                "exceeds the method's bound above.\n",
             ENERGY_NOISE, RISE_TOL);

@@ -10,6 +10,8 @@
  *
  * to the density of eq. (2), and its gradient (with the spiky kernel, as the fluid terms of eq. 8)
  * to grad_{p_i} C_i, so lambda (eq. 11) and delta p (eq. 12) feel it with lambda_j = 0 on the wall.
+ * The SPH solvers with the cubic spline (sph_kernel = cubic) integrate that kernel for both, so
+ * the wall's force is the gradient of its density, as between particles.
  *
  * For a box S = [lo, hi] the integral is exact up to tabulation: with
  *     F(a, b, c) = integral of W over {u : u.x > a, u.y > b, u.z > c}
@@ -28,7 +30,7 @@
 
 #define PI_D 3.14159265358979323846
 
-pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, pbf_error *err) {
+pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, int cubic, pbf_error *err) {
     memset(t, 0, sizeof *t);
     const int sub = 4;               /* midpoint samples per node interval */
     const int m = sub * (nodes - 1); /* samples per axis */
@@ -67,7 +69,7 @@ pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, pbf_erro
                     double r2 = ux * ux + uy * uy + uz * uz, w = 0.0;
                     if (r2 < hd * hd) {
                         double d = hd * hd - r2;
-                        w = poly6 * d * d * d * dv;
+                        w = (cubic ? pbf_kernel_value_d(1, hd, sqrt(r2)) : poly6 * d * d * d) * dv;
                     }
                     PL(j, k) = w + PL(j + 1, k) + PL(j, k + 1) - PL(j + 1, k + 1);
                 }
@@ -84,7 +86,8 @@ pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, pbf_erro
 #undef ACC
     free(acc);
 
-    /* G: for each node plane u.x = a, 2-D suffix sums of W_spiky on that plane. */
+    /* G: for each node plane u.x = a, 2-D suffix sums of W_spiky (or of the cubic spline, whose
+     * plane integral is then exactly -dF/da) on that plane. */
     double da = ds * ds;
     for (int a = 0; a < nodes; ++a) {
         double ux = -hd + a * (2.0 * hd / (nodes - 1));
@@ -96,7 +99,7 @@ pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, pbf_erro
                 double r = sqrt(ux * ux + uy * uy + uz * uz), w = 0.0;
                 if (r < hd) {
                     double d = hd - r;
-                    w = spiky * d * d * d * da;
+                    w = (cubic ? pbf_kernel_value_d(1, hd, r) : spiky * d * d * d) * da;
                 }
                 PL(j, k) = w + PL(j + 1, k) + PL(j, k + 1) - PL(j + 1, k + 1);
             }
@@ -131,7 +134,8 @@ float pbf_wall_calibration(const pbf_world *w) {
                 float r2 = (float)(i * i + j * j + l * l) * d * d;
                 if (r2 >= w->k.h2) continue;
                 float dd = w->k.h2 - r2;
-                double wv = (double)dd * dd * dd;
+                double wv = w->k.cubic != 0.0f ? pbf_kernel_value_d(1, h, sqrt((double)r2))
+                                               : (double)dd * dd * dd;
                 all += wv;
                 if (l < 0) ghost += wv;
             }

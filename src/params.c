@@ -8,6 +8,7 @@
 #include "internal.h"
 
 static const char *const constraint_names[] = {"unilateral", "bilateral", NULL};
+static const char *const sph_kernel_names[] = {"cubic", "poly6_spiky", NULL};
 static const char *const solver_names[] = {"pbf", "wcsph", "dfsph", "pcisph", "iisph", NULL};
 static const char *const device_default[] = {"cpu", NULL};
 
@@ -50,6 +51,12 @@ static const pbf_param_info world_params[] = {
      "2017), pcisph = predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009), "
      "iisph = implicit incompressible SPH (Ihmsen et al. 2014); each has its own parameters "
      "below"},
+    {"sph_kernel", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, sph_kernel_names, F(sph_kernel),
+     "kernel of the SPH solvers (wcsph, pcisph, iisph, dfsph): cubic = the cubic spline "
+     "(Monaghan 1992) for the density and its gradient, as SPlisHSPlasH; poly6_spiky = poly6 "
+     "density with the spiky gradient (Mueller et al. 2003), whose pressure forces are not the "
+     "density's gradient and feed energy into the fluid; pbf always uses poly6 / spiky "
+     "(Macklin & Mueller 2013)"},
 };
 
 /* Position Based Fluids' own parameters (Macklin & Mueller 2013). */

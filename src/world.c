@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #define PI_F 3.14159265358979323846f
+#define PI_D 3.14159265358979323846
 #define WALL_TABLE_NODES 33
 
 void pbf_set_error(pbf_error *err, pbf_status status, const char *fmt, ...) {
@@ -102,21 +103,43 @@ static float poly6_value(float h, float r2) {
     return 315.0f / (64.0f * PI_F * powf(h, 9.0f)) * d * d * d;
 }
 
-/* Mass so that a cubic lattice at the rest spacing has exactly the rest density, and
- * sum_k |grad_k C_i|^2 of such a lattice particle (the scale of lambda). */
+double pbf_kernel_value_d(int cubic, double h, double r) {
+    if (!(r < h)) return 0.0;
+    if (cubic) {
+        double q = r / h, a = 1.0 - q, b = q < 0.5 ? 1.0 - 2.0 * q : 0.0;
+        return 8.0 / (PI_D * h * h * h) * (2.0 * a * a * a - b * b * b);
+    }
+    double d = h * h - r * r;
+    return 315.0 / (64.0 * PI_D * pow(h, 9)) * d * d * d;
+}
+
+double pbf_kernel_slope_d(int cubic, double h, double r) {
+    if (!(r < h)) return 0.0;
+    if (cubic) {
+        double q = r / h, a = 1.0 - q, b = q < 0.5 ? 1.0 - 2.0 * q : 0.0;
+        return 48.0 / (PI_D * h * h * h * h) * (b * b - a * a);
+    }
+    return -45.0 / (PI_D * pow(h, 6)) * (h - r) * (h - r);
+}
+
+/* Mass so that a cubic lattice at the rest spacing has exactly the rest density (with the
+ * world's kernel: the SPH solvers' cubic spline, or poly6), and sum_k |grad_k C_i|^2 of such a
+ * lattice particle (the scale of lambda, and PCISPH's delta) with the matching gradient. */
 static void lattice_constants(pbf_world *w) {
     const float d = w->spacing, h = w->k.h;
     const int K = (int)ceilf(h / d);
+    const int cubic = w->k.cubic != 0.0f;
     double wsum = 0.0, g2 = 0.0;
     for (int i = -K; i <= K; ++i)
         for (int j = -K; j <= K; ++j)
             for (int k = -K; k <= K; ++k) {
                 float r2 = (float)(i * i + j * j + k * k) * d * d;
                 if (r2 >= h * h) continue;
-                wsum += poly6_value(h, r2);
+                wsum += cubic ? pbf_kernel_value_d(1, h, sqrt((double)r2)) : poly6_value(h, r2);
                 if (r2 > 0.0f) {
                     float r = sqrtf(r2);
-                    double gm = w->spiky_grad * (h - r) * (h - r);
+                    double gm = cubic ? pbf_kernel_slope_d(1, h, sqrt((double)r2))
+                                      : w->spiky_grad * (h - r) * (h - r);
                     g2 += gm * gm;
                 }
             }
@@ -189,6 +212,10 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
     w->spiky_grad = 45.0f / (PI_F * powf(h, 6.0f));
     w->k.spiky = -w->spiky_grad;
     w->k.rest_density = def->rest_density;
+    w->k.cubic = def->solver != PBF_SOLVER_PBF && def->sph_kernel == PBF_SPH_KERNEL_CUBIC;
+    w->k.inv_h = 1.0f / h;
+    w->k.cubic_w = 8.0f / (PI_F * h * h * h);
+    w->k.cubic_g = 48.0f / (PI_F * h * h * h * h);
     lattice_constants(w);
     w->eps_abs = def->pbf.relaxation * w->lattice_grad2;
     w->scorr_inv_wdq = 1.0f / poly6_value(h, def->pbf.scorr_dq * def->pbf.scorr_dq * w->k.h2);
@@ -203,7 +230,7 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
         return PBF_ERR_INVALID_ARGUMENT;
     }
     s = pbf_grid_init(&w->grid, def, h * 1.0001f, err);
-    if (s == PBF_OK) s = pbf_wall_tables_init(&w->walls, h, WALL_TABLE_NODES, err);
+    if (s == PBF_OK) s = pbf_wall_tables_init(&w->walls, h, WALL_TABLE_NODES, w->k.cubic != 0.0f, err);
     if (s == PBF_OK) {
         pbf_walls_consts *c = &w->wc;
         for (int a = 0; a < 3; ++a) {

@@ -27,6 +27,18 @@ static const char *const sph_names[] = {"wcsph", "dfsph", "pcisph", "iisph"};
 #define NSPH 4
 #define PI 3.14159265358979323846
 
+/* |grad W| / r of the world's SPH kernel, written from the papers (not from kernel_formulas.h):
+ * the cubic spline of Monaghan 1992, W = 8 / (pi h^3) (6 q^3 - 6 q^2 + 1) for q <= 1/2 and
+ * 16 / (pi h^3) (1 - q)^3 for q <= 1 (support h, q = r / h), or the spiky gradient of Mueller et
+ * al. 2003 with sph_kernel = poly6_spiky. */
+static double grad_factor(const pbf_world *w, double r) {
+    const double h = w->k.h, q = r / h;
+    if (w->def.sph_kernel == PBF_SPH_KERNEL_POLY6_SPIKY) return -45.0 / (PI * pow(h, 6)) * (h - r) * (h - r) / r;
+    const double c = 8.0 / (PI * h * h * h);
+    const double dwdq = q <= 0.5 ? c * (18.0 * q * q - 12.0 * q) : -c * 6.0 * (1.0 - q) * (1.0 - q);
+    return dwdq / (h * r);
+}
+
 static const char *test_device(void) {
     const char *d = getenv("PBF_TEST_DEVICE");
     return d && *d ? d : "cpu";
@@ -527,7 +539,7 @@ static void test_formulas(void) {
             for (int c = -K; c <= K; ++c) {
                 double r[3] = {a * d, b * d, c * d}, r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
                 if (r2 >= h * h || r2 == 0.0) continue;
-                double rr = sqrt(r2), f = -45.0 / (PI * pow(h, 6)) * (h - rr) * (h - rr) / rr;
+                double rr = sqrt(r2), f = grad_factor(w, rr);
                 for (int e = 0; e < 3; ++e) sg[e] += f * r[e];
                 sgg += f * f * r2;
             }
@@ -557,7 +569,7 @@ static void test_formulas(void) {
                 double r[3] = {x - w->qx[j], y - w->qy[j], z - w->qz[j]};
                 double r2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
                 if (r2 >= h * h || j == i) continue;
-                double rr = sqrt(r2), f = -45.0 / (PI * pow(h, 6)) * (h - rr) * (h - rr) / rr;
+                double rr = sqrt(r2), f = grad_factor(w, rr);
                 double gw[3] = {f * r[0], f * r[1], f * r[2]};
                 if (pass == 0) {
                     for (int e = 0; e < 3; ++e) dii[e] -= dt * dt * m / (rho * rho) * gw[e];

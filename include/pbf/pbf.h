@@ -82,6 +82,20 @@ typedef enum pbf_solver_kind {
     PBF_SOLVER_IISPH = 4   /* implicit incompressible SPH (Ihmsen et al. 2014) */
 } pbf_solver_kind;
 
+/* The smoothing kernel of the SPH solvers (WCSPH, PCISPH, IISPH, DFSPH). Their pressure force
+ * is the symmetric SPH gradient of the pressure, and it conserves energy only when its gradient
+ * is the gradient of the kernel that measures the density:
+ *   PBF_SPH_KERNEL_CUBIC        the cubic spline (Monaghan 1992) for both, as SPlisHSPlasH;
+ *   PBF_SPH_KERNEL_POLY6_SPIKY  W_poly6 for the density and grad W_spiky for the forces (Müller
+ *                               et al. 2003, PBF's pair): the forces are not the density's
+ *                               gradient, so the solvers feed energy into the fluid (a column
+ *                               at rest never settles).
+ * Position Based Fluids always uses poly6 / spiky, as Macklin & Müller 2013. */
+typedef enum pbf_sph_kernel {
+    PBF_SPH_KERNEL_CUBIC = 0,
+    PBF_SPH_KERNEL_POLY6_SPIKY = 1
+} pbf_sph_kernel;
+
 /* Parameters of Position Based Fluids (Macklin & Müller 2013) alone. */
 typedef struct pbf_pbf_params {
     int solver_iterations;      /* Jacobi iterations per step (when tolerance = 0) */
@@ -172,6 +186,7 @@ typedef struct pbf_world_def {
      * (pbf_list_devices tells what this machine has) */
     char device[PBF_DEVICE_NAME_MAX];
     pbf_solver_kind solver;
+    pbf_sph_kernel sph_kernel;  /* the SPH solvers' kernel (PBF always uses poly6 / spiky) */
     pbf_pbf_params pbf;         /* solver = PBF_SOLVER_PBF */
     pbf_wcsph_params wcsph;     /* solver = PBF_SOLVER_WCSPH */
     pbf_dfsph_params dfsph;     /* solver = PBF_SOLVER_DFSPH */

@@ -9,6 +9,12 @@
  * Kernels of Müller et al. 2003 as used by Macklin & Müller 2013:
  *   W_poly6(r)      = 315 / (64 pi h^9) (h^2 - r^2)^3          (density, eq. 2)
  *   grad W_spiky(r) = -45 / (pi h^6) (h - r)^2 r / |r|          (gradients, eq. 8)
+ * and, for the SPH solvers, the cubic spline of Monaghan 1992 (support h, q = |r| / h), whose
+ * gradient is the gradient of the kernel that measures the density, so that their symmetric
+ * pressure force conserves energy (poly6's density with spiky's gradient does not: the
+ * solvers then feed energy into the fluid):
+ *   W(q)      = 8 / (pi h^3) (6 q^3 - 6 q^2 + 1) for q <= 1/2,  16 / (pi h^3) (1 - q)^3 for q <= 1
+ *   grad W(r) = dW/dq / h  r / |r|
  * The formulas themselves are in kernel_formulas.h, written once over a "real" type so that the
  * CPU backend can instantiate them on SIMD lanes as well (see src/backends/cpu/cpu.c).
  */
@@ -41,6 +47,12 @@ typedef struct pbf_sph_consts {
     float r_min;          /* 1e-6 h: distance floor of the spiky gradient */
     float mass, volume;   /* particle mass m and volume V = m / rho_0 */
     float rest_density;   /* rho_0 */
+    /* the SPH solvers' kernel (pbf_kernel_w, pbf_kernel_grad): 1 = the cubic spline, 0 =
+     * poly6 / spiky as above (PBF's, and the SPH solvers' with sph_kernel = poly6_spiky) */
+    float cubic;
+    float inv_h;          /* 1 / h */
+    float cubic_w;        /* 8 / (pi h^3) */
+    float cubic_g;        /* 48 / (pi h^4) */
 } pbf_sph_consts;
 
 /* Scalar instances: pbf_poly6(k, r2), pbf_spiky(k, r2) and the rest. */
@@ -53,6 +65,16 @@ typedef struct pbf_sph_consts {
 #undef PBF_REAL_SQRT
 #undef PBF_REAL_MAX
 #undef PBF_KFN
+
+/* The world's kernel for the stages every solver shares and the SPH solvers' own: the cubic
+ * spline where k->cubic is set (the SPH solvers, sph_kernel = cubic), poly6 / spiky otherwise.
+ * PBF's own stages (lambda, delta p) call pbf_poly6 / pbf_spiky directly. */
+PBF_FN float pbf_kernel_w(const pbf_sph_consts *k, float r2) {
+    return k->cubic != 0.0f ? pbf_cubic(k, r2) : pbf_poly6(k, r2);
+}
+PBF_FN float pbf_kernel_grad(const pbf_sph_consts *k, float r2) {
+    return k->cubic != 0.0f ? pbf_cubic_grad(k, r2) : pbf_spiky(k, r2);
+}
 
 /* Chebyshev semi-iterative acceleration of the Jacobi iterations (Wang 2015, "A Chebyshev
  * semi-iterative approach for accelerating projective and position-based dynamics", eq. 10-12),

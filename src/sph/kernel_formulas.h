@@ -25,6 +25,26 @@ PBF_FN PBF_REAL PBF_KFN(pbf_spiky)(const pbf_sph_consts *k, PBF_REAL r2) {
     return k->spiky * d * d / r;
 }
 
+/* The cubic spline (Monaghan 1992; SPlisHSPlasH's CubicKernel) with support h, for r2 < h^2:
+ * W = 8 / (pi h^3) (2 (1 - q)^3 - max(1 - 2q, 0)^3), q = |r| / h, which is 6 q^3 - 6 q^2 + 1
+ * for q <= 1/2 and 2 (1 - q)^3 beyond, written without a branch (SIMD lanes). */
+PBF_FN PBF_REAL PBF_KFN(pbf_cubic)(const pbf_sph_consts *k, PBF_REAL r2) {
+    PBF_REAL q = PBF_REAL_SQRT(r2) * k->inv_h;
+    PBF_REAL a = 1.0f - q, b = PBF_REAL_MAX(1.0f - 2.0f * q, 0.0f);
+    return k->cubic_w * (2.0f * a * a * a - b * b * b);
+}
+
+/* Its gradient, grad W = pbf_cubic_grad(k, |r|^2) * r for |r| < h: dW/dq / (h |r|) with
+ * dW/dq = 48 / (pi h^3) (max(1 - 2q, 0)^2 - (1 - q)^2) (= 48 / (pi h^3) q (3q - 2) for
+ * q <= 1/2), so the factor is finite at r = 0 (distance floor r_min, as pbf_spiky). */
+PBF_FN PBF_REAL PBF_KFN(pbf_cubic_grad)(const pbf_sph_consts *k, PBF_REAL r2) {
+    PBF_REAL r = PBF_REAL_SQRT(r2);
+    r = PBF_REAL_MAX(r, k->r_min);
+    PBF_REAL q = r * k->inv_h;
+    PBF_REAL a = 1.0f - q, b = PBF_REAL_MAX(1.0f - 2.0f * q, 0.0f);
+    return k->cubic_g * (b * b - a * a) / r;
+}
+
 /* Artificial pressure of eq. 13 without its strength: (W(r) / W(dq))^n, from w = W(r). The
  * default n = 4 is two squarings. */
 PBF_FN PBF_REAL PBF_KFN(pbf_scorr_shape)(PBF_REAL w, float inv_wdq, int n) {

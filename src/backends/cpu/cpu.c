@@ -93,6 +93,17 @@ static inline PBF_SIMD_INLINE pbf_vf v_poly6(const pbf_sph_consts *k, pbf_vf r2,
 static inline PBF_SIMD_INLINE pbf_vf v_spiky(const pbf_sph_consts *k, pbf_vf r2, pbf_vi in) {
     return vf_and(pbf_spiky_v(k, r2), in);
 }
+/* The world's kernel (pbf_kernel_w, pbf_kernel_grad of kernel.h): the cubic spline where `cubic`
+ * (the SPH solvers with sph_kernel = cubic), poly6 / spiky otherwise. A pass that PBF runs passes
+ * a constant, so that PBF's instance has no test per neighbour. */
+static inline PBF_SIMD_INLINE pbf_vf v_kw(const pbf_sph_consts *k, pbf_vf r2, pbf_vi in,
+                                          const int cubic) {
+    return vf_and(cubic ? pbf_cubic_v(k, r2) : pbf_poly6_v(k, r2), in);
+}
+static inline PBF_SIMD_INLINE pbf_vf v_kgrad(const pbf_sph_consts *k, pbf_vf r2, pbf_vi in,
+                                             const int cubic) {
+    return vf_and(cubic ? pbf_cubic_grad_v(k, r2) : pbf_spiky_v(k, r2), in);
+}
 
 /* ---- neighbour lists ---------------------------------------------------------------------
  * Built once per step right after the sort, from the positions the grid was built on (Algorithm
@@ -684,20 +695,23 @@ static inline float density_at(const pbf_world *w, int i, float wall, nb_ranges 
     const pbf_sph_consts *k = &w->k;
     const pbf_vf h2v = vf_set1(k->h2);
     const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    const int cubic = k->cubic != 0.0f;
     pbf_vf rho = vf_set1(0.0f);
     FOR_NEIGHBOURS_R(w, i, cache, 
         pbf_vf dx = xi - LOAD(QX), dy = yi - LOAD(QY), dz = zi - LOAD(QZ);
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-        rho += v_poly6(k, r2, valid & (r2 < h2v));
+        rho += v_kw(k, r2, valid & (r2 < h2v), cubic);
     );
     return w->k.mass * vf_hsum(rho) + w->k.rest_density * wall;
 }
 
 /* The neighbour sums of particle i at x* that PBF's lambda (eq. 11) and DFSPH's factor share:
- * sum_j W_ij, sum_j V grad W_ij (= -grad_{p_j} C_i, eq. 8) and sum_j |V grad W_ij|^2. */
+ * sum_j W_ij, sum_j V grad W_ij (= -grad_{p_j} C_i, eq. 8) and sum_j |V grad W_ij|^2, with the
+ * cubic spline where `cubic` (see v_kw), poly6 / spiky otherwise. */
 static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float *rho_sum,
                                                      float g[3], float *s2_sum,
-                                                     const float *restrict P, nb_ranges *cache) {
+                                                     const float *restrict P, nb_ranges *cache,
+                                                     const int cubic) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const pbf_sph_consts *k = &w->k;
     const pbf_vf h2v = vf_set1(k->h2);
@@ -710,8 +724,8 @@ static inline PBF_SIMD_INLINE void density_grad_sums(pbf_world *w, int i, float 
         pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
-        rho += v_poly6(k, r2, in);
-        pbf_vf f = vol * v_spiky(k, r2, in);
+        rho += v_kw(k, r2, in, cubic);
+        pbf_vf f = vol * v_kgrad(k, r2, in, cubic);
         /* masked products: a padding lane's dx may be NaN, and 0 * NaN is NaN */
         pbf_vf ax = vf_and(f * dx, in), ay = vf_and(f * dy, in), az = vf_and(f * dz, in);
         gx += ax;
@@ -800,7 +814,7 @@ static int stage_lambda(pbf_world *w, float cheb) {
                 rho = pr[1], g[0] = pg[1][0], g[1] = pg[1][1], g[2] = pg[1][2], s2 = ps2[1];
             } else
 #endif
-            density_grad_sums(w, i, &rho, g, &s2, P, &cache);
+            density_grad_sums(w, i, &rho, g, &s2, P, &cache, 0);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             float r = w->k.mass * rho + w->k.rest_density * wall;
             w->density[i] = r;
@@ -1018,8 +1032,8 @@ static inline PBF_SIMD_INLINE void curl_pair(pbf_world *w, int i, const float *P
 
 /* pre: the neighbour sums from curl_pair, or NULL (computed here). */
 static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const float *P,
-                                                 nb_ranges *cache, const int vort, int *bad,
-                                                 const float *pre) {
+                                                 nb_ranges *cache, const int vort,
+                                                 const int cubic, int *bad, const float *pre) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const pbf_sph_consts *k = &w->k;
@@ -1040,10 +1054,10 @@ static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const floa
         pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
-        rho += v_poly6(k, r2, in);
+        rho += v_kw(k, r2, in, cubic);
         if (vort) {
             /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
-            pbf_vf f = vol * v_spiky(k, r2, in);
+            pbf_vf f = vol * v_kgrad(k, r2, in, cubic);
             pbf_vf gx = vf_and(f * dx, in), gy = vf_and(f * dy, in), gz = vf_and(f * dz, in);
             pbf_vf ux = vf_and(vxj - vxi, in), uy = vf_and(LOAD(VY) - vyi, in),
                    uz = vf_and(LOAD(VZ) - vzi, in);
@@ -1066,6 +1080,30 @@ static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const floa
     } else if (!isfinite(r) && i < *bad) {
         *bad = i;
     }
+}
+
+/* The curl pass's worksharing loop, called inside the stage's parallel region with constant
+ * flags (one instance each); pairs: particles i, i + 1 at once (AVX-512, PBF's kernel). */
+static inline PBF_SIMD_INLINE void curl_loop(pbf_world *w, int n, const float *PK, const int vort,
+                                             const int cubic, const int pairs, int *bad2) {
+    nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+    nb_ranges cache_b = NB_RANGES_INIT;
+    float sums[2][4] = {{0}};
+#pragma omp for schedule(monotonic : dynamic, 256)
+    for (int i = 0; i < n; ++i) {
+        if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
+            curl_pair(w, i, PK, &cache, &cache_b, vort, sums);
+            curl_particle(w, i, PK, &cache, vort, cubic, bad2, sums[0]);
+        } else {
+            curl_particle(w, i, PK, &cache, vort, cubic, bad2, pairs && (i & 1) ? sums[1] : NULL);
+        }
+    }
+#else
+    (void)pairs;
+#pragma omp for schedule(monotonic : dynamic, 256)
+    for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, vort, cubic, bad2, NULL);
+#endif
 }
 
 static int stage_velocity(pbf_world *w, float dt, float vmax) {
@@ -1094,57 +1132,27 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     }
     w->solve.speed_clamps += clamps;
     int bad2 = INT_MAX;
+    const int vort = w->def.vorticity > 0.0f, cubic = w->k.cubic != 0.0f;
 #if PBF_PAIRS
-    const int pairs = PK && LISTS(w)->ok;
-#endif
-    /* two instances of the pass: with vorticity confinement off (epsilon 0) omega is never
-     * read, and the pass is the density alone (no velocity gathers, no curl) */
-    if (w->def.vorticity > 0.0f) {
-#pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
-        {
-            const unsigned fp_mode = pbf_denormals_off();
-            nb_ranges cache = NB_RANGES_INIT;
-#if PBF_PAIRS
-            nb_ranges cache_b = NB_RANGES_INIT;
-            float sums[2][4] = {{0}};
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) {
-                if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
-                    curl_pair(w, i, PK, &cache, &cache_b, 1, sums);
-                    curl_particle(w, i, PK, &cache, 1, &bad2, sums[0]);
-                } else {
-                    curl_particle(w, i, PK, &cache, 1, &bad2, pairs && (i & 1) ? sums[1] : NULL);
-                }
-            }
+    const int pairs = PK && LISTS(w)->ok && !cubic; /* the paired pass is PBF's kernel's */
 #else
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 1, &bad2, NULL);
+    const int pairs = 0;
 #endif
-            pbf_denormals_restore(fp_mode);
-        }
-    } else {
+    /* four instances of the pass: with vorticity confinement off (epsilon 0) omega is never
+     * read, and the pass is the density alone (no velocity gathers, no curl); the kernel is a
+     * constant in each (PBF's poly6 / spiky, or the SPH solvers' cubic spline) */
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad2)
-        {
-            const unsigned fp_mode = pbf_denormals_off();
-            nb_ranges cache = NB_RANGES_INIT;
-#if PBF_PAIRS
-            nb_ranges cache_b = NB_RANGES_INIT;
-            float sums[2][4] = {{0}};
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) {
-                if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
-                    curl_pair(w, i, PK, &cache, &cache_b, 0, sums);
-                    curl_particle(w, i, PK, &cache, 0, &bad2, sums[0]);
-                } else {
-                    curl_particle(w, i, PK, &cache, 0, &bad2, pairs && (i & 1) ? sums[1] : NULL);
-                }
-            }
-#else
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, 0, &bad2, NULL);
-#endif
-            pbf_denormals_restore(fp_mode);
-        }
+    {
+        const unsigned fp_mode = pbf_denormals_off();
+        if (vort && cubic)
+            curl_loop(w, n, PK, 1, 1, 0, &bad2);
+        else if (vort)
+            curl_loop(w, n, PK, 1, 0, pairs, &bad2);
+        else if (cubic)
+            curl_loop(w, n, PK, 0, 1, 0, &bad2);
+        else
+            curl_loop(w, n, PK, 0, 0, pairs, &bad2);
+        pbf_denormals_restore(fp_mode);
     }
     return bad < bad2 ? bad : bad2;
 }
@@ -1198,9 +1206,9 @@ static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P
 
 /* pre: the neighbour sums from xsph_pair, or NULL (computed here). */
 static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const float *P,
-                                                 nb_ranges *cache, const int vort, float dt,
-                                                 float vmax, int *bad, int64_t *clamps,
-                                                 const float *pre) {
+                                                 nb_ranges *cache, const int vort,
+                                                 const int cubic, float dt, float vmax, int *bad,
+                                                 int64_t *clamps, const float *pre) {
     const float eps = w->def.vorticity, c = w->def.xsph_viscosity;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
@@ -1227,13 +1235,13 @@ static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const floa
         pbf_vi in = valid & (r2 < h2v);
         pbf_vf vj = vf_and(mj, in);
         /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
-        pbf_vf wk = vj * v_poly6(k, r2, in);
+        pbf_vf wk = vj * v_kw(k, r2, in, cubic);
         sx += vf_and(wk * (LOAD(VX) - vxi), in);
         sy += vf_and(wk * (LOAD(VY) - vyi), in);
         sz += vf_and(wk * (LOAD(VZ) - vzi), in);
         if (vort) {
             /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_spiky(k, r2, in);
+            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_kgrad(k, r2, in, cubic);
             ex += vf_and(f * dx, in);
             ey += vf_and(f * dy, in);
             ez += vf_and(f * dz, in);
@@ -1262,6 +1270,32 @@ static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const floa
     if (!isfinite(vx + vy + vz) && i < *bad) *bad = i;
 }
 
+/* The XSPH pass's worksharing loop, as curl_loop. */
+static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *PK, const int vort,
+                                             const int cubic, const int pairs, float dt,
+                                             float vmax, int *bad, int64_t *clamps) {
+    nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+    nb_ranges cache_b = NB_RANGES_INIT;
+    float sums[2][6] = {{0}};
+#pragma omp for schedule(monotonic : dynamic, 256)
+    for (int i = 0; i < n; ++i) {
+        if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
+            xsph_pair(w, i, PK, &cache, &cache_b, vort, sums);
+            xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps, sums[0]);
+        } else {
+            xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps,
+                          pairs && (i & 1) ? sums[1] : NULL);
+        }
+    }
+#else
+    (void)pairs;
+#pragma omp for schedule(monotonic : dynamic, 256)
+    for (int i = 0; i < n; ++i)
+        xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps, NULL);
+#endif
+}
+
 /* Vorticity confinement and XSPH; writes the new velocity into the (now free) x arrays. */
 static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     const int n = w->count;
@@ -1281,60 +1315,26 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
         }
     }
     int64_t clamps = 0;
+    const int vort = w->def.vorticity > 0.0f, cubic = w->k.cubic != 0.0f;
 #if PBF_PAIRS
-    const int pairs = PK && LISTS(w)->ok;
-#endif
-    /* two instances: without vorticity confinement (epsilon 0) no |omega_j| is gathered */
-    if (w->def.vorticity > 0.0f) {
-#pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
-        {
-            const unsigned fp_mode = pbf_denormals_off();
-            nb_ranges cache = NB_RANGES_INIT;
-#if PBF_PAIRS
-            nb_ranges cache_b = NB_RANGES_INIT;
-            float sums[2][6] = {{0}};
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) {
-                if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
-                    xsph_pair(w, i, PK, &cache, &cache_b, 1, sums);
-                    xsph_particle(w, i, PK, &cache, 1, dt, vmax, &bad, &clamps, sums[0]);
-                } else {
-                    xsph_particle(w, i, PK, &cache, 1, dt, vmax, &bad, &clamps,
-                                  pairs && (i & 1) ? sums[1] : NULL);
-                }
-            }
+    const int pairs = PK && LISTS(w)->ok && !cubic; /* the paired pass is PBF's kernel's */
 #else
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i)
-                xsph_particle(w, i, PK, &cache, 1, dt, vmax, &bad, &clamps, NULL);
+    const int pairs = 0;
 #endif
-            pbf_denormals_restore(fp_mode);
-        }
-    } else {
+    /* four instances: without vorticity confinement (epsilon 0) no |omega_j| is gathered; the
+     * kernel is a constant in each, as in the curl pass */
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
-        {
-            const unsigned fp_mode = pbf_denormals_off();
-            nb_ranges cache = NB_RANGES_INIT;
-#if PBF_PAIRS
-            nb_ranges cache_b = NB_RANGES_INIT;
-            float sums[2][6] = {{0}};
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i) {
-                if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
-                    xsph_pair(w, i, PK, &cache, &cache_b, 0, sums);
-                    xsph_particle(w, i, PK, &cache, 0, dt, vmax, &bad, &clamps, sums[0]);
-                } else {
-                    xsph_particle(w, i, PK, &cache, 0, dt, vmax, &bad, &clamps,
-                                  pairs && (i & 1) ? sums[1] : NULL);
-                }
-            }
-#else
-#pragma omp for schedule(monotonic : dynamic, 256)
-            for (int i = 0; i < n; ++i)
-                xsph_particle(w, i, PK, &cache, 0, dt, vmax, &bad, &clamps, NULL);
-#endif
-            pbf_denormals_restore(fp_mode);
-        }
+    {
+        const unsigned fp_mode = pbf_denormals_off();
+        if (vort && cubic)
+            xsph_loop(w, n, PK, 1, 1, 0, dt, vmax, &bad, &clamps);
+        else if (vort)
+            xsph_loop(w, n, PK, 1, 0, pairs, dt, vmax, &bad, &clamps);
+        else if (cubic)
+            xsph_loop(w, n, PK, 0, 1, 0, dt, vmax, &bad, &clamps);
+        else
+            xsph_loop(w, n, PK, 0, 0, pairs, dt, vmax, &bad, &clamps);
+        pbf_denormals_restore(fp_mode);
     }
     w->solve.speed_clamps += clamps;
     /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
@@ -1544,10 +1544,10 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
                 pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 pbf_vi in = valid & (r2 < h2v);
-                rho += v_poly6(k, r2, in);
+                rho += v_kw(k, r2, in, k->cubic != 0.0f);
                 /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */
                 pbf_vf vr = vf_and((vxi - vxj) * dx + (vyi - vyj) * dy + (vzi - vzj) * dz, in);
-                pbf_vf f = vf_and(nu * (zero - vf_max(zero - vr, zero)) / (r2 + eps_h2) * v_spiky(k, r2, in), in);
+                pbf_vf f = vf_and(nu * (zero - vf_max(zero - vr, zero)) / (r2 + eps_h2) * v_kgrad(k, r2, in, k->cubic != 0.0f), in);
                 ax += vf_and(f * dx, in);
                 ay += vf_and(f * dy, in);
                 az += vf_and(f * dz, in);
@@ -1584,7 +1584,7 @@ static int stage_dfsph_factor(pbf_world *w) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
             sph_wall_put(WC, i, wall, gw);
-            density_grad_sums(w, i, &rho, g, &s2, P, &cache);
+            density_grad_sums(w, i, &rho, g, &s2, P, &cache, w->k.cubic != 0.0f);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
             w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, eps);
@@ -1616,7 +1616,7 @@ static inline PBF_SIMD_INLINE float density_rate(pbf_world *w, int i, const floa
         pbf_vf dx = xi - xj, dy = yi - yj, dz = zi - zj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi in = valid & (r2 < h2v);
-        pbf_vf f = vol * v_spiky(k, r2, in);
+        pbf_vf f = vol * v_kgrad(k, r2, in, k->cubic != 0.0f);
         pbf_vf ux = vf_and(vxi - vxj, in), uy = vf_and(vyi - vyj, in), uz = vf_and(vzi - vzj, in);
         dsum += vf_and(f * dx, in) * ux + vf_and(f * dy, in) * uy + vf_and(f * dz, in) * uz;
     );
@@ -1706,7 +1706,7 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
                 }
                 pbf_vf r2 = dx * dx + dy * dy + dz * dz;
                 pbf_vi in = valid & (r2 < h2v);
-                pbf_vf f = vf_and((vki + kj) * vol * v_spiky(k, r2, in), in);
+                pbf_vf f = vf_and((vki + kj) * vol * v_kgrad(k, r2, in, k->cubic != 0.0f), in);
                 ax += vf_and(f * dx, in);
                 ay += vf_and(f * dy, in);
                 az += vf_and(f * dz, in);
@@ -1789,7 +1789,7 @@ static inline PBF_SIMD_INLINE float predicted_kernel_sum(pbf_world *w, int i, fl
         load_neighbours(PV, jv, VX, VY, VZ, NULL, &vxj, &vyj, &vzj, NULL);
         pbf_vf dx = xi - xj - dtv * vxj, dy = yi - yj - dtv * vyj, dz = zi - zj - dtv * vzj;
         pbf_vf r2 = dx * dx + dy * dy + dz * dz;
-        rho += v_poly6(k, r2, valid & (r2 < h2v));
+        rho += v_kw(k, r2, valid & (r2 < h2v), k->cubic != 0.0f);
     );
     return vf_hsum(rho);
 }
@@ -1845,7 +1845,7 @@ static int stage_iisph_diagonal(pbf_world *w) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
             sph_wall_put(WC, i, wall, gw);
-            density_grad_sums(w, i, &rho, g, &s2, P, &cache);
+            density_grad_sums(w, i, &rho, g, &s2, P, &cache, w->k.cubic != 0.0f);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
             w->sx[i] = pbf_iisph_diagonal(gix * gix + giy * giy + giz * giz, s2);

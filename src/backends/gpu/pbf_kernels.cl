@@ -384,7 +384,7 @@ PBF_KERNEL pbf_k_density(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
-        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
+        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;
     )
     density[i] = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
 }
@@ -413,8 +413,8 @@ PBF_DEVICE_FN void pbf_gpu_density_grad_sums(const pbf_gpu_params *P, const PBF_
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
-        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
-        const float f = k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);
+        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;
+        const float f = k.volume * (in ? pbf_kernel_grad(&k, r2) : 0.0f);
         const float ax = in ? f * dx : 0.0f, ay = in ? f * dy : 0.0f, az = in ? f * dz : 0.0f;
         gx[l] += ax;
         gy[l] += ay;
@@ -575,9 +575,9 @@ PBF_KERNEL pbf_k_curl(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
-        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
+        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;
         /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
-        const float f = k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);
+        const float f = k.volume * (in ? pbf_kernel_grad(&k, r2) : 0.0f);
         const float gx = f * dx, gy = f * dy, gz = f * dz;
         const float ux = in ? vx[j] - vxi : 0.0f, uy = in ? vy[j] - vyi : 0.0f,
                     uz = in ? vz[j] - vzi : 0.0f;
@@ -628,12 +628,12 @@ PBF_KERNEL pbf_k_vorticity_xsph(const pbf_gpu_params P, const PBF_GLOBAL float *
         const int in = valid && r2 < k.h2;
         const float vj = in ? k.mass / density[j] : 0.0f;
         /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
-        const float wk = vj * (in ? pbf_poly6(&k, r2) : 0.0f);
+        const float wk = vj * (in ? pbf_kernel_w(&k, r2) : 0.0f);
         ax[l] += in ? wk * (vx[j] - vxs) : 0.0f;
         ay[l] += in ? wk * (vy[j] - vys) : 0.0f;
         az[l] += in ? wk * (vz[j] - vzs) : 0.0f;
         /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-        const float f = (in ? vj * (omega[j] - wi) : 0.0f) * (in ? pbf_spiky(&k, r2) : 0.0f);
+        const float f = (in ? vj * (omega[j] - wi) : 0.0f) * (in ? pbf_kernel_grad(&k, r2) : 0.0f);
         ex[l] += in ? f * dx : 0.0f;
         ey[l] += in ? f * dy : 0.0f;
         ez[l] += in ? f * dz : 0.0f;
@@ -712,12 +712,12 @@ PBF_KERNEL pbf_k_wcsph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
-        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
+        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;
         /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */
         const float vr =
             in ? (vxi - vx[j]) * dx + (vyi - vy[j]) * dy + (vzi - vz[j]) * dz : 0.0f;
         const float nvr = 0.0f - vr, mx = nvr > 0.0f ? nvr : 0.0f;
-        const float f = in ? nu * (0.0f - mx) / (r2 + eps_h2) * pbf_spiky(&k, r2) : 0.0f;
+        const float f = in ? nu * (0.0f - mx) / (r2 + eps_h2) * pbf_kernel_grad(&k, r2) : 0.0f;
         ax[l] += in ? f * dx : 0.0f;
         ay[l] += in ? f * dy : 0.0f;
         az[l] += in ? f * dz : 0.0f;
@@ -775,7 +775,7 @@ PBF_DEVICE_FN float pbf_gpu_density_rate(const pbf_gpu_params *P, const PBF_GLOB
         const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
-        const float f = k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);
+        const float f = k.volume * (in ? pbf_kernel_grad(&k, r2) : 0.0f);
         const float ux = in ? vxi - vx[j] : 0.0f, uy = in ? vyi - vy[j] : 0.0f,
                     uz = in ? vzi - vz[j] : 0.0f;
         ds[l] += (in ? f * dx : 0.0f) * ux + (in ? f * dy : 0.0f) * uy + (in ? f * dz : 0.0f) * uz;
@@ -857,7 +857,7 @@ PBF_KERNEL pbf_k_pressure_accel(const pbf_gpu_params P, const PBF_GLOBAL float *
         }
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
-        const float f = in ? (ki + kk[j]) * k.volume * pbf_spiky(&k, r2) : 0.0f;
+        const float f = in ? (ki + kk[j]) * k.volume * pbf_kernel_grad(&k, r2) : 0.0f;
         ax[l] += in ? f * dx : 0.0f;
         ay[l] += in ? f * dy : 0.0f;
         az[l] += in ? f * dz : 0.0f;
@@ -931,7 +931,7 @@ PBF_KERNEL pbf_k_pcisph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float 
                     dz = zi - qz[j] - dt * vz[j];
         const float r2 = dx * dx + dy * dy + dz * dz;
         const int in = valid && r2 < k.h2;
-        rho[l] += in ? pbf_poly6(&k, r2) : 0.0f;
+        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;
     )
     const float e = k.volume * pbf_gpu_hsum(rho) + wall - 1.0f;
     err[i] = e;
