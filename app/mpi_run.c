@@ -408,7 +408,14 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
         return EXIT_USAGE;
     }
     pbf_world *world = NULL;
+    /* one device per process: "opencl" and "cuda" become this process's share of its node's
+     * (scene.json keeps what the scene says) */
+    char device[PBF_DEVICE_NAME_MAX], asked[PBF_DEVICE_NAME_MAX];
+    snprintf(asked, sizeof asked, "%s", scene.def.device);
+    pbf_mpi_device(MPI_COMM_WORLD, asked, device, sizeof device);
+    snprintf(scene.def.device, sizeof scene.def.device, "%s", device);
     st = pbfapp_scene_create_world(&scene, &world, &err);
+    snprintf(scene.def.device, sizeof scene.def.device, "%s", asked);
     rc = agree(exit_for(st));
     if (rc) {
         report(c, st != PBF_OK ? err.message : "creating the world failed on another process");
@@ -497,9 +504,10 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
             snprintf(how, sizeof how, "slabs along %c", "xyz"[info.axis]);
         else
             snprintf(how, sizeof how, "recursive coordinate bisection");
-        printf("pbf: %s: %s%s%d particles on %d MPI processes (cpu, %s), %d frames at "
+        printf("pbf: %s: %s%s%d particles on %d MPI processes (%s, %s), %d frames at "
                "%g fps (%g s), %d substeps of %.4g ms, writing %s files to %s/\n",
-               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles, c->size, how,
+               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles, c->size,
+               asked[0] ? asked : "cpu", how,
                run->frames, (double)run->fps, (double)run->frames / (double)run->fps,
                run->substeps, 1000.0 * (double)dt,
                pieces ? "vtp pieces + pvtp" : pbfapp_format_extension(run->format), opt->out);
