@@ -890,9 +890,11 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
         d->key_is_cell = 1; /* `cell` is now the cell of this sort */
         /* GPU: the grid stage brought the sorted cells to the host for ghost_mask (a process
          * without particles has none to read) */
-        if (d->gpu && !d->ghosts_in) {
+        {
             static const int cell[] = {PBF_F_CELL};
-            if (!dev_rows(d, cell, 1, 0)) break;
+            const int bad = d->gpu && !d->ghosts_in &&
+                            w->backend->read_rows(w, cell, 1, NULL) != PBF_OK;
+            if (agree_failed(d, bad)) break; /* on every process: collective */
         }
         halo_lists(d);
         break;
