@@ -13,6 +13,8 @@
 #     empty and particles migrate into them; byte-identical;
 #   - a speed limit that cuts velocities (cfl 0.15) on 4 processes: the same cuts counted (the
 #     ghosts' cuts are their owners'), byte-identical;
+#   - the guard (guard_density_error 0.5 %) stops all 4 processes with one message naming the
+#     process and the particle the single-process run names (exit 3);
 #   - a checkpoint written by 2 OpenCL processes at frame 3 resumed on 4 to frame 6: frames
 #     byte-identical to the uninterrupted run's.
 # Skips (77) when pbf was built without MPI, mpirun is missing or `pbf devices` lists no OpenCL
@@ -108,6 +110,21 @@ n = sum(json.loads(l)['speed_clamps'] for l in open('np4_cfl/stats.jsonl'))
 print(f'  {n} speed-limit cuts')
 sys.exit(0 if n > 0 else 1)"
 check "OpenCL, cfl 0.15: the speed limit cut velocities" $?
+
+# the guard: every process stops, one message naming the process and the single-process
+# run's particle
+"${pbf}" run "${scene}" --out g1 --frames "${frames}" --set guard_density_error=0.5 \
+    "${common[@]}" 2> g1.err
+g1=$?
+mp 4 run "${scene}" --out g4 --frames "${frames}" --set guard_density_error=0.5 \
+    "${common[@]}" > g4.out 2>&1
+g4=$?
+sed 's/^/  /' g4.out | head -1
+id1=$(grep -o '(id [0-9]*)' g1.err)
+[[ "${g1}" -eq 3 && "${g4}" -ne 0 && -n "${id1}" ]] && grep -q 'exit code: *3\|Exit code: *3' g4.out &&
+    [[ $(grep -c 'unstable simulation' g4.out) -eq 1 ]] && grep -q 'on MPI process [0-3] of 4' g4.out &&
+    grep -qF "${id1}" g4.out
+check "OpenCL, guard over 4 processes: exit 3, one message naming the process and the particle ${id1}" $?
 
 # a checkpoint written by 2 OpenCL processes, resumed on 4
 mp 2 run "${scene}" --out res --checkpoint-every 3 --frames 3 "${common[@]}" &&

@@ -19,12 +19,22 @@
  *    order restricted to its owned and ghost particles. A ghost cell holds every particle of
  *    that cell, so an owned particle sees the same neighbours in the same order as in a
  *    single-process run.
- *  - Ghosts pass through the stages with empty neighbour lists (ghost_mask), and their values
- *    that neighbours read (lambda; x* after each collision pass; density and |omega|) are
+ *  - Ghosts pass through the stages with empty neighbour lists (ghost_mask; on a GPU backend
+ *    with the neighbours they have here, a sum that nothing reads), and their values that
+ *    neighbours read (lambda; x* after each collision pass; density and |omega|) are
  *    overwritten by their owner's before being read; their velocities v = (x* - x) / dt are
  *    recomputed locally from exact x and x*.
  *    After the last pass they are dropped, so the statistics and the guard see owned particles
  *    only.
+ *  - On a GPU backend (OpenCL, CUDA) the same hooks run on host copies: each moves exactly the
+ *    registry rows it reads and writes between the device and the host (read_rows, write_rows:
+ *    by role, so whichever buffer holds x*, v or lambda at that stage), and the grid stage
+ *    brings the sorted cells to the host for ghost_mask. Per step: the SORTED rows after
+ *    predict (gravity), the cells after the grid, the halo's rows around each halo update, the
+ *    state and the cells when the ghosts are dropped. The kernels compute each particle from
+ *    its neighbours in memory order, as the CPU's lists do, so frames are byte-identical to the
+ *    single-process run on that device; the solves' errors are summed on the host over owned
+ *    particles (in another order than the device's reduction: equal within double rounding).
  *  - After pbf_mpi_domain_create the key is the particle's index in the (identical) world every
  *    process started from: the same merge order, whatever the state came from.
  * Statistics are summed over processes by MPI_Allreduce (maxima and counts exact; the mean
@@ -894,7 +904,7 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
             static const int cell[] = {PBF_F_CELL};
             const int bad = d->gpu && !d->ghosts_in &&
                             w->backend->read_rows(w, cell, 1, NULL) != PBF_OK;
-            if (agree_failed(d, bad)) break; /* on every process: collective */
+            if (d->gpu && agree_failed(d, bad)) break; /* on every process: collective */
         }
         halo_lists(d);
         break;
@@ -976,7 +986,12 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
     /* the halos are those of PBF's stages with a fixed iteration count (a tolerance would stop
      * each process after its own number of iterations) */
     const int gpu = w->backend != &pbf_backend_cpu;
-    int bad[4] = {gpu && (!w->backend->read_rows || !w->backend->write_rows), w->hooks != NULL, 0,
+    int kinds[2] = {gpu, -gpu}; /* every process on a GPU backend, or none (the hooks' exchanges
+                                   with the device are collective on GPU backends only) */
+    MPI_Allreduce(MPI_IN_PLACE, kinds, 2, MPI_INT, MPI_MAX, comm);
+    int bad[4] = {(gpu && (!w->backend->read_rows || !w->backend->write_rows)) ||
+                      kinds[0] != -kinds[1],
+                  w->hooks != NULL, 0,
                   o.decomposition != PBF_MPI_SLABS && o.decomposition != PBF_MPI_BISECTION};
     int cmin = w->count, cmax = w->count;
     MPI_Allreduce(MPI_IN_PLACE, &cmin, 1, MPI_INT, MPI_MIN, comm);
@@ -1046,8 +1061,9 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
                           key_is_cell ? " or outside the grid" : "");
         else if (bad[0])
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                          "device = \"%s\": its backend cannot move rows between the device "
-                          "and the host, which a run over MPI processes needs",
+                          "device = \"%s\": a run over MPI processes needs a backend that "
+                          "moves rows between the device and the host, the same kind (cpu or "
+                          "GPU) on every process",
                           w->def.device);
         else if (bad[1])
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
