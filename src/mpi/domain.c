@@ -1127,7 +1127,8 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
         w->count = k;
     }
     /* GPU: this process's part (every SORTED and STATE row, the keys in `cell`) to the device */
-    if (agree_failed(d, d->gpu && w->backend->write_rows(w, d->cfields, d->ncfields, NULL) != PBF_OK)) {
+    const int up = d->gpu && w->backend->write_rows(w, d->cfields, d->ncfields, NULL) != PBF_OK;
+    if (agree_failed(d, up)) {
         pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY,
                       "pbf_mpi_domain_create: device = \"%s\": copying the particles to the "
                       "device failed on a process",
