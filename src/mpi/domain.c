@@ -120,7 +120,7 @@ struct pbf_mpi_domain {
                           the rows it reads and writes through the host (read_rows, write_rows) */
     int count_min, count_max;
     int64_t rebalances, steps;
-    double migrated_bytes, halo_bytes, ghosts, messages;
+    double migrated_bytes, halo_bytes, ghosts, messages, device_bytes;
 };
 
 pbf_mpi_options pbf_mpi_default_options(void) {
@@ -244,6 +244,7 @@ static int dev_rows(pbf_mpi_domain *d, const int *rows, int nrows, int to_device
     const pbf_backend_ops *be = d->w->backend;
     const pbf_status s = to_device ? be->write_rows(d->w, rows, nrows, NULL)
                                    : be->read_rows(d->w, rows, nrows, NULL);
+    d->device_bytes += 4.0 * nrows * d->w->count;
     return !agree_failed(d, s != PBF_OK);
 }
 
@@ -871,8 +872,10 @@ static void end_step_drop(pbf_mpi_domain *d) {
         return;
     }
     if (d->gpu && be->read_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
+    if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;
     drop_ghosts(d);
     if (d->gpu && be->write_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
+    if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;
 }
 
 static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
@@ -902,6 +905,8 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
          * without particles has none to read) */
         {
             static const int cell[] = {PBF_F_CELL};
+            /* the cells (4 B) and the mask (1 B) per particle, by the grid stage or here */
+            if (d->gpu) d->device_bytes += (d->ghosts_in ? 5.0 : 4.0) * w->count;
             const int bad = d->gpu && !d->ghosts_in &&
                             w->backend->read_rows(w, cell, 1, NULL) != PBF_OK;
             if (d->gpu && agree_failed(d, bad)) break; /* on every process: collective */
@@ -914,6 +919,7 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     case PBF_STAGE_DENSITY_ADV:     /* DFSPH */
     case PBF_STAGE_PCISPH_PRESSURE: /* the increment of k */
     case PBF_STAGE_IISPH_PRESSURE:  /* the increment of k */
+        if (d->gpu) d->device_bytes += 4.0 * w->count; /* the measured row (gpu_steps.h) */
         global_solve_error(d, stage);
         halo_update(d, lambda, 1);
         break;
@@ -1310,5 +1316,6 @@ pbf_mpi_info pbf_mpi_domain_info(const pbf_mpi_domain *d) {
     i.ghosts = d->ghosts;
     i.messages = d->messages;
     i.steps = d->steps;
+    i.device_bytes = d->device_bytes;
     return i;
 }
