@@ -408,7 +408,14 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
         return EXIT_USAGE;
     }
     pbf_world *world = NULL;
+    /* one device per process: "opencl" and "cuda" become this process's share of its node's
+     * (scene.json keeps what the scene says) */
+    char device[PBF_DEVICE_NAME_MAX], asked[PBF_DEVICE_NAME_MAX];
+    snprintf(asked, sizeof asked, "%s", scene.def.device);
+    pbf_mpi_device(MPI_COMM_WORLD, asked, device, sizeof device);
+    snprintf(scene.def.device, sizeof scene.def.device, "%s", device);
     st = pbfapp_scene_create_world(&scene, &world, &err);
+    snprintf(scene.def.device, sizeof scene.def.device, "%s", asked);
     rc = agree(exit_for(st));
     if (rc) {
         report(c, st != PBF_OK ? err.message : "creating the world failed on another process");
@@ -497,9 +504,10 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
             snprintf(how, sizeof how, "slabs along %c", "xyz"[info.axis]);
         else
             snprintf(how, sizeof how, "recursive coordinate bisection");
-        printf("pbf: %s: %s%s%d particles on %d MPI processes (cpu, %s), %d frames at "
+        printf("pbf: %s: %s%s%d particles on %d MPI processes (%s, %s), %d frames at "
                "%g fps (%g s), %d substeps of %.4g ms, writing %s files to %s/\n",
-               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles, c->size, how,
+               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles, c->size,
+               asked[0] ? asked : "cpu", how,
                run->frames, (double)run->fps, (double)run->frames / (double)run->fps,
                run->substeps, 1000.0 * (double)dt,
                pieces ? "vtp pieces + pvtp" : pbfapp_format_extension(run->format), opt->out);
@@ -619,8 +627,9 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     rc = agree(rc);
     /* traffic over every process: bytes sent per particle and step */
     info = pbf_mpi_domain_info(dom);
-    double bytes[4] = {info.migrated_bytes, info.halo_bytes, info.ghosts, info.messages};
-    MPI_Allreduce(MPI_IN_PLACE, bytes, 4, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double bytes[5] = {info.migrated_bytes, info.halo_bytes, info.ghosts, info.messages,
+                       info.device_bytes};
+    MPI_Allreduce(MPI_IN_PLACE, bytes, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     int max_nbr = info.neighbours;
     MPI_Allreduce(MPI_IN_PLACE, &max_nbr, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     double wall = pbfapp_now() - t_start;
@@ -637,10 +646,12 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
         double pst = (double)c->size * (double)(info.steps > 0 ? info.steps : 1);
         printf("pbf: MPI: %d processes (%s), particles per process %d..%d, %lld rebalances, up "
                "to %d neighbours; per process and step %.0f ghosts, %.1f messages; sent per "
-               "particle and step: %.2f B migration and ghosts, %.2f B halo updates\n",
+               "particle and step: %.2f B migration and ghosts, %.2f B halo updates",
                c->size, pbf_mpi_decomposition_name(info.decomposition), info.rank_particles_min,
                info.rank_particles_max, (long long)info.rebalances, max_nbr, bytes[2] / pst,
                bytes[3] / pst, bytes[0] / ps, bytes[1] / ps);
+        if (bytes[4] > 0.0) printf("; %.1f B between device and host", bytes[4] / ps);
+        printf("\n");
     }
     pbf_mpi_domain_destroy(dom);
     pbf_world_destroy(world);

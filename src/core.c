@@ -306,7 +306,9 @@ void pbf_run_step(pbf_world *w, float dt) {
         w->time = t_end;
     }
     w->steps += 1;
-    if (be->finish_step && w->count > 0) {
+    /* (distributed: also on a process that holds no particle now, whose device counted this
+     * step's speed-limit cuts before its particles left, and ends its step bookkeeping) */
+    if (be->finish_step && (w->count > 0 || w->hooks)) {
         pbf_bad_particle dev_bad[PBF_STAGE_COUNT];
         be->finish_step(w, dev_bad);
         for (int s = 0; s < nst && !bad; ++s)

@@ -90,6 +90,8 @@ struct pbf_world {
     const pbf_backend_ops *backend;
     void *dev;       /* the backend's own state */
     int host_stale;  /* the device holds a newer state than the host arrays */
+    int host_rows;   /* every row has a host array, not only those the backend keeps there (a
+                        distributed run on a GPU backend: pbf_world_host_rows) */
 
     double time;
     int64_t steps;
@@ -226,6 +228,11 @@ float pbf_scorr_wall_term(const pbf_world *w, float dt);
 
 /* world.c: grows every particle array to `capacity` (the world is unchanged on failure). */
 pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err);
+/* world.c: from now on the world keeps a host array of every row of the registry (PBF: but the
+ * SPH solvers' scratch), also on a GPU backend, which keeps only the state there otherwise: a
+ * distributed run's hooks move rows between the device and these arrays (read_rows,
+ * write_rows). Their contents are not the device's until read. */
+pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err);
 
 /* Brings the host arrays up to date with the device (no-op on the CPU). */
 void pbf_sync_host(const pbf_world *w);

@@ -42,7 +42,8 @@ size_t pbf_bytes_per_particle(void) {
 /* Is field f kept in host memory by the world's backend? */
 static int on_host(const pbf_world *w, int f) {
     if ((pbf_fields[f].flags & PBF_FIELD_SPH) && w->def.solver == PBF_SOLVER_PBF) return 0;
-    return w->backend->host_keep == 0 || (pbf_fields[f].flags & w->backend->host_keep) != 0;
+    return w->backend->host_keep == 0 || w->host_rows ||
+           (pbf_fields[f].flags & w->backend->host_keep) != 0;
 }
 
 /* Bytes per particle of the host arrays the world keeps. */
@@ -96,6 +97,28 @@ static pbf_status reserve(pbf_world *w, int capacity, pbf_error *err) {
 
 pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err) {
     return reserve(w, capacity, err);
+}
+
+pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err) {
+    if (w->host_rows) return PBF_OK;
+    void *fresh[PBF_FIELD_COUNT] = {0};
+    int ok = 1;
+    w->host_rows = 1;
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+        if (!w->field[f] && on_host(w, f) && w->capacity > 0) {
+            fresh[f] = calloc((size_t)w->capacity + PBF_ARRAY_PADDING, 4);
+            ok = ok && fresh[f];
+        }
+    if (!ok) {
+        for (int f = 0; f < PBF_FIELD_COUNT; ++f) free(fresh[f]);
+        w->host_rows = 0;
+        pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY,
+                      "cannot allocate host copies of %d particles' rows", w->capacity);
+        return PBF_ERR_OUT_OF_MEMORY;
+    }
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+        if (fresh[f]) w->field[f] = fresh[f];
+    return PBF_OK;
 }
 
 static float poly6_value(float h, float r2) {

@@ -37,11 +37,17 @@
  *
  * Same answer: ghosts enter every neighbour sum in the order of a single-process run (each
  * process's particles are kept in the global cell-sorted order; see src/mpi/domain.c), so a run
- * on any number of processes is bit-identical to the single-process run (CPU device; the one
- * exception is a step in which a cell range of more than 4095 particles switches the CPU
- * backend from neighbour lists to range scans on some processes only).
+ * on any number of processes is bit-identical to the single-process run on the same device (on
+ * the CPU device, one exception: a step in which a cell range of more than 4095 particles
+ * switches the CPU backend from neighbour lists to range scans on some processes only).
  *
- * Every call here is collective over the communicator. Only the CPU device is supported.
+ * Devices: each process runs its own backend, the CPU (its threads) or one GPU
+ * (pbf_mpi_device picks a device per process). On a GPU backend every exchange above is a host
+ * round trip of exactly the rows of the field registry it moves (after the grid also the sorted
+ * cells, from which the ghosts are found); the halos keep the single-process order there too, so
+ * frames are byte-identical to the single-process run on the same device.
+ *
+ * Every call here is collective over the communicator.
  */
 #ifndef PBF_MPI_H
 #define PBF_MPI_H
@@ -68,6 +74,16 @@ typedef struct pbf_mpi_options {
                          of equal width in cells, never rebalanced */
 } pbf_mpi_options;
 
+/* The device this process runs on, for the `device` every process was given (collective):
+ * "opencl" and "cuda" (no index: the default device) become one device of that kind per process
+ * on each node, the (local rank modulo count)-th of the node's devices (OpenCL: its GPUs if it
+ * has any, else every device, the default device's order), the local rank being this process's
+ * among those sharing its node (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED). Any other string
+ * ("cpu", a named device such as "opencl:0.1": every process on the node uses that one), or a
+ * kind with no device here (whose opening then fails with its own message), is kept. Writes the
+ * device string into out (size bytes, at least PBF_DEVICE_NAME_MAX). */
+void pbf_mpi_device(MPI_Comm comm, const char *device, char *out, size_t size);
+
 /* Bisection, imbalance 0.1 (slabs: the longest axis). */
 pbf_mpi_options pbf_mpi_default_options(void);
 
@@ -80,7 +96,7 @@ const char *pbf_mpi_decomposition_name(pbf_mpi_decomposition kind);
  * domain until pbf_mpi_domain_destroy: step it on every process together, and neither add
  * particles to it nor restore a snapshot into it meanwhile (restore before creating the domain,
  * as `pbf run --resume` does). Fails (on every
- * process) for a device other than the CPU or worlds that differ in particle count. */
+ * process) for worlds that differ in particle count. */
 pbf_status pbf_mpi_domain_create(pbf_world *world, MPI_Comm comm, const pbf_mpi_options *options,
                                  pbf_mpi_domain **out, pbf_error *err);
 
@@ -139,6 +155,9 @@ typedef struct pbf_mpi_info {
     double messages;           /* point-to-point messages it sent (migration counted once per
                                   destination; the collectives not counted), summed over steps */
     int64_t steps;             /* steps since creation */
+    double device_bytes;       /* GPU backend: bytes the hooks moved between this process's
+                                  device and the host (both ways; rows, cells, ghost mask, the
+                                  solves' measured rows), summed over steps; 0 on the CPU */
 } pbf_mpi_info;
 
 pbf_mpi_info pbf_mpi_domain_info(const pbf_mpi_domain *domain);

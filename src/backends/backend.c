@@ -10,6 +10,7 @@
 #if defined(PBF_HAVE_OPENCL)
 pbf_status pbf_opencl_open(pbf_world *w, const char *spec, pbf_error *err);
 int pbf_opencl_list(pbf_device_info *out, int max, char *note, size_t note_size);
+int pbf_opencl_default_ids(char (*ids)[PBF_DEVICE_NAME_MAX], int max);
 #endif
 #if defined(PBF_HAVE_CUDA)
 pbf_status pbf_cuda_open(pbf_world *w, const char *spec, pbf_error *err);
@@ -143,3 +144,20 @@ int pbf_list_devices(pbf_device_info *out, int max, char *note, size_t note_size
 }
 
 void pbf_backend_note(char *note, size_t size, const char *text) { append(note, size, text); }
+
+int pbf_backend_default_devices(const char *kind, char (*ids)[PBF_DEVICE_NAME_MAX], int max) {
+#if defined(PBF_HAVE_OPENCL)
+    if (strcmp(kind, "opencl") == 0) return pbf_opencl_default_ids(ids, max);
+#endif
+#if defined(PBF_HAVE_CUDA)
+    if (strcmp(kind, "cuda") == 0) {
+        int n = pbf_cuda_list(NULL, 0, NULL, 0);
+        for (int k = 0; k < n && k < max; ++k) snprintf(ids[k], PBF_DEVICE_NAME_MAX, "cuda:%d", k);
+        return n;
+    }
+#endif
+    (void)kind;
+    (void)ids;
+    (void)max;
+    return 0;
+}

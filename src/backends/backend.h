@@ -88,6 +88,13 @@ typedef struct pbf_backend_ops {
     void (*finish_step)(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]);
     /* Releases the device side. */
     void (*release)(pbf_world *w);
+    /* Device rows to the host arrays (read_rows) or back (write_rows): for each field id in
+     * rows[0..nrows), the buffer that now holds that role (a GPU step moves roles between
+     * buffers: see gpu_steps.h), particles [0, count); both wait for the device. A distributed
+     * run (src/mpi/) moves exactly the rows each of its hooks reads and writes through these.
+     * NULL for the CPU backend, whose arrays are the host's. */
+    pbf_status (*read_rows)(pbf_world *w, const int *rows, int nrows, pbf_error *err);
+    pbf_status (*write_rows)(pbf_world *w, const int *rows, int nrows, pbf_error *err);
     /* Bytes its neighbour lists (and their companions: the CPU backend's packed neighbour copy)
      * hold now (NULL: it keeps none). */
     size_t (*list_bytes)(const pbf_world *w);
@@ -100,6 +107,12 @@ pbf_status pbf_cpu_open(pbf_world *w, pbf_error *err);
 
 /* Appends a line to a device-list note (pbf_list_devices). */
 void pbf_backend_note(char *note, size_t size, const char *text);
+
+/* The devices "opencl" or "cuda" (kind) may stand for, as device strings ("opencl:P.D",
+ * "cuda:N"), in the order the default device is chosen from (OpenCL: its GPUs if it has any,
+ * else every device): up to max into ids; returns how many there are (0: none, or the backend
+ * is not built in). A distributed run gives each process on a node one of them. */
+int pbf_backend_default_devices(const char *kind, char (*ids)[PBF_DEVICE_NAME_MAX], int max);
 
 /* Opens the backend a device string names ("cpu", "opencl[:P.D]", "cuda[:N]"): sets w->backend
  * and its state, or fails naming the device. Backends not built in say so. */

@@ -19,12 +19,22 @@
  *    order restricted to its owned and ghost particles. A ghost cell holds every particle of
  *    that cell, so an owned particle sees the same neighbours in the same order as in a
  *    single-process run.
- *  - Ghosts pass through the stages with empty neighbour lists (ghost_mask), and their values
- *    that neighbours read (lambda; x* after each collision pass; density and |omega|) are
+ *  - Ghosts pass through the stages with empty neighbour lists (ghost_mask; on a GPU backend
+ *    with the neighbours they have here, a sum that nothing reads), and their values that
+ *    neighbours read (lambda; x* after each collision pass; density and |omega|) are
  *    overwritten by their owner's before being read; their velocities v = (x* - x) / dt are
  *    recomputed locally from exact x and x*.
  *    After the last pass they are dropped, so the statistics and the guard see owned particles
  *    only.
+ *  - On a GPU backend (OpenCL, CUDA) the same hooks run on host copies: each moves exactly the
+ *    registry rows it reads and writes between the device and the host (read_rows, write_rows:
+ *    by role, so whichever buffer holds x*, v or lambda at that stage), and the grid stage
+ *    brings the sorted cells to the host for ghost_mask. Per step: the SORTED rows after
+ *    predict (gravity), the cells after the grid, the halo's rows around each halo update, the
+ *    state and the cells when the ghosts are dropped. The kernels compute each particle from
+ *    its neighbours in memory order, as the CPU's lists do, so frames are byte-identical to the
+ *    single-process run on that device; the solves' errors are summed on the host over owned
+ *    particles (in another order than the device's reduction: equal within double rounding).
  *  - After pbf_mpi_domain_create the key is the particle's index in the (identical) world every
  *    process started from: the same merge order, whatever the state came from.
  * Statistics are summed over processes by MPI_Allreduce (maxima and counts exact; the mean
@@ -32,6 +42,7 @@
  */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,9 +116,11 @@ struct pbf_mpi_domain {
     size_t gcap;
     /* state */
     int failed;        /* an allocation failed: exchanges stop on every process */
+    int gpu;           /* the world's backend keeps the particles on a device: every hook moves
+                          the rows it reads and writes through the host (read_rows, write_rows) */
     int count_min, count_max;
     int64_t rebalances, steps;
-    double migrated_bytes, halo_bytes, ghosts, messages;
+    double migrated_bytes, halo_bytes, ghosts, messages, device_bytes;
 };
 
 pbf_mpi_options pbf_mpi_default_options(void) {
@@ -116,6 +129,24 @@ pbf_mpi_options pbf_mpi_default_options(void) {
     o.axis = -1;
     o.imbalance = 0.1;
     return o;
+}
+
+void pbf_mpi_device(MPI_Comm comm, const char *device, char *out, size_t size) {
+    const char *dev = device ? device : "";
+    snprintf(out, size, "%s", dev);
+    const int opencl = strcmp(dev, "opencl") == 0, cuda = strcmp(dev, "cuda") == 0;
+    MPI_Comm node;
+    int local = 0;
+    /* collective whatever the device, so that every process calls the same functions */
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_free(&node);
+    if (!opencl && !cuda) return;
+    enum { MAX_IDS = 64 };
+    char ids[MAX_IDS][PBF_DEVICE_NAME_MAX];
+    int n = pbf_backend_default_devices(dev, ids, MAX_IDS);
+    if (n > MAX_IDS) n = MAX_IDS;
+    if (n > 0) snprintf(out, size, "%s", ids[local % n]);
 }
 
 const char *pbf_mpi_decomposition_name(pbf_mpi_decomposition kind) {
@@ -202,6 +233,19 @@ static int agree_failed(pbf_mpi_domain *d, int fail) {
     MPI_Allreduce(MPI_IN_PLACE, &fail, 1, MPI_INT, MPI_MAX, d->comm);
     if (fail) d->failed = 1;
     return fail;
+}
+
+/* A GPU backend (d->gpu): the device's rows `rows` (by role: the buffer that holds each now) to
+ * this process's host arrays (to_device = 0), or back. 1 on success; collective, agreed like an
+ * allocation (a failure on any process stops the exchanges on every one). Nothing to do on the
+ * CPU backend, whose arrays are the host's. */
+static int dev_rows(pbf_mpi_domain *d, const int *rows, int nrows, int to_device) {
+    if (!d->gpu) return 1;
+    const pbf_backend_ops *be = d->w->backend;
+    const pbf_status s = to_device ? be->write_rows(d->w, rows, nrows, NULL)
+                                   : be->read_rows(d->w, rows, nrows, NULL);
+    d->device_bytes += 4.0 * nrows * d->w->count;
+    return !agree_failed(d, s != PBF_OK);
 }
 
 /* ---- the decomposition ------------------------------------------------------------------- */
@@ -719,6 +763,7 @@ static void halo_lists(pbf_mpi_domain *d) {
 static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
     pbf_world *w = d->w;
     int nreq = 0;
+    if (!dev_rows(d, f, nf, 0)) return;
     for (int k = 0; k < d->nnbr; ++k) {
         const int r = d->nbr[k];
         if (d->hr_n[r] > 0)
@@ -744,6 +789,7 @@ static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
         for (int k = 0; k < d->hr_n[r]; ++k)
             for (int j = 0; j < nf; ++j) ((uint32_t *)w->field[f[j]])[idx[k]] = b[k * nf + j];
     }
+    dev_rows(d, f, nf, 1);
 }
 
 /* 1 if particle i is a ghost (after the grid stage): the speed-limit cuts are counted by owners. */
@@ -810,11 +856,33 @@ static void global_solve_error(pbf_mpi_domain *d, pbf_stage_id stage) {
     w->solve_error = v[1] > 0.0 ? 100.0 * v[0] / v[1] : 0.0;
 }
 
+/* The rows live on a GPU backend at the end of a step's last stage (roles as gpu_steps.h leaves
+ * them): the state and the cell keys, which the next step's migration reads; its first stage
+ * (predict, gravity) reads x and v and writes x*. */
+static const int live_rows[] = {PBF_F_PX, PBF_F_PY, PBF_F_PZ, PBF_F_VX, PBF_F_VY,
+                                PBF_F_VZ, PBF_F_DENSITY, PBF_F_ID, PBF_F_CELL};
+#define NLIVE ((int)(sizeof live_rows / sizeof live_rows[0]))
+
+/* The end of a step: the ghosts dropped, on the host; on a GPU backend through a round trip of
+ * the live rows (local: also after a failure, when no process exchanges any more). */
+static void end_step_drop(pbf_mpi_domain *d) {
+    const pbf_backend_ops *be = d->w->backend;
+    if (d->ghosts_in && d->nghosts == 0) { /* nothing to drop, nothing to move */
+        d->ghosts_in = 0;
+        return;
+    }
+    if (d->gpu && be->read_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
+    if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;
+    drop_ghosts(d);
+    if (d->gpu && be->write_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
+    if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;
+}
+
 static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     pbf_mpi_domain *d = user;
     (void)w;
     if (d->failed) { /* the same on every process (agree_failed): no more exchanges */
-        if (stage == PBF_STAGE_VORTICITY_XSPH) drop_ghosts(d); /* local */
+        if (stage == PBF_STAGE_VORTICITY_XSPH) end_step_drop(d); /* local */
         return;
     }
     /* What the ghosts' neighbours read next, where the stage computed it from neighbour sums
@@ -825,10 +893,24 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     case PBF_STAGE_PREDICT: /* PBF */
     case PBF_STAGE_GRAVITY: /* the SPH solvers */
         d->lambdas = 0;
-        migrate(d);
+        /* GPU: x, x*, v (PBF: after predict; SPH: x* = x), id and the keys, in their own roles */
+        if (dev_rows(d, d->fields, d->nfields, 0)) {
+            migrate(d);
+            dev_rows(d, d->fields, d->nfields, 1);
+        }
         break;
     case PBF_STAGE_GRID:
         d->key_is_cell = 1; /* `cell` is now the cell of this sort */
+        /* GPU: the grid stage brought the sorted cells to the host for ghost_mask (a process
+         * without particles has none to read) */
+        {
+            static const int cell[] = {PBF_F_CELL};
+            /* the cells (4 B) and the mask (1 B) per particle, by the grid stage or here */
+            if (d->gpu) d->device_bytes += (d->ghosts_in ? 5.0 : 4.0) * w->count;
+            const int bad = d->gpu && !d->ghosts_in &&
+                            w->backend->read_rows(w, cell, 1, NULL) != PBF_OK;
+            if (d->gpu && agree_failed(d, bad)) break; /* on every process: collective */
+        }
         halo_lists(d);
         break;
     case PBF_STAGE_LAMBDA:          /* PBF: delta p reads lambda_j */
@@ -837,6 +919,7 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     case PBF_STAGE_DENSITY_ADV:     /* DFSPH */
     case PBF_STAGE_PCISPH_PRESSURE: /* the increment of k */
     case PBF_STAGE_IISPH_PRESSURE:  /* the increment of k */
+        if (d->gpu) d->device_bytes += 4.0 * w->count; /* the measured row (gpu_steps.h) */
         global_solve_error(d, stage);
         halo_update(d, lambda, 1);
         break;
@@ -844,7 +927,7 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     case PBF_STAGE_COLLIDE: halo_update(d, q, 3); break;        /* lambda, velocity read x*_j */
     case PBF_STAGE_VELOCITY: halo_update(d, curl, 2); break;    /* XSPH: rho_j; eta: |omega_j| */
     case PBF_STAGE_VORTICITY_XSPH:
-        drop_ghosts(d);
+        end_step_drop(d);
         d->steps += 1;
         break;
     default: break;
@@ -908,15 +991,27 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
     /* every check on every process, agreed, so that all fail or none */
     /* the halos are those of PBF's stages with a fixed iteration count (a tolerance would stop
      * each process after its own number of iterations) */
-    int bad[4] = {w->backend != &pbf_backend_cpu, w->hooks != NULL, 0,
+    const int gpu = w->backend != &pbf_backend_cpu;
+    int kinds[2] = {gpu, -gpu}; /* every process on a GPU backend, or none (the hooks' exchanges
+                                   with the device are collective on GPU backends only) */
+    MPI_Allreduce(MPI_IN_PLACE, kinds, 2, MPI_INT, MPI_MAX, comm);
+    int bad[4] = {(gpu && (!w->backend->read_rows || !w->backend->write_rows)) ||
+                      kinds[0] != -kinds[1],
+                  w->hooks != NULL, 0,
                   o.decomposition != PBF_MPI_SLABS && o.decomposition != PBF_MPI_BISECTION};
     int cmin = w->count, cmax = w->count;
     MPI_Allreduce(MPI_IN_PLACE, &cmin, 1, MPI_INT, MPI_MIN, comm);
     MPI_Allreduce(MPI_IN_PLACE, &cmax, 1, MPI_INT, MPI_MAX, comm);
     if (parts) cmin = cmax; /* each process holds its own part */
     pbf_mpi_domain *d = calloc(1, sizeof *d);
+    /* a GPU backend: the state on the host, and a host array for every row the hooks move */
+    if (d && gpu && !bad[0]) {
+        pbf_sync_host(w);
+        if (w->host_stale || pbf_world_host_rows(w, NULL) != PBF_OK) bad[2] = 1;
+    }
     if (d) {
         d->w = w;
+        d->gpu = gpu;
         d->comm = comm;
         d->rank = rank;
         d->size = size;
@@ -952,7 +1047,7 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
         ok = ok && d->req &&
              grow((void **)&d->pcell, &d->pcell_cap, (size_t)w->count + 1, sizeof *d->pcell);
         if (ok && w->capacity < 1) ok = pbf_world_reserve(w, 64, NULL) == PBF_OK;
-        bad[2] = !ok;
+        bad[2] = bad[2] || !ok;
         /* parts: keys that are cells must be cells of the grid, in ascending order */
         const uint32_t ncells = (uint32_t)d->dim[0] * (uint32_t)d->dim[1] * (uint32_t)d->dim[2];
         for (int i = 0; parts && i < w->count && !bad[3]; ++i)
@@ -972,7 +1067,9 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
                           key_is_cell ? " or outside the grid" : "");
         else if (bad[0])
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                          "device = \"%s\": a run over MPI processes needs the cpu device",
+                          "device = \"%s\": a run over MPI processes needs a backend that "
+                          "moves rows between the device and the host, the same kind (cpu or "
+                          "GPU) on every process",
                           w->def.device);
         else if (bad[1])
             pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
@@ -1035,6 +1132,16 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
         }
         w->count = k;
     }
+    /* GPU: this process's part (every SORTED and STATE row, the keys in `cell`) to the device */
+    const int up = d->gpu && w->backend->write_rows(w, d->cfields, d->ncfields, NULL) != PBF_OK;
+    if (agree_failed(d, up)) {
+        pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY,
+                      "pbf_mpi_domain_create: device = \"%s\": copying the particles to the "
+                      "device failed on a process",
+                      w->def.device);
+        pbf_mpi_domain_destroy(d);
+        return PBF_ERR_OUT_OF_MEMORY;
+    }
     d->hooks.after_stage = after_stage;
     d->hooks.reduce_stats = reduce_stats;
     d->hooks.is_ghost = is_ghost;
@@ -1071,6 +1178,7 @@ pbf_mpi_piece pbf_mpi_domain_piece(const pbf_mpi_domain *d) {
 pbf_status pbf_mpi_gather(pbf_mpi_domain *d, int root, pbf_snapshot *out, pbf_error *err) {
     memset(out, 0, sizeof *out);
     pbf_world *w = d->w;
+    pbf_sync_host(w); /* a GPU backend's state (its keys are on the host already) */
     const int n = w->count, P = d->size, W = STATE_WORDS + 1;
     /* the STATE rows in pbf_snapshot's member order: x y z vx vy vz density id */
     int rows[STATE_WORDS], nrows = 0;
@@ -1208,5 +1316,6 @@ pbf_mpi_info pbf_mpi_domain_info(const pbf_mpi_domain *d) {
     i.ghosts = d->ghosts;
     i.messages = d->messages;
     i.steps = d->steps;
+    i.device_bytes = d->device_bytes;
     return i;
 }

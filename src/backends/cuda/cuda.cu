@@ -247,6 +247,18 @@ static pbf_status cu_download(pbf_world *w, pbf_error *err) {
     return PBF_OK;
 }
 
+static pbf_status cu_read_rows(pbf_world *w, const int *rows, int nrows, pbf_error *err) {
+    cudaSetDevice(DEV(w)->device);
+    return pbf_gpu_rows(w, &DEV(w)->g, rows, nrows, 0) ? PBF_OK
+                                                       : device_failed(w, "reading rows", err);
+}
+
+static pbf_status cu_write_rows(pbf_world *w, const int *rows, int nrows, pbf_error *err) {
+    cudaSetDevice(DEV(w)->device);
+    return pbf_gpu_rows(w, &DEV(w)->g, rows, nrows, 1) ? PBF_OK
+                                                       : device_failed(w, "writing rows", err);
+}
+
 /* Zero-filled device buffer (NULL with d->error set on failure), optionally copied from init. */
 static void *new_buffer(cuda_state *d, size_t bytes, const void *init) {
     void *m = NULL;
@@ -364,7 +376,8 @@ static void cu_release(pbf_world *w) {
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if (d->g.field[f]) cudaFree(d->g.field[f]);
     void *others[] = {d->g.cell_start, d->g.F,        d->g.G,       d->g.boxes,
-                      d->g.bad,        d->g.bad_info, d->g.partial, d->g.solve_out};
+                      d->g.bad,        d->g.bad_info, d->g.partial, d->g.solve_out,
+                      d->g.ghost};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) cudaFree(others[i]);
     for (int l = 0; l < PBF_GPU_MAX_SCAN_LEVELS; ++l)
@@ -554,4 +567,6 @@ extern "C" const pbf_backend_ops pbf_backend_cuda = {
     cu_sync,
     cu_finish_step,
     cu_release,
+    cu_read_rows,
+    cu_write_rows,
 };

@@ -96,6 +96,11 @@ typedef struct pbf_gpu_dev {
     void *host_partial;
     int stats_ready; /* host_partial holds the partials of the current state */
     int fp64;        /* pbf_gpu_real is double (the grid cells too) */
+    /* a distributed run (w->hooks, src/mpi/): one byte per particle, nonzero for a ghost, from
+     * the grid stage's hook (ghost_mask) to the end of the step; ghost_on while it is valid */
+    pbf_gpu_mem ghost;
+    size_t ghost_cap;
+    int ghost_on;
     size_t wg, scan_wg, stats_wg; /* per-particle kernels, the scan's, the statistics' */
 } pbf_gpu_dev;
 
@@ -191,6 +196,29 @@ static inline void pbf_gpu_build_lists(pbf_world *w, pbf_gpu_dev *g) {
                    PBF_GPU_A(g->nbr_idx));
 }
 
+/* A distributed run's grid stage, after the sort (internal.h, ghost_mask): the sorted cells to
+ * the host (the hooks find the ghosts from them), and the mask the hook returns to the device,
+ * where the velocity and vorticity stages keep the ghosts' speed-limit cuts out of the count. */
+static inline void pbf_gpu_ghosts(pbf_world *w, pbf_gpu_dev *g) {
+    const size_t n = (size_t)w->count;
+    g->ghost_on = 0;
+    if (n == 0 || !w->field[PBF_F_CELL]) return;
+    pbf_gpu_read(g, PBF_GPU_FB(CELL), 0, n * sizeof(unsigned int), w->field[PBF_F_CELL], 1);
+    if (pbf_gpu_failed(g)) return;
+    const unsigned char *mask = w->hooks->ghost_mask(w, w->hooks->user);
+    if (!mask) return;
+    if (n > g->ghost_cap) {
+        const size_t cap = (n + n / 4 + 64) / 16 * 16; /* buffers are zero-filled by words */
+        if (g->ghost) pbf_gpu_free(g, g->ghost);
+        g->ghost = pbf_gpu_alloc(g, cap);
+        g->ghost_cap = g->ghost ? cap : 0;
+        if (!g->ghost) return;
+    }
+    pbf_gpu_write(g, g->ghost, n, mask);
+    pbf_gpu_wait(g); /* the hook's mask changes at the next step */
+    g->ghost_on = !pbf_gpu_failed(g);
+}
+
 /* Stage "grid": sort by the cell of x* and gather every SORTED field (map: follow the predict
  * slot into the sorted order, or -1). The sort borrows buffers as the CPU's does (permutation in
  * lambda, ranks in s.x, gather scratch in density and s).
@@ -268,6 +296,7 @@ static inline void pbf_gpu_grid(pbf_world *w, pbf_gpu_dev *g, int map, int in_st
  * captured at their end (velocity and vorticity_xsph stages). */
 static inline void pbf_gpu_substep_start(pbf_gpu_dev *g) {
     const int first = pbf_gpu_begin_substep(&g->step);
+    g->ghost_on = 0; /* no ghosts before the grid */
     pbf_gpu_fill(g, g->bad, 0, g->step.nslots + 1, INT_MAX);
     if (!first) return;
     pbf_gpu_fill(g, g->bad, g->step.nslots + 1, 1, 0); /* the speed-limit cuts of the step */
@@ -323,6 +352,25 @@ static inline void pbf_gpu_measure(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id st
     PBF_GPU_LAUNCH(g, PBF_GK_EXCESS_TOTAL, 1, 1, PBF_GPU_A(n), PBF_GPU_A(chunks),
                    PBF_GPU_A(g->partial), PBF_GPU_A(g->solve_out), PBF_GPU_A(slot));
     g->step.measured[slot] = 1;
+    const pbf_world_hooks *hk = w->hooks;
+    if (hk && hk->is_ghost) {
+        /* distributed: this process's owned particles only, summed on the host (cpu.c's
+         * mean_excess); the hooks add the processes' sums */
+        int f = -1;
+        for (int r = 0; r < PBF_FIELD_COUNT; ++r)
+            if (g->field[r] == a) f = r;
+        float *h = f >= 0 ? (float *)w->field[f] : NULL;
+        if (h && n > 0) pbf_gpu_read(g, a, 0, (size_t)n * sizeof(float), h, 1);
+        double sum = 0.0, count = 0.0;
+        for (int i = 0; h && i < n && !pbf_gpu_failed(g); ++i) {
+            if (hk->is_ghost(w, i, hk->user)) continue;
+            const float e = h[i] * scale + offset;
+            if (e > 0.0f) sum += e;
+            count += 1.0;
+        }
+        w->solve_sum = pbf_gpu_failed(g) ? INFINITY : sum;
+        w->solve_count = count;
+    }
     if (!now) return;
     union {
         double d;
@@ -366,6 +414,8 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
     const pbf_gpu_mem q0v[3] = {PBF_GPU_FB(VX), PBF_GPU_FB(VY), PBF_GPU_FB(VZ)};
     const pbf_gpu_mem q0q[3] = {PBF_GPU_FB(QX), PBF_GPU_FB(QY), PBF_GPU_FB(QZ)};
     const int sph = w->def.solver != PBF_SOLVER_PBF;
+    /* a distributed run's ghosts (their speed-limit cuts are their owners'), or none */
+    pbf_gpu_mem ghost = g->ghost_on ? g->ghost : (pbf_gpu_mem)0;
     const float one = 1.0f, zero = 0.0f, inv_rho0 = P.inv_rho0, minus_one = -1.0f;
     g->stats_ready = 0;
     w->host_stale = 1;
@@ -381,7 +431,10 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(slot));
         break;
     }
-    case PBF_STAGE_GRID: pbf_gpu_grid(w, g, g->map_slot, !sph); break; /* SPH: v is sorted */
+    case PBF_STAGE_GRID:
+        pbf_gpu_grid(w, g, g->map_slot, !sph); /* SPH: v is sorted */
+        if (w->hooks && w->hooks->ghost_mask) pbf_gpu_ghosts(w, g);
+        break;
     case PBF_STAGE_LAMBDA: {
         const int slot = pbf_gpu_next_slot(&g->step, stage);
         PBF_GPU_LAUNCH(g, PBF_GK_LAMBDA, n, wg, PBF_GPU_NB(q0v), PBF_GPU_A(PBF_GPU_FB(DENSITY)),
@@ -417,8 +470,8 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
                        PBF_GPU_A(PBF_GPU_FB(PX)), PBF_GPU_A(PBF_GPU_FB(PY)),
                        PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(PBF_GPU_FB(SX)),
-                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(g->bad),
-                       PBF_GPU_A(slot));
+                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(ghost),
+                       PBF_GPU_A(g->bad), PBF_GPU_A(slot));
         /* the first non-finite particle so far, at its start-of-step position, before the
          * position buffer takes omega */
         pbf_gpu_capture(g, 0, slot + 1);
@@ -443,8 +496,8 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(PBF_GPU_FB(PX)), PBF_GPU_A(PBF_GPU_FB(PY)),
                        PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
                        PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(PX)),
-                       PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(g->bad),
-                       PBF_GPU_A(slot));
+                       PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(ghost),
+                       PBF_GPU_A(g->bad), PBF_GPU_A(slot));
         for (int a = 0; a < 3; ++a) {
             pbf_gpu_mem x = g->field[PBF_F_PX + a], q = g->field[PBF_F_QX + a],
                         q0 = g->field[PBF_F_VX + a], v = g->field[PBF_F_SX + a];
@@ -582,8 +635,33 @@ static inline int pbf_gpu_run_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id s
         g->stats_ready = 0;
         return INT_MAX;
     }
-    if (w->count > 0) pbf_gpu_stage(w, g, stage, c);
+    if (w->hooks && pbf_gpu_measure_slot(stage) >= 0) w->solve_sum = w->solve_count = 0.0;
+    if (w->count > 0)
+        pbf_gpu_stage(w, g, stage, c);
+    else if (w->hooks && (stage == PBF_STAGE_PREDICT || stage == PBF_STAGE_GRAVITY))
+        pbf_gpu_substep_start(g); /* a process without particles now may receive some */
     return INT_MAX;
+}
+
+/* The backend's read_rows / write_rows (backend.h): the buffers that hold the roles `rows` now,
+ * particles [0, count), to or from the host arrays; 0 if the device failed. */
+static inline int pbf_gpu_rows(pbf_world *w, pbf_gpu_dev *g, const int *rows, int nrows,
+                               int to_device) {
+    const size_t bytes = (size_t)w->count * 4;
+    for (int k = 0; k < nrows && bytes > 0; ++k) {
+        const int f = rows[k];
+        if (f < 0 || f >= PBF_FIELD_COUNT || !g->field[f] || !w->field[f]) {
+            pbf_gpu_fail(g);
+            break;
+        }
+        if (to_device)
+            pbf_gpu_write(g, g->field[f], bytes, w->field[f]);
+        else
+            pbf_gpu_read(g, g->field[f], 0, bytes, w->field[f], 0);
+    }
+    pbf_gpu_wait(g);
+    if (to_device) g->stats_ready = 0;
+    return !pbf_gpu_failed(g);
 }
 
 /* The backend's finish_step: one round trip for the statistics partials, the first non-finite
@@ -617,8 +695,10 @@ static inline void pbf_gpu_finish_step(pbf_world *w, pbf_gpu_dev *g,
         return;
     }
     g->stats_ready = 1;
-    if (g->step.measured[0]) w->solve.error = g->fp64 ? err.d[0] : (double)err.f[0];
-    if (g->step.measured[1]) w->solve.divergence_error = g->fp64 ? err.d[1] : (double)err.f[1];
+    /* (a distributed run's hooks made them global as they were measured) */
+    if (g->step.measured[0] && !w->hooks) w->solve.error = g->fp64 ? err.d[0] : (double)err.f[0];
+    if (g->step.measured[1] && !w->hooks)
+        w->solve.divergence_error = g->fp64 ? err.d[1] : (double)err.f[1];
     w->solve.speed_clamps = clamps; /* the kernels add unsigned ones */
     const pbf_stage_id st = pbf_gpu_logged_stage(&g->step, info.slot);
     if (info.slot >= 0 && st < PBF_STAGE_COUNT) {

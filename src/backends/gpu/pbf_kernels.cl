@@ -32,9 +32,14 @@
  * its launch's slot of `bad` (deterministic); pbf_capture_bad keeps the first one, with its id and
  * position, at the end of each substep, for the host's single read at the end of the step. The
  * speed limit's cuts are counted by an atomic add into bad[P.clamp_at] (a sum of ones: the same
- * count in any order, the CPU backend's), read with them.
+ * count in any order, the CPU backend's), read with them. In a distributed run (src/mpi/) the
+ * stages after the grid also compute on ghost particles, copies of other processes' particles:
+ * `ghost` (one byte per particle, nonzero for a ghost; NULL alone) keeps their cuts out of the
+ * count, which their owners make.
  */
 #include "gpu_prelude.h"
+
+#define PBF_IS_GHOST(ghost, i) ((ghost) != 0 && (ghost)[i] != 0)
 
 /* ---- the grid ------------------------------------------------------------------------------- */
 
@@ -534,12 +539,14 @@ PBF_KERNEL pbf_k_velocity(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                         const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
                         const PBF_GLOBAL float *px, const PBF_GLOBAL float *py,
                         const PBF_GLOBAL float *pz, PBF_GLOBAL float *vx, PBF_GLOBAL float *vy,
-                        PBF_GLOBAL float *vz, PBF_GLOBAL int *bad, int slot) {
+                        PBF_GLOBAL float *vz, const PBF_GLOBAL unsigned char *ghost,
+                        PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     float ux = (qx[i] - px[i]) * P.inv_dt, uy = (qy[i] - py[i]) * P.inv_dt,
           uz = (qz[i] - pz[i]) * P.inv_dt;
-    if (pbf_limit_speed(&ux, &uy, &uz, P.vmax)) PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
+    if (pbf_limit_speed(&ux, &uy, &uz, P.vmax) && !PBF_IS_GHOST(ghost, i))
+        PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
     vx[i] = ux;
     vy[i] = uy;
     vz[i] = uz;
@@ -607,7 +614,8 @@ PBF_KERNEL pbf_k_vorticity_xsph(const pbf_gpu_params P, const PBF_GLOBAL float *
                                 const PBF_GLOBAL float *sy, const PBF_GLOBAL float *sz,
                                 const PBF_GLOBAL float *omega, const PBF_GLOBAL float *density,
                                 PBF_GLOBAL float *outx, PBF_GLOBAL float *outy,
-                                PBF_GLOBAL float *outz, PBF_GLOBAL int *bad, int slot) {
+                                PBF_GLOBAL float *outz, const PBF_GLOBAL unsigned char *ghost,
+                                PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     const pbf_sph_consts k = P.k;
@@ -649,7 +657,8 @@ PBF_KERNEL pbf_k_vorticity_xsph(const pbf_gpu_params P, const PBF_GLOBAL float *
         uy += P.dt * P.vorticity * (nz * oxi - nx * ozi);
         uz += P.dt * P.vorticity * (nx * oyi - ny * oxi);
     }
-    if (pbf_limit_speed(&ux, &uy, &uz, P.vmax)) PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
+    if (pbf_limit_speed(&ux, &uy, &uz, P.vmax) && !PBF_IS_GHOST(ghost, i))
+        PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
     outx[i] = ux;
     outy[i] = uy;
     outz[i] = uz;

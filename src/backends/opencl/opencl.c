@@ -183,6 +183,26 @@ int pbf_opencl_list(pbf_device_info *out, int max, char *note, size_t note_size)
     return n;
 }
 
+int pbf_opencl_default_ids(char (*ids)[PBF_DEVICE_NAME_MAX], int max) {
+    cl_platform_id plat[MAX_PLATFORMS];
+    cl_uint np = 0;
+    if (platforms(plat, MAX_PLATFORMS, &np) != CL_SUCCESS) return 0;
+    int n = 0;
+    for (int t = 0; t < 2 && n == 0; ++t) /* GPUs, else every device (pick_device's order) */
+        for (cl_uint p = 0; p < np; ++p) {
+            cl_device_id dev[MAX_DEVICES];
+            cl_uint nd = devices(plat[p], CL_DEVICE_TYPE_ALL, dev, MAX_DEVICES);
+            for (cl_uint k = 0; k < nd; ++k) {
+                cl_device_type type = 0;
+                clGetDeviceInfo(dev[k], CL_DEVICE_TYPE, sizeof type, &type, NULL);
+                if (t == 0 && !(type & CL_DEVICE_TYPE_GPU)) continue;
+                if (n < max) snprintf(ids[n], PBF_DEVICE_NAME_MAX, "opencl:%u.%u", p, k);
+                ++n;
+            }
+        }
+    return n;
+}
+
 /* The device a spec names: "" the first GPU of any platform, else the first device of any type;
  * "P.D" device D of platform P. Fills *out and the indices, or err. */
 static pbf_status pick_device(const char *spec, cl_device_id *out, unsigned *pi, unsigned *di,
@@ -335,12 +355,24 @@ static int pbf_gpu_failed(const pbf_gpu_dev *g) {
     return ((const ocl_state *)g)->error != CL_SUCCESS;
 }
 
+static pbf_status device_failed(const pbf_world *w, const char *what, pbf_error *err);
+
 static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     return pbf_gpu_run_stage(w, &DEV(w)->g, stage, c);
 }
 
 static void ocl_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) {
     pbf_gpu_finish_step(w, &DEV(w)->g, bad);
+}
+
+static pbf_status ocl_read_rows(pbf_world *w, const int *rows, int nrows, pbf_error *err) {
+    return pbf_gpu_rows(w, &DEV(w)->g, rows, nrows, 0) ? PBF_OK
+                                                       : device_failed(w, "reading rows", err);
+}
+
+static pbf_status ocl_write_rows(pbf_world *w, const int *rows, int nrows, pbf_error *err) {
+    return pbf_gpu_rows(w, &DEV(w)->g, rows, nrows, 1) ? PBF_OK
+                                                       : device_failed(w, "writing rows", err);
 }
 
 static void ocl_refresh(pbf_world *w) {
@@ -547,7 +579,8 @@ static void ocl_release(pbf_world *w) {
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if (d->g.field[f]) clReleaseMemObject(d->g.field[f]);
     cl_mem others[] = {d->g.cell_start, d->g.F,       d->g.G,       d->g.boxes,  d->g.bad,
-                       d->g.bad_info,   d->g.partial, d->g.nbr_off, d->g.nbr_idx, d->g.solve_out};
+                       d->g.bad_info,   d->g.partial, d->g.nbr_off, d->g.nbr_idx, d->g.solve_out,
+                       d->g.ghost};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) clReleaseMemObject(others[i]);
     for (int l = 0; l < PBF_GPU_MAX_SCAN_LEVELS; ++l)
@@ -782,5 +815,7 @@ const pbf_backend_ops pbf_backend_opencl = {
     .sync = ocl_sync,
     .finish_step = ocl_finish_step,
     .release = ocl_release,
+    .read_rows = ocl_read_rows,
+    .write_rows = ocl_write_rows,
     .list_bytes = ocl_list_bytes,
 };
