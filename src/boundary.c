@@ -69,7 +69,7 @@ pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, int cubi
                     double r2 = ux * ux + uy * uy + uz * uz, w = 0.0;
                     if (r2 < hd * hd) {
                         double d = hd * hd - r2;
-                        w = (cubic ? pbf_kernel_value_d(1, hd, sqrt(r2)) : poly6 * d * d * d) * dv;
+                        w = (cubic ? pbf_cubic_value_d(hd, sqrt(r2)) : poly6 * d * d * d) * dv;
                     }
                     PL(j, k) = w + PL(j + 1, k) + PL(j, k + 1) - PL(j + 1, k + 1);
                 }
@@ -99,7 +99,7 @@ pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, int cubi
                 double r = sqrt(ux * ux + uy * uy + uz * uz), w = 0.0;
                 if (r < hd) {
                     double d = hd - r;
-                    w = (cubic ? pbf_kernel_value_d(1, hd, r) : spiky * d * d * d) * da;
+                    w = (cubic ? pbf_cubic_value_d(hd, r) : spiky * d * d * d) * da;
                 }
                 PL(j, k) = w + PL(j + 1, k) + PL(j, k + 1) - PL(j + 1, k + 1);
             }
@@ -134,7 +134,7 @@ float pbf_wall_calibration(const pbf_world *w) {
                 float r2 = (float)(i * i + j * j + l * l) * d * d;
                 if (r2 >= w->k.h2) continue;
                 float dd = w->k.h2 - r2;
-                double wv = w->k.cubic != 0.0f ? pbf_kernel_value_d(1, h, sqrt((double)r2))
+                double wv = w->k.cubic != 0.0f ? pbf_cubic_value_d(h, sqrt((double)r2))
                                                : (double)dd * dd * dd;
                 all += wv;
                 if (l < 0) ghost += wv;

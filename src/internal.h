@@ -147,10 +147,10 @@ static inline int pbf_grid_neighbour_ranges(const pbf_grid *g, uint32_t cell, ui
 
 /* boundary.c: tables, calibration and motion, on the host */
 pbf_status pbf_wall_tables_init(pbf_wall_tables *t, float h, int nodes, int cubic, pbf_error *err);
-/* The kernel in double precision for the host's tables and constants: its value W(r) and its
- * slope dW/dr (negative), poly6 / spiky (cubic = 0) or the cubic spline (cubic = 1). */
-double pbf_kernel_value_d(int cubic, double h, double r);
-double pbf_kernel_slope_d(int cubic, double h, double r);
+/* The SPH solvers' cubic spline in double precision for the host's tables and constants: its
+ * value W(r) and its slope dW/dr (negative) for support h (see kernel_formulas.h). */
+double pbf_cubic_value_d(double h, double r);
+double pbf_cubic_slope_d(double h, double r);
 void pbf_wall_tables_free(pbf_wall_tables *t);
 /* Moves every box to its position at time t; prev_lo keeps the position before. */
 void pbf_boxes_update(pbf_world *w, double t);

@@ -126,23 +126,16 @@ static float poly6_value(float h, float r2) {
     return 315.0f / (64.0f * PI_F * powf(h, 9.0f)) * d * d * d;
 }
 
-double pbf_kernel_value_d(int cubic, double h, double r) {
+double pbf_cubic_value_d(double h, double r) {
     if (!(r < h)) return 0.0;
-    if (cubic) {
-        double q = r / h, a = 1.0 - q, b = q < 0.5 ? 1.0 - 2.0 * q : 0.0;
-        return 8.0 / (PI_D * h * h * h) * (2.0 * a * a * a - b * b * b);
-    }
-    double d = h * h - r * r;
-    return 315.0 / (64.0 * PI_D * pow(h, 9)) * d * d * d;
+    double q = r / h, a = 1.0 - q, b = q < 0.5 ? 1.0 - 2.0 * q : 0.0;
+    return 8.0 / (PI_D * h * h * h) * (2.0 * a * a * a - b * b * b);
 }
 
-double pbf_kernel_slope_d(int cubic, double h, double r) {
+double pbf_cubic_slope_d(double h, double r) {
     if (!(r < h)) return 0.0;
-    if (cubic) {
-        double q = r / h, a = 1.0 - q, b = q < 0.5 ? 1.0 - 2.0 * q : 0.0;
-        return 48.0 / (PI_D * h * h * h * h) * (b * b - a * a);
-    }
-    return -45.0 / (PI_D * pow(h, 6)) * (h - r) * (h - r);
+    double q = r / h, a = 1.0 - q, b = q < 0.5 ? 1.0 - 2.0 * q : 0.0;
+    return 48.0 / (PI_D * h * h * h * h) * (b * b - a * a);
 }
 
 /* Mass so that a cubic lattice at the rest spacing has exactly the rest density (with the
@@ -158,10 +151,10 @@ static void lattice_constants(pbf_world *w) {
             for (int k = -K; k <= K; ++k) {
                 float r2 = (float)(i * i + j * j + k * k) * d * d;
                 if (r2 >= h * h) continue;
-                wsum += cubic ? pbf_kernel_value_d(1, h, sqrt((double)r2)) : poly6_value(h, r2);
+                wsum += cubic ? pbf_cubic_value_d(h, sqrt((double)r2)) : poly6_value(h, r2);
                 if (r2 > 0.0f) {
                     float r = sqrtf(r2);
-                    double gm = cubic ? pbf_kernel_slope_d(1, h, sqrt((double)r2))
+                    double gm = cubic ? pbf_cubic_slope_d(h, sqrt((double)r2))
                                       : w->spiky_grad * (h - r) * (h - r);
                     g2 += gm * gm;
                 }
