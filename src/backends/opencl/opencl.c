@@ -218,25 +218,14 @@ static pbf_status pick_device(const char *spec, cl_device_id *out, unsigned *pi,
                       e == CL_SUCCESS ? "none installed" : cl_error_name(e));
         return PBF_ERR_INVALID_ARGUMENT;
     }
-    if (spec[0] == '\0') {
-        static const cl_device_type order[2] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ALL};
-        for (int t = 0; t < 2; ++t)
-            for (cl_uint p = 0; p < np; ++p) {
-                cl_device_id dev[MAX_DEVICES];
-                cl_uint nd = devices(plat[p], CL_DEVICE_TYPE_ALL, dev, MAX_DEVICES);
-                for (cl_uint k = 0; k < nd; ++k) {
-                    cl_device_type type = 0;
-                    clGetDeviceInfo(dev[k], CL_DEVICE_TYPE, sizeof type, &type, NULL);
-                    if (!(type & order[t])) continue;
-                    *out = dev[k];
-                    *pi = p;
-                    *di = k;
-                    return PBF_OK;
-                }
-            }
-        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "device = \"opencl\": the OpenCL platforms have no device");
-        return PBF_ERR_INVALID_ARGUMENT;
+    char first[1][PBF_DEVICE_NAME_MAX];
+    if (spec[0] == '\0') { /* the first of the default order, as pbf_opencl_default_ids lists it */
+        if (pbf_opencl_default_ids(first, 1) == 0) {
+            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                          "device = \"opencl\": the OpenCL platforms have no device");
+            return PBF_ERR_INVALID_ARGUMENT;
+        }
+        spec = first[0] + strlen("opencl:");
     }
     char *end = NULL;
     unsigned long p = strtoul(spec, &end, 10), k = 0;
