@@ -156,8 +156,9 @@ typedef struct pbf_mpi_info {
                                   destination; the collectives not counted), summed over steps */
     int64_t steps;             /* steps since creation */
     double device_bytes;       /* GPU backend: bytes the hooks moved between this process's
-                                  device and the host (both ways; rows, cells, ghost mask, the
-                                  solves' measured rows), summed over steps; 0 on the CPU */
+                                  device and the host (both ways; rows, halo entries and their
+                                  indices, cells, ghost mask, the solves' measured rows),
+                                  summed over steps; 0 on the CPU */
 } pbf_mpi_info;
 
 pbf_mpi_info pbf_mpi_domain_info(const pbf_mpi_domain *domain);

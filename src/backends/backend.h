@@ -95,6 +95,17 @@ typedef struct pbf_backend_ops {
      * NULL for the CPU backend, whose arrays are the host's. */
     pbf_status (*read_rows)(pbf_world *w, const int *rows, int nrows, pbf_error *err);
     pbf_status (*write_rows)(pbf_world *w, const int *rows, int nrows, pbf_error *err);
+    /* A distributed run's halo updates: set_rows_index puts a list of particle indices on the
+     * device, once per step after the grid (slot 0: the particles whose rows are sent, slot 1:
+     * the ghosts that receive); read_rows_at packs rows `rows` (by role, 1 <= nrows <= 3) of that
+     * slot's particles word-interleaved to the host (out[k nrows + j] = row j of particle
+     * idx[k]), write_rows_at unpacks `in` into them: only the halo's entries cross the bus. Both
+     * wait for the device. NULL for the CPU backend. */
+    pbf_status (*set_rows_index)(pbf_world *w, int slot, const int *idx, int n, pbf_error *err);
+    pbf_status (*read_rows_at)(pbf_world *w, int slot, const int *rows, int nrows, uint32_t *out,
+                               pbf_error *err);
+    pbf_status (*write_rows_at)(pbf_world *w, int slot, const int *rows, int nrows,
+                                const uint32_t *in, pbf_error *err);
     /* Bytes its neighbour lists (and their companions: the CPU backend's packed neighbour copy)
      * hold now (NULL: it keeps none). */
     size_t (*list_bytes)(const pbf_world *w);

@@ -30,8 +30,10 @@
  *    registry rows it reads and writes between the device and the host (read_rows, write_rows:
  *    by role, so whichever buffer holds x*, v or lambda at that stage), and the grid stage
  *    brings the sorted cells to the host for ghost_mask. Per step: the SORTED rows after
- *    predict (gravity), the cells after the grid, the halo's rows around each halo update, the
- *    state and the cells when the ghosts are dropped. The kernels compute each particle from
+ *    predict (gravity), the cells after the grid, the state and the cells when the ghosts are
+ *    dropped; a halo update moves only the halo's entries: the device packs the senders' rows
+ *    into the send buffer and unpacks the received ones into the ghosts (set_rows_index,
+ *    read_rows_at, write_rows_at: the index lists go to the device once per step). The kernels compute each particle from
  *    its neighbours in memory order, as the CPU's lists do, so frames are byte-identical to the
  *    single-process run on that device; the solves' errors are summed on the host over owned
  *    particles (in another order than the device's reduction: equal within double rounding).
@@ -94,6 +96,8 @@ struct pbf_mpi_domain {
     int cfields[PBF_FIELD_COUNT], ncfields, key_cword;
     int lambdas;       /* lambda stages in this step so far */
     int nghosts;       /* ghosts of this step (halo_lists) */
+    int hs_total, hr_total; /* entries of hs_idx and hr_idx (halo_lists) */
+    int halo_at;       /* GPU: the device holds this step's halo lists (set_rows_index) */
     int key_is_cell;   /* 0: `cell` holds the place in the world every process started from (no
                           step yet); 1: the cell of the last sort */
     /* migration */
@@ -713,6 +717,7 @@ static const unsigned char *ghost_mask(pbf_world *w, void *user) {
 static void halo_lists(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
     const int n = w->count, P = d->size;
+    d->halo_at = 0;
     memset(d->hs_n, 0, (size_t)P * sizeof *d->hs_n);
     memset(d->hr_n, 0, (size_t)P * sizeof *d->hr_n);
     if (agree_failed(d, !d->ghosts_in && !mark_ghosts(d))) return;
@@ -742,18 +747,30 @@ static void halo_lists(pbf_mpi_domain *d) {
     if (agree_failed(d, fail)) return;
     d->ghosts += (double)nr;
     d->nghosts = (int)nr;
-    if (ns == 0 && nr == 0) return; /* no neighbour, or none near */
-    int *cs = d->cursor, *cr = d->wcount; /* scratch cursors */
-    memcpy(cs, d->hs_off, (size_t)P * sizeof *cs);
-    memcpy(cr, d->hr_off, (size_t)P * sizeof *cr);
-    cc.valid = 0;
-    for (int i = 0; i < n; ++i) {
-        const cell_cache *ci = cell_info(d, &cc, w->cell[i], !d->ghost[i]);
-        if (d->ghost[i]) {
-            d->hr_idx[cr[ci->owner]++] = i;
-            continue;
+    d->hs_total = (int)ns;
+    d->hr_total = (int)nr;
+    if (ns > 0 || nr > 0) { /* else no neighbour, or none near */
+        int *cs = d->cursor, *cr = d->wcount; /* scratch cursors */
+        memcpy(cs, d->hs_off, (size_t)P * sizeof *cs);
+        memcpy(cr, d->hr_off, (size_t)P * sizeof *cr);
+        cc.valid = 0;
+        for (int i = 0; i < n; ++i) {
+            const cell_cache *ci = cell_info(d, &cc, w->cell[i], !d->ghost[i]);
+            if (d->ghost[i]) {
+                d->hr_idx[cr[ci->owner]++] = i;
+                continue;
+            }
+            for (int k = 0; k < ci->nt; ++k) d->hs_idx[cs[ci->t[k]]++] = i;
         }
-        for (int k = 0; k < ci->nt; ++k) d->hs_idx[cs[ci->t[k]]++] = i;
+    }
+    /* GPU: the two lists to the device, which then packs and unpacks the halo's entries only */
+    d->halo_at = 0;
+    if (d->gpu && d->w->backend->set_rows_index) {
+        const pbf_backend_ops *be = d->w->backend;
+        const int bad = be->set_rows_index(w, 0, d->hs_idx, (int)ns, NULL) != PBF_OK ||
+                        be->set_rows_index(w, 1, d->hr_idx, (int)nr, NULL) != PBF_OK;
+        d->device_bytes += 4.0 * (double)(ns + nr);
+        d->halo_at = !agree_failed(d, bad);
     }
 }
 
@@ -762,8 +779,17 @@ static void halo_lists(pbf_mpi_domain *d) {
  * both are the global order, so the k-th word received is the k-th ghost's. */
 static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
     pbf_world *w = d->w;
+    const pbf_backend_ops *be = w->backend;
     int nreq = 0;
-    if (!dev_rows(d, f, nf, 0)) return;
+    /* GPU: the device packs the senders' rows straight into sbuf (in hs_idx order, as the host
+     * would below) and unpacks rbuf into the ghosts; otherwise whole rows through the host */
+    const int at = d->gpu && d->halo_at;
+    if (at) {
+        const int bad = be->read_rows_at(w, 0, f, nf, d->sbuf, NULL) != PBF_OK;
+        d->device_bytes += 4.0 * nf * d->hs_total;
+        if (agree_failed(d, bad)) return;
+    } else if (!dev_rows(d, f, nf, 0))
+        return;
     for (int k = 0; k < d->nnbr; ++k) {
         const int r = d->nbr[k];
         if (d->hr_n[r] > 0)
@@ -775,13 +801,19 @@ static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
         if (d->hs_n[r] == 0) continue;
         uint32_t *b = d->sbuf + (size_t)d->hs_off[r] * nf;
         const int *idx = d->hs_idx + d->hs_off[r];
-        for (int k = 0; k < d->hs_n[r]; ++k)
+        for (int k = 0; k < d->hs_n[r] && !at; ++k)
             for (int j = 0; j < nf; ++j) b[k * nf + j] = ((const uint32_t *)w->field[f[j]])[idx[k]];
         MPI_Isend(b, d->hs_n[r] * nf, MPI_UINT32_T, r, TAG_HALO, d->comm, &d->req[nreq++]);
         d->halo_bytes += 4.0 * nf * d->hs_n[r];
         d->messages += 1;
     }
     MPI_Waitall(nreq, d->req, MPI_STATUSES_IGNORE);
+    if (at) {
+        const int bad = be->write_rows_at(w, 1, f, nf, d->rbuf, NULL) != PBF_OK;
+        d->device_bytes += 4.0 * nf * d->hr_total;
+        agree_failed(d, bad);
+        return;
+    }
     for (int q = 0; q < d->nnbr; ++q) {
         const int r = d->nbr[q];
         const uint32_t *b = d->rbuf + (size_t)d->hr_off[r] * nf;

@@ -259,6 +259,29 @@ static pbf_status cu_write_rows(pbf_world *w, const int *rows, int nrows, pbf_er
                                                        : device_failed(w, "writing rows", err);
 }
 
+static pbf_status cu_set_rows_index(pbf_world *w, int slot, const int *idx, int n,
+                                    pbf_error *err) {
+    cudaSetDevice(DEV(w)->device);
+    return pbf_gpu_set_index(&DEV(w)->g, slot, idx, n) ? PBF_OK
+                                                        : device_failed(w, "halo indices", err);
+}
+
+static pbf_status cu_read_rows_at(pbf_world *w, int slot, const int *rows, int nrows,
+                                  uint32_t *out, pbf_error *err) {
+    cudaSetDevice(DEV(w)->device);
+    return pbf_gpu_rows_at(w, &DEV(w)->g, slot, rows, nrows, out, 0)
+               ? PBF_OK
+               : device_failed(w, "reading halo rows", err);
+}
+
+static pbf_status cu_write_rows_at(pbf_world *w, int slot, const int *rows, int nrows,
+                                   const uint32_t *in, pbf_error *err) {
+    cudaSetDevice(DEV(w)->device);
+    return pbf_gpu_rows_at(w, &DEV(w)->g, slot, rows, nrows, (void *)(uintptr_t)in, 1)
+               ? PBF_OK
+               : device_failed(w, "writing halo rows", err);
+}
+
 /* Zero-filled device buffer (NULL with d->error set on failure), optionally copied from init. */
 static void *new_buffer(cuda_state *d, size_t bytes, const void *init) {
     void *m = NULL;
@@ -377,7 +400,7 @@ static void cu_release(pbf_world *w) {
         if (d->g.field[f]) cudaFree(d->g.field[f]);
     void *others[] = {d->g.cell_start, d->g.F,        d->g.G,       d->g.boxes,
                       d->g.bad,        d->g.bad_info, d->g.partial, d->g.solve_out,
-                      d->g.ghost};
+                      d->g.ghost,      d->g.halo_idx[0], d->g.halo_idx[1], d->g.halo_buf};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) cudaFree(others[i]);
     for (int l = 0; l < PBF_GPU_MAX_SCAN_LEVELS; ++l)
@@ -569,4 +592,7 @@ extern "C" const pbf_backend_ops pbf_backend_cuda = {
     cu_release,
     cu_read_rows,
     cu_write_rows,
+    cu_set_rows_index,
+    cu_read_rows_at,
+    cu_write_rows_at,
 };

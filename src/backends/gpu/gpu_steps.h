@@ -60,7 +60,9 @@
     X(PCISPH_INIT, pbf_k_pcisph_init)                                                              \
     X(PCISPH_PRESSURE, pbf_k_pcisph_pressure)                                                      \
     X(IISPH_DIAGONAL, pbf_k_iisph_diagonal)                                                        \
-    X(IISPH_PRESSURE, pbf_k_iisph_pressure)
+    X(IISPH_PRESSURE, pbf_k_iisph_pressure)                                                        \
+    X(PACK_ROWS, pbf_k_pack_rows)                                                                  \
+    X(UNPACK_ROWS, pbf_k_unpack_rows)
 
 #define PBF_GPU_KERNEL_ID(id, fn) PBF_GK_##id,
 enum { PBF_GPU_KERNELS(PBF_GPU_KERNEL_ID) PBF_GK_COUNT };
@@ -101,6 +103,11 @@ typedef struct pbf_gpu_dev {
     pbf_gpu_mem ghost;
     size_t ghost_cap;
     int ghost_on;
+    /* its halo: the particles whose rows are sent (slot 0) and the ghosts that receive (slot 1),
+     * set once per step after the grid (pbf_gpu_set_index), and the packed rows in transit */
+    pbf_gpu_mem halo_idx[2], halo_buf;
+    size_t halo_idx_cap[2], halo_buf_cap; /* bytes */
+    int halo_n[2];
     size_t wg, scan_wg, stats_wg; /* per-particle kernels, the scan's, the statistics' */
 } pbf_gpu_dev;
 
@@ -661,6 +668,73 @@ static inline int pbf_gpu_rows(pbf_world *w, pbf_gpu_dev *g, const int *rows, in
     }
     pbf_gpu_wait(g);
     if (to_device) g->stats_ready = 0;
+    return !pbf_gpu_failed(g);
+}
+
+/* Grows a buffer to at least `bytes` (contents not kept); 0 if the device failed. */
+static inline int pbf_gpu_reserve(pbf_gpu_dev *g, pbf_gpu_mem *m, size_t *cap, size_t bytes) {
+    if (bytes <= *cap) return 1;
+    const size_t want = (bytes + bytes / 4 + 256) / 16 * 16;
+    if (*m) pbf_gpu_free(g, *m);
+    *m = pbf_gpu_alloc(g, want);
+    *cap = *m ? want : 0;
+    if (!*m) pbf_gpu_fail(g);
+    return *m != 0;
+}
+
+/* The backend's set_rows_index (backend.h): the halo's particle indices of one slot to the
+ * device, kept there for the step's read_rows_at / write_rows_at; 0 if the device failed. */
+static inline int pbf_gpu_set_index(pbf_gpu_dev *g, int slot, const int *idx, int n) {
+    if (slot < 0 || slot > 1 || n < 0) {
+        pbf_gpu_fail(g);
+        return 0;
+    }
+    g->halo_n[slot] = 0;
+    if (n == 0) return !pbf_gpu_failed(g);
+    if (!pbf_gpu_reserve(g, &g->halo_idx[slot], &g->halo_idx_cap[slot], (size_t)n * sizeof(int)))
+        return 0;
+    pbf_gpu_write(g, g->halo_idx[slot], (size_t)n * sizeof(int), idx);
+    pbf_gpu_wait(g); /* idx is the caller's */
+    g->halo_n[slot] = n;
+    return !pbf_gpu_failed(g);
+}
+
+/* The backend's read_rows_at / write_rows_at (backend.h): rows `rows` (by role, as
+ * pbf_gpu_rows) of the slot's particles, packed word-interleaved, to the host (to_device = 0:
+ * buf[k nrows + j] = row j of particle idx[k]) or from it into those particles; 1 <= nrows <= 3.
+ * Only 4 nrows bytes per listed particle cross the bus. 0 if the device failed. */
+static inline int pbf_gpu_rows_at(pbf_world *w, pbf_gpu_dev *g, int slot, const int *rows,
+                                  int nrows, void *buf, int to_device) {
+    if (slot < 0 || slot > 1 || nrows < 1 || nrows > 3) {
+        pbf_gpu_fail(g);
+        return 0;
+    }
+    const int n = g->halo_n[slot];
+    if (n == 0) return !pbf_gpu_failed(g);
+    pbf_gpu_mem r[3];
+    for (int k = 0; k < 3; ++k) {
+        const int f = rows[k < nrows ? k : 0];
+        if (f < 0 || f >= PBF_FIELD_COUNT || !g->field[f] || !w->field[f]) {
+            pbf_gpu_fail(g);
+            return 0;
+        }
+        r[k] = g->field[f]; /* an unused row aliases the first: never read or written */
+    }
+    const size_t bytes = (size_t)n * (size_t)nrows * sizeof(unsigned int);
+    if (!pbf_gpu_reserve(g, &g->halo_buf, &g->halo_buf_cap, bytes)) return 0;
+    if (to_device) {
+        pbf_gpu_write(g, g->halo_buf, bytes, buf);
+        PBF_GPU_LAUNCH(g, PBF_GK_UNPACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nrows),
+                       PBF_GPU_A(g->halo_idx[slot]), PBF_GPU_A(g->halo_buf), PBF_GPU_A(r[0]),
+                       PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
+        pbf_gpu_wait(g);
+        g->stats_ready = 0;
+    } else {
+        PBF_GPU_LAUNCH(g, PBF_GK_PACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nrows),
+                       PBF_GPU_A(g->halo_idx[slot]), PBF_GPU_A(r[0]), PBF_GPU_A(r[1]),
+                       PBF_GPU_A(r[2]), PBF_GPU_A(g->halo_buf));
+        pbf_gpu_read(g, g->halo_buf, 0, bytes, buf, 1);
+    }
     return !pbf_gpu_failed(g);
 }
 

@@ -309,6 +309,31 @@ PBF_KERNEL pbf_k_gather(int n, const PBF_GLOBAL unsigned int *perm, int nf,
     if (map >= 0 && (int)j == bad[0]) bad[map] = k;
 }
 
+/* A distributed run's halo (src/mpi/domain.c): the rows r0..r(nf-1) of the particles idx[0..n)
+ * packed word-interleaved into out (out[k nf + j] = rj[idx[k]]), so that only the halo's entries
+ * cross the bus; unpack is the reverse, into the ghosts. nf <= 3 (an unused row may alias r0). */
+PBF_KERNEL pbf_k_pack_rows(int n, int nf, const PBF_GLOBAL int *idx,
+                           const PBF_GLOBAL unsigned int *r0, const PBF_GLOBAL unsigned int *r1,
+                           const PBF_GLOBAL unsigned int *r2, PBF_GLOBAL unsigned int *out) {
+    const int k = PBF_GID;
+    if (k >= n) return;
+    const int i = idx[k];
+    out[k * nf] = r0[i];
+    if (nf > 1) out[k * nf + 1] = r1[i];
+    if (nf > 2) out[k * nf + 2] = r2[i];
+}
+
+PBF_KERNEL pbf_k_unpack_rows(int n, int nf, const PBF_GLOBAL int *idx,
+                             const PBF_GLOBAL unsigned int *in, PBF_GLOBAL unsigned int *r0,
+                             PBF_GLOBAL unsigned int *r1, PBF_GLOBAL unsigned int *r2) {
+    const int k = PBF_GID;
+    if (k >= n) return;
+    const int i = idx[k];
+    r0[i] = in[k * nf];
+    if (nf > 1) r1[i] = in[k * nf + 1];
+    if (nf > 2) r2[i] = in[k * nf + 2];
+}
+
 /* a[from + i] = value for i < n (the hosts' fills: the histogram, the guard's slots). */
 PBF_KERNEL pbf_k_fill(PBF_GLOBAL int *a, int from, int n, int value) {
     const int i = PBF_GID;
