@@ -106,6 +106,11 @@ typedef struct pbf_backend_ops {
                                pbf_error *err);
     pbf_status (*write_rows_at)(pbf_world *w, int slot, const int *rows, int nrows,
                                 const uint32_t *in, pbf_error *err);
+    /* The ghosts' removal on the device: particles idx[0..n) (ascending) of rows `rows` (by
+     * role) moved to 0..n-1 in order; only the index list crosses the bus; the caller sets the
+     * count. NULL for the CPU backend. */
+    pbf_status (*keep_rows)(pbf_world *w, const int *rows, int nrows, const int *idx, int n,
+                            pbf_error *err);
     /* Bytes its neighbour lists (and their companions: the CPU backend's packed neighbour copy)
      * hold now (NULL: it keeps none). */
     size_t (*list_bytes)(const pbf_world *w);

@@ -30,10 +30,11 @@
  *    registry rows it reads and writes between the device and the host (read_rows, write_rows:
  *    by role, so whichever buffer holds x*, v or lambda at that stage), and the grid stage
  *    brings the sorted cells to the host for ghost_mask. Per step: the SORTED rows after
- *    predict (gravity), the cells after the grid, the state and the cells when the ghosts are
- *    dropped; a halo update moves only the halo's entries: the device packs the senders' rows
- *    into the send buffer and unpacks the received ones into the ghosts (set_rows_index,
- *    read_rows_at, write_rows_at: the index lists go to the device once per step). The kernels compute each particle from
+ *    predict (gravity), the cells after the grid; a halo update moves only the halo's entries:
+ *    the device packs the senders' rows into the send buffer and unpacks the received ones into
+ *    the ghosts (set_rows_index, read_rows_at, write_rows_at: the index lists go to the device
+ *    once per step); the ghosts are dropped on the device (keep_rows: the owned particles'
+ *    indices go there). The kernels compute each particle from
  *    its neighbours in memory order, as the CPU's lists do, so frames are byte-identical to the
  *    single-process run on that device; the solves' errors are summed on the host over owned
  *    particles (in another order than the device's reduction: equal within double rounding).
@@ -902,6 +903,28 @@ static void end_step_drop(pbf_mpi_domain *d) {
     if (d->ghosts_in && d->nghosts == 0) { /* nothing to drop, nothing to move */
         d->ghosts_in = 0;
         return;
+    }
+    if (d->gpu && d->ghosts_in && be->keep_rows) {
+        /* on the device: the owned particles' indices go there (d->part is free until the next
+         * migration), the live rows are compacted in place */
+        pbf_world *w = d->w;
+        const int n = w->count;
+        int k = 0;
+        if (grow((void **)&d->part, &d->part_cap, (size_t)n + 1, sizeof *d->part)) {
+            /* the host's keys (read by the grid stage) are compacted alike: a checkpoint
+             * written between steps reads them (the state rows it downloads) */
+            uint32_t *key = w->field[PBF_F_CELL];
+            for (int i = 0; i < n; ++i)
+                if (!d->ghost[i]) {
+                    key[k] = key[i];
+                    d->part[k++] = i;
+                }
+            if (be->keep_rows(w, live_rows, NLIVE, d->part, k, NULL) != PBF_OK) d->failed = 1;
+            d->device_bytes += 4.0 * k;
+            w->count = k;
+            d->ghosts_in = 0;
+            return;
+        }
     }
     if (d->gpu && be->read_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
     if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;

@@ -259,6 +259,13 @@ static pbf_status cu_write_rows(pbf_world *w, const int *rows, int nrows, pbf_er
                                                        : device_failed(w, "writing rows", err);
 }
 
+static pbf_status cu_keep_rows(pbf_world *w, const int *rows, int nrows, const int *idx, int n,
+                               pbf_error *err) {
+    cudaSetDevice(DEV(w)->device);
+    return pbf_gpu_keep(w, &DEV(w)->g, rows, nrows, idx, n) ? PBF_OK
+                                                            : device_failed(w, "keeping rows", err);
+}
+
 static pbf_status cu_set_rows_index(pbf_world *w, int slot, const int *idx, int n,
                                     pbf_error *err) {
     cudaSetDevice(DEV(w)->device);
@@ -400,7 +407,8 @@ static void cu_release(pbf_world *w) {
         if (d->g.field[f]) cudaFree(d->g.field[f]);
     void *others[] = {d->g.cell_start, d->g.F,        d->g.G,       d->g.boxes,
                       d->g.bad,        d->g.bad_info, d->g.partial, d->g.solve_out,
-                      d->g.ghost,      d->g.halo_idx[0], d->g.halo_idx[1], d->g.halo_buf};
+                      d->g.ghost,      d->g.halo_idx[0], d->g.halo_idx[1], d->g.halo_idx[2],
+                      d->g.halo_buf};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) cudaFree(others[i]);
     for (int l = 0; l < PBF_GPU_MAX_SCAN_LEVELS; ++l)
@@ -595,4 +603,5 @@ extern "C" const pbf_backend_ops pbf_backend_cuda = {
     cu_set_rows_index,
     cu_read_rows_at,
     cu_write_rows_at,
+    cu_keep_rows,
 };

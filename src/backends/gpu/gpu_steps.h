@@ -105,9 +105,9 @@ typedef struct pbf_gpu_dev {
     int ghost_on;
     /* its halo: the particles whose rows are sent (slot 0) and the ghosts that receive (slot 1),
      * set once per step after the grid (pbf_gpu_set_index), and the packed rows in transit */
-    pbf_gpu_mem halo_idx[2], halo_buf;
-    size_t halo_idx_cap[2], halo_buf_cap; /* bytes */
-    int halo_n[2];
+    pbf_gpu_mem halo_idx[3], halo_buf; /* slot 2: the particles the ghosts' removal keeps */
+    size_t halo_idx_cap[3], halo_buf_cap; /* bytes */
+    int halo_n[3];
     size_t wg, scan_wg, stats_wg; /* per-particle kernels, the scan's, the statistics' */
 } pbf_gpu_dev;
 
@@ -685,7 +685,7 @@ static inline int pbf_gpu_reserve(pbf_gpu_dev *g, pbf_gpu_mem *m, size_t *cap, s
 /* The backend's set_rows_index (backend.h): the halo's particle indices of one slot to the
  * device, kept there for the step's read_rows_at / write_rows_at; 0 if the device failed. */
 static inline int pbf_gpu_set_index(pbf_gpu_dev *g, int slot, const int *idx, int n) {
-    if (slot < 0 || slot > 1 || n < 0) {
+    if (slot < 0 || slot > 2 || n < 0) {
         pbf_gpu_fail(g);
         return 0;
     }
@@ -723,10 +723,11 @@ static inline int pbf_gpu_rows_at(pbf_world *w, pbf_gpu_dev *g, int slot, const 
     const size_t bytes = (size_t)n * (size_t)nrows * sizeof(unsigned int);
     if (!pbf_gpu_reserve(g, &g->halo_buf, &g->halo_buf_cap, bytes)) return 0;
     if (to_device) {
+        const int direct = 0;
         pbf_gpu_write(g, g->halo_buf, bytes, buf);
         PBF_GPU_LAUNCH(g, PBF_GK_UNPACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nrows),
-                       PBF_GPU_A(g->halo_idx[slot]), PBF_GPU_A(g->halo_buf), PBF_GPU_A(r[0]),
-                       PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
+                       PBF_GPU_A(direct), PBF_GPU_A(g->halo_idx[slot]), PBF_GPU_A(g->halo_buf),
+                       PBF_GPU_A(r[0]), PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
         pbf_gpu_wait(g);
         g->stats_ready = 0;
     } else {
@@ -735,6 +736,40 @@ static inline int pbf_gpu_rows_at(pbf_world *w, pbf_gpu_dev *g, int slot, const 
                        PBF_GPU_A(r[2]), PBF_GPU_A(g->halo_buf));
         pbf_gpu_read(g, g->halo_buf, 0, bytes, buf, 1);
     }
+    return !pbf_gpu_failed(g);
+}
+
+/* The backend's keep_rows (backend.h): particles idx[0..n) (ascending) of rows `rows` moved to
+ * 0..n-1 in order, on the device, three rows at a time through the halo's buffer (pack, then
+ * unpack in place): only the index list crosses the bus. 0 if the device failed. */
+static inline int pbf_gpu_keep(pbf_world *w, pbf_gpu_dev *g, const int *rows, int nrows,
+                               const int *idx, int n) {
+    if (!pbf_gpu_set_index(g, 2, idx, n)) return 0;
+    if (n == 0) return 1;
+    if (!pbf_gpu_reserve(g, &g->halo_buf, &g->halo_buf_cap, (size_t)n * 3 * sizeof(unsigned int)))
+        return 0;
+    const int direct = 1;
+    for (int s = 0; s < nrows; s += 3) {
+        const int nf = nrows - s < 3 ? nrows - s : 3;
+        pbf_gpu_mem r[3];
+        for (int k = 0; k < 3; ++k) {
+            const int f = rows[s + (k < nf ? k : 0)];
+            if (f < 0 || f >= PBF_FIELD_COUNT || !g->field[f]) {
+                pbf_gpu_fail(g);
+                return 0;
+            }
+            r[k] = g->field[f];
+        }
+        PBF_GPU_LAUNCH(g, PBF_GK_PACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nf),
+                       PBF_GPU_A(g->halo_idx[2]), PBF_GPU_A(r[0]), PBF_GPU_A(r[1]),
+                       PBF_GPU_A(r[2]), PBF_GPU_A(g->halo_buf));
+        PBF_GPU_LAUNCH(g, PBF_GK_UNPACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nf),
+                       PBF_GPU_A(direct), PBF_GPU_A(g->halo_idx[2]), PBF_GPU_A(g->halo_buf),
+                       PBF_GPU_A(r[0]), PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
+    }
+    pbf_gpu_wait(g);
+    g->stats_ready = 0;
+    (void)w;
     return !pbf_gpu_failed(g);
 }
 

@@ -311,7 +311,9 @@ PBF_KERNEL pbf_k_gather(int n, const PBF_GLOBAL unsigned int *perm, int nf,
 
 /* A distributed run's halo (src/mpi/domain.c): the rows r0..r(nf-1) of the particles idx[0..n)
  * packed word-interleaved into out (out[k nf + j] = rj[idx[k]]), so that only the halo's entries
- * cross the bus; unpack is the reverse, into the ghosts. nf <= 3 (an unused row may alias r0). */
+ * cross the bus; unpack is the reverse, into the ghosts, or with `direct` into particles
+ * 0..n-1 (the ghosts' removal: pack the kept particles, then unpack them in place, in order).
+ * nf <= 3 (an unused row may alias r0). */
 PBF_KERNEL pbf_k_pack_rows(int n, int nf, const PBF_GLOBAL int *idx,
                            const PBF_GLOBAL unsigned int *r0, const PBF_GLOBAL unsigned int *r1,
                            const PBF_GLOBAL unsigned int *r2, PBF_GLOBAL unsigned int *out) {
@@ -323,12 +325,12 @@ PBF_KERNEL pbf_k_pack_rows(int n, int nf, const PBF_GLOBAL int *idx,
     if (nf > 2) out[k * nf + 2] = r2[i];
 }
 
-PBF_KERNEL pbf_k_unpack_rows(int n, int nf, const PBF_GLOBAL int *idx,
+PBF_KERNEL pbf_k_unpack_rows(int n, int nf, int direct, const PBF_GLOBAL int *idx,
                              const PBF_GLOBAL unsigned int *in, PBF_GLOBAL unsigned int *r0,
                              PBF_GLOBAL unsigned int *r1, PBF_GLOBAL unsigned int *r2) {
     const int k = PBF_GID;
     if (k >= n) return;
-    const int i = idx[k];
+    const int i = direct ? k : idx[k];
     r0[i] = in[k * nf];
     if (nf > 1) r1[i] = in[k * nf + 1];
     if (nf > 2) r2[i] = in[k * nf + 2];

@@ -364,6 +364,12 @@ static pbf_status ocl_write_rows(pbf_world *w, const int *rows, int nrows, pbf_e
                                                        : device_failed(w, "writing rows", err);
 }
 
+static pbf_status ocl_keep_rows(pbf_world *w, const int *rows, int nrows, const int *idx, int n,
+                               pbf_error *err) {
+    return pbf_gpu_keep(w, &DEV(w)->g, rows, nrows, idx, n) ? PBF_OK
+                                                            : device_failed(w, "keeping rows", err);
+}
+
 static pbf_status ocl_set_rows_index(pbf_world *w, int slot, const int *idx, int n,
                                      pbf_error *err) {
     return pbf_gpu_set_index(&DEV(w)->g, slot, idx, n) ? PBF_OK
@@ -589,7 +595,8 @@ static void ocl_release(pbf_world *w) {
         if (d->g.field[f]) clReleaseMemObject(d->g.field[f]);
     cl_mem others[] = {d->g.cell_start, d->g.F,       d->g.G,       d->g.boxes,  d->g.bad,
                        d->g.bad_info,   d->g.partial, d->g.nbr_off, d->g.nbr_idx, d->g.solve_out,
-                       d->g.ghost,      d->g.halo_idx[0], d->g.halo_idx[1], d->g.halo_buf};
+                       d->g.ghost,      d->g.halo_idx[0], d->g.halo_idx[1], d->g.halo_idx[2],
+                       d->g.halo_buf};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) clReleaseMemObject(others[i]);
     for (int l = 0; l < PBF_GPU_MAX_SCAN_LEVELS; ++l)
@@ -829,5 +836,6 @@ const pbf_backend_ops pbf_backend_opencl = {
     .set_rows_index = ocl_set_rows_index,
     .read_rows_at = ocl_read_rows_at,
     .write_rows_at = ocl_write_rows_at,
+    .keep_rows = ocl_keep_rows,
     .list_bytes = ocl_list_bytes,
 };
