@@ -106,11 +106,16 @@ typedef struct pbf_backend_ops {
                                pbf_error *err);
     pbf_status (*write_rows_at)(pbf_world *w, int slot, const int *rows, int nrows,
                                 const uint32_t *in, pbf_error *err);
-    /* The ghosts' removal on the device: particles idx[0..n) (ascending) of rows `rows` (by
-     * role) moved to 0..n-1 in order; only the index list crosses the bus; the caller sets the
-     * count. NULL for the CPU backend. */
-    pbf_status (*keep_rows)(pbf_world *w, const int *rows, int nrows, const int *idx, int n,
-                            pbf_error *err);
+    /* The migration and the ghosts' removal on the device. gather_rows: rows `rows` (by role)
+     * of particles idx[0..n) to the host, out[k nrows + j] = row j of particle idx[k].
+     * merge_rows: particle k of those rows becomes particle src[k] where src[k] >= 0, else
+     * record -src[k] - 1 of `in` (nrows words each, nin records: particles received), for
+     * k < n, in place (the caller reserved room for n and sets the count). Only the indices and
+     * the listed records cross the bus; both wait. NULL for the CPU backend. */
+    pbf_status (*gather_rows)(pbf_world *w, const int *rows, int nrows, const int *idx, int n,
+                              uint32_t *out, pbf_error *err);
+    pbf_status (*merge_rows)(pbf_world *w, const int *rows, int nrows, const int *src, int n,
+                             const uint32_t *in, int nin, pbf_error *err);
     /* Bytes its neighbour lists (and their companions: the CPU backend's packed neighbour copy)
      * hold now (NULL: it keeps none). */
     size_t (*list_bytes)(const pbf_world *w);

@@ -29,11 +29,12 @@
  *  - On a GPU backend (OpenCL, CUDA) the same hooks run on host copies: each moves exactly the
  *    registry rows it reads and writes between the device and the host (read_rows, write_rows:
  *    by role, so whichever buffer holds x*, v or lambda at that stage), and the grid stage
- *    brings the sorted cells to the host for ghost_mask. Per step: the SORTED rows after
- *    predict (gravity), the cells after the grid; a halo update moves only the halo's entries:
+ *    brings the sorted cells to the host for ghost_mask. Per step: x* and the keys after predict
+ *    (gravity), the particles that travel (gather_rows) and the merge's sources (merge_rows),
+ *    the cells after the grid; a halo update moves only the halo's entries:
  *    the device packs the senders' rows into the send buffer and unpacks the received ones into
  *    the ghosts (set_rows_index, read_rows_at, write_rows_at: the index lists go to the device
- *    once per step); the ghosts are dropped on the device (keep_rows: the owned particles'
+ *    once per step); the ghosts are dropped on the device (merge_rows: the owned particles'
  *    indices go there). The kernels compute each particle from
  *    its neighbours in memory order, as the CPU's lists do, so frames are byte-identical to the
  *    single-process run on that device; the solves' errors are summed on the host over owned
@@ -99,6 +100,10 @@ struct pbf_mpi_domain {
     int nghosts;       /* ghosts of this step (halo_lists) */
     int hs_total, hr_total; /* entries of hs_idx and hr_idx (halo_lists) */
     int halo_at;       /* GPU: the device holds this step's halo lists (set_rows_index) */
+    /* GPU migration (exchange with dev): the particles packed, in the send buffer's order; the
+     * particles that stay; per particle after the merge, its source (mig_src in exchange) */
+    int *sidx, *stay, *msrc;
+    size_t sidx_cap, stay_cap, msrc_cap;
     int key_is_cell;   /* 0: `cell` holds the place in the world every process started from (no
                           step yet); 1: the cell of the last sort */
     /* migration */
@@ -540,8 +545,14 @@ static inline const cell_cache *cell_info(const pbf_mpi_domain *d, cell_cache *c
  * nf of them, the key the row key_word). Collective. The particles that stay on this process
  * are not packed: they are compacted in place, moved to the end of the arrays, and merged from
  * there with what the other processes sent (a process that neither sends nor receives moves
- * nothing). */
-static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int key_word) {
+ * nothing).
+ * With `dev` (a GPU backend; the host holds the keys, read by the caller) the rows stay on the
+ * device: the particles sent are gathered there (gather_rows) into the send buffer, and the
+ * merge is a list of sources, one per particle after it (a particle that stays, or a record
+ * received), applied there (merge_rows): only the particles that travel and the lists cross the
+ * bus, and the device's rows end as the host's would. */
+static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int key_word,
+                     int dev) {
     pbf_world *w = d->w;
     const int n = w->count, P = d->size, W = nf, me = d->rank;
     int fail = !grow((void **)&d->part, &d->part_cap, (size_t)n + 1, sizeof *d->part);
@@ -582,20 +593,38 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
         int64_t want = (int64_t)total + (int64_t)total / 4 + 64;
         fail = want > INT_MAX || pbf_world_reserve(w, (int)want, NULL) != PBF_OK;
     }
+    fail = fail || (dev && (!grow((void **)&d->sidx, &d->sidx_cap, stotal + 1, sizeof *d->sidx) ||
+                            !grow((void **)&d->stay, &d->stay_cap, (size_t)n + 1, sizeof *d->stay) ||
+                            !grow((void **)&d->msrc, &d->msrc_cap, total + 1, sizeof *d->msrc)));
     if (agree_failed(d, fail)) return;
-    /* pack in memory order: every destination receives its particles in ascending key order */
+    /* pack in memory order: every destination receives its particles in ascending key order
+     * (dev: their indices, gathered on the device below) */
+#define PACK_TO(slot, i)                                                                           \
+    do {                                                                                           \
+        if (dev)                                                                                   \
+            d->sidx[(slot)] = (i);                                                                 \
+        else                                                                                       \
+            pack(w, fld, W, d->sbuf + (size_t)(slot) * W, (i));                                    \
+    } while (0)
     memcpy(d->cursor, d->sdispl, (size_t)P * sizeof *d->cursor);
     cc.valid = 0;
     int nleave = 0;
     for (int i = 0; i < n; ++i) {
         const int o = d->part[i] >> 2;
-        if (o != me) pack(w, fld, W, d->sbuf + (size_t)d->cursor[o]++ * W, i);
+        if (o != me) PACK_TO(d->cursor[o]++, i);
         if (d->part[i] & 1) {
             const cell_cache *ci = cell_info(d, &cc, d->pcell[i], ghosts);
             for (int k = 0; k < ci->nt; ++k)
-                if (ci->t[k] != me) pack(w, fld, W, d->sbuf + (size_t)d->cursor[ci->t[k]]++ * W, i);
+                if (ci->t[k] != me) PACK_TO(d->cursor[ci->t[k]]++, i);
         }
         nleave += !(d->part[i] & 2);
+    }
+#undef PACK_TO
+    if (dev) {
+        const int bad = stotal > 0 && w->backend->gather_rows(w, fld, W, d->sidx, (int)stotal,
+                                                              d->sbuf, NULL) != PBF_OK;
+        d->device_bytes += 4.0 * (double)stotal * (W + 1);
+        if (agree_failed(d, bad)) return;
     }
     for (int r = 0; r < P; ++r) {
         d->wcount[r] = d->scount[r] * W;
@@ -608,8 +637,12 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
                       d->wrdispl, MPI_UINT32_T, d->comm);
     d->migrated_bytes += 4.0 * (double)W * (double)stotal;
     for (int r = 0; r < P; ++r) d->messages += r != me && d->scount[r] > 0;
-    /* the particles that stay: compacted (in order), then moved to [rtotal, total) */
-    if (nleave > 0) {
+    /* the particles that stay: compacted (in order), then moved to [rtotal, total) (dev: listed) */
+    if (dev) {
+        int k = 0;
+        for (int i = 0; i < n; ++i)
+            if (d->part[i] & 2) d->stay[k++] = i;
+    } else if (nleave > 0) {
         int k = 0;
         for (int i = 0; i < n; ++i) {
             if (!(d->part[i] & 2)) continue;
@@ -621,7 +654,7 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
             ++k;
         }
     }
-    if (rtotal > 0 && nstay > 0)
+    if (!dev && rtotal > 0 && nstay > 0)
         for (int f = 0; f < W; ++f) {
             uint32_t *a = w->field[fld[f]];
             memmove(a + rtotal, a, (size_t)nstay * sizeof *a);
@@ -635,10 +668,12 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
         if (d->rcount[r] > 0 || (r == me && nstay > 0)) src[nsrc++] = r;
         head[r] = 0;
     }
-    const uint32_t *stay_key = (const uint32_t *)w->field[fld[key_word]] + rtotal;
+    const uint32_t *key_row = (const uint32_t *)w->field[fld[key_word]];
+    const uint32_t *stay_key = key_row + rtotal;
 #define COUNT_OF(r) ((r) == me ? nstay : d->rcount[r])
-#define KEY_AT(r, j) \
-    ((r) == me ? stay_key[j] : d->rbuf[((size_t)d->rdispl[r] + (size_t)(j)) * W + key_word])
+#define KEY_AT(r, j)                                                                               \
+    ((r) == me ? (dev ? key_row[d->stay[j]] : stay_key[j])                                        \
+               : d->rbuf[((size_t)d->rdispl[r] + (size_t)(j)) * W + key_word])
     for (size_t k = 0; k < total && !(nsrc == 1 && src[0] == me);) {
         int best = -1, second = -1;
         for (int q = 0; q < nsrc; ++q) {
@@ -659,7 +694,11 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
             while (end < COUNT_OF(best) && KEY_AT(best, end) < lim) ++end;
         }
         const int len = end - head[best];
-        if (best == me) { /* forward: the destination never passes the source */
+        if (dev) { /* sources: a particle that stays (its index), or a record received */
+            for (int j = 0; j < len; ++j)
+                d->msrc[k + (size_t)j] = best == me ? d->stay[head[best] + j]
+                                                    : -(d->rdispl[best] + head[best] + j) - 1;
+        } else if (best == me) { /* forward: the destination never passes the source */
             for (int f = 0; f < W; ++f) {
                 uint32_t *a = w->field[fld[f]];
                 memmove(a + k, a + rtotal + (size_t)head[best], (size_t)len * sizeof *a);
@@ -676,19 +715,40 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
     }
 #undef KEY_AT
 #undef COUNT_OF
+    if (dev) {
+        int bad = 0;
+        if (total > 0 && (nleave > 0 || rtotal > 0)) { /* else the device's order stands */
+            if (nsrc == 1 && src[0] == me) /* only stayers: the merge loop did not run */
+                memcpy(d->msrc, d->stay, (size_t)nstay * sizeof *d->msrc);
+            bad = w->backend->merge_rows(w, fld, W, d->msrc, (int)total, d->rbuf, (int)rtotal,
+                                         NULL) != PBF_OK;
+            d->device_bytes += 4.0 * ((double)total + (double)rtotal * W);
+        }
+        if (agree_failed(d, bad)) return; /* collective: every process */
+    }
     w->count = (int)total;
 }
 
 /* After predict: every particle to the owner of the cell of its predicted position (the boxes
- * moved first when the load is out of balance), and the ghosts. */
+ * moved first when the load is out of balance), and the ghosts. On a GPU backend that has
+ * gather_rows and merge_rows only x* and the keys come to the host and the rows stay on the
+ * device (exchange's dev); else every SORTED row makes the round trip. */
 static void migrate(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
+    const pbf_backend_ops *be = w->backend;
+    const int dev = d->gpu && be->gather_rows && be->merge_rows;
+    if (dev) {
+        const int rows[4] = {PBF_F_QX, PBF_F_QY, PBF_F_QZ, d->fields[d->key_word]};
+        if (!dev_rows(d, rows, 4, 0)) return;
+    } else if (!dev_rows(d, d->fields, d->nfields, 0))
+        return;
     const int n = w->count;
     int fail = !grow((void **)&d->pcell, &d->pcell_cap, (size_t)n, sizeof *d->pcell);
     if (agree_failed(d, fail)) return;
     for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->qx[i], w->qy[i], w->qz[i]);
     maybe_rebalance(d, n);
-    exchange(d, 1, d->fields, d->nfields, d->key_word);
+    exchange(d, 1, d->fields, d->nfields, d->key_word, dev);
+    if (!dev && !d->failed) dev_rows(d, d->fields, d->nfields, 1);
 }
 
 /* ---- halos, after the sort ----------------------------------------------------------------- */
@@ -904,7 +964,7 @@ static void end_step_drop(pbf_mpi_domain *d) {
         d->ghosts_in = 0;
         return;
     }
-    if (d->gpu && d->ghosts_in && be->keep_rows) {
+    if (d->gpu && d->ghosts_in && be->merge_rows) {
         /* on the device: the owned particles' indices go there (d->part is free until the next
          * migration), the live rows are compacted in place */
         pbf_world *w = d->w;
@@ -919,7 +979,8 @@ static void end_step_drop(pbf_mpi_domain *d) {
                     key[k] = key[i];
                     d->part[k++] = i;
                 }
-            if (be->keep_rows(w, live_rows, NLIVE, d->part, k, NULL) != PBF_OK) d->failed = 1;
+            if (be->merge_rows(w, live_rows, NLIVE, d->part, k, NULL, 0, NULL) != PBF_OK)
+                d->failed = 1;
             d->device_bytes += 4.0 * k;
             w->count = k;
             d->ghosts_in = 0;
@@ -949,10 +1010,7 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     case PBF_STAGE_GRAVITY: /* the SPH solvers */
         d->lambdas = 0;
         /* GPU: x, x*, v (PBF: after predict; SPH: x* = x), id and the keys, in their own roles */
-        if (dev_rows(d, d->fields, d->nfields, 0)) {
-            migrate(d);
-            dev_rows(d, d->fields, d->nfields, 1);
-        }
+        migrate(d);
         break;
     case PBF_STAGE_GRID:
         d->key_is_cell = 1; /* `cell` is now the cell of this sort */
@@ -1016,7 +1074,8 @@ void pbf_mpi_domain_destroy(pbf_mpi_domain *d) {
     int **ints[] = {&d->lo, &d->hist, &d->leaf, &d->boxes, &d->nbr, &d->part, &d->slot,
                     &d->active, &d->next, &d->bbox, &d->scount, &d->sdispl, &d->rcount,
                     &d->rdispl, &d->cursor, &d->wcount, &d->wdispl, &d->wrcount, &d->wrdispl,
-                    &d->hs_n, &d->hs_off, &d->hr_n, &d->hr_off, &d->hs_idx, &d->hr_idx};
+                    &d->hs_n, &d->hs_off, &d->hr_n, &d->hr_off, &d->hs_idx, &d->hr_idx,
+                    &d->sidx, &d->stay, &d->msrc};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i) free(*ints[i]);
     free(d->tree);
     free(d->bhist);
@@ -1161,7 +1220,7 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
         }
         d->key_is_cell = key_is_cell;
         if (agree_failed(d, !decompose(d, d->pcell, n, 1)) ||
-            (exchange(d, 0, d->cfields, d->ncfields, d->key_cword), d->failed)) {
+            (exchange(d, 0, d->cfields, d->ncfields, d->key_cword, 0), d->failed)) {
             pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "pbf_mpi_domain_create: out of memory on a process");
             pbf_mpi_domain_destroy(d);
             return PBF_ERR_OUT_OF_MEMORY;

@@ -259,11 +259,20 @@ static pbf_status cu_write_rows(pbf_world *w, const int *rows, int nrows, pbf_er
                                                        : device_failed(w, "writing rows", err);
 }
 
-static pbf_status cu_keep_rows(pbf_world *w, const int *rows, int nrows, const int *idx, int n,
-                               pbf_error *err) {
+static pbf_status cu_gather_rows(pbf_world *w, const int *rows, int nrows, const int *idx,
+                                 int n, uint32_t *out, pbf_error *err) {
     cudaSetDevice(DEV(w)->device);
-    return pbf_gpu_keep(w, &DEV(w)->g, rows, nrows, idx, n) ? PBF_OK
-                                                            : device_failed(w, "keeping rows", err);
+    return pbf_gpu_gather(&DEV(w)->g, rows, nrows, idx, n, out)
+               ? PBF_OK
+               : device_failed(w, "gathering rows", err);
+}
+
+static pbf_status cu_merge_rows(pbf_world *w, const int *rows, int nrows, const int *src, int n,
+                                const uint32_t *in, int nin, pbf_error *err) {
+    cudaSetDevice(DEV(w)->device);
+    return pbf_gpu_merge(&DEV(w)->g, rows, nrows, src, n, in, nin)
+               ? PBF_OK
+               : device_failed(w, "merging rows", err);
 }
 
 static pbf_status cu_set_rows_index(pbf_world *w, int slot, const int *idx, int n,
@@ -408,7 +417,7 @@ static void cu_release(pbf_world *w) {
     void *others[] = {d->g.cell_start, d->g.F,        d->g.G,       d->g.boxes,
                       d->g.bad,        d->g.bad_info, d->g.partial, d->g.solve_out,
                       d->g.ghost,      d->g.halo_idx[0], d->g.halo_idx[1], d->g.halo_idx[2],
-                      d->g.halo_buf};
+                      d->g.halo_buf,   d->g.merge_in};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) cudaFree(others[i]);
     for (int l = 0; l < PBF_GPU_MAX_SCAN_LEVELS; ++l)
@@ -603,5 +612,6 @@ extern "C" const pbf_backend_ops pbf_backend_cuda = {
     cu_set_rows_index,
     cu_read_rows_at,
     cu_write_rows_at,
-    cu_keep_rows,
+    cu_gather_rows,
+    cu_merge_rows,
 };

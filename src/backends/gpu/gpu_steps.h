@@ -62,7 +62,8 @@
     X(IISPH_DIAGONAL, pbf_k_iisph_diagonal)                                                        \
     X(IISPH_PRESSURE, pbf_k_iisph_pressure)                                                        \
     X(PACK_ROWS, pbf_k_pack_rows)                                                                  \
-    X(UNPACK_ROWS, pbf_k_unpack_rows)
+    X(UNPACK_ROWS, pbf_k_unpack_rows)                                                              \
+    X(MERGE_ROWS, pbf_k_merge_rows)
 
 #define PBF_GPU_KERNEL_ID(id, fn) PBF_GK_##id,
 enum { PBF_GPU_KERNELS(PBF_GPU_KERNEL_ID) PBF_GK_COUNT };
@@ -105,9 +106,11 @@ typedef struct pbf_gpu_dev {
     int ghost_on;
     /* its halo: the particles whose rows are sent (slot 0) and the ghosts that receive (slot 1),
      * set once per step after the grid (pbf_gpu_set_index), and the packed rows in transit */
-    pbf_gpu_mem halo_idx[3], halo_buf; /* slot 2: the particles the ghosts' removal keeps */
+    pbf_gpu_mem halo_idx[3], halo_buf; /* slot 2: gather_rows' and merge_rows' indices */
     size_t halo_idx_cap[3], halo_buf_cap; /* bytes */
     int halo_n[3];
+    pbf_gpu_mem merge_in; /* merge_rows: the particles received */
+    size_t merge_in_cap;
     size_t wg, scan_wg, stats_wg; /* per-particle kernels, the scan's, the statistics' */
 } pbf_gpu_dev;
 
@@ -682,8 +685,9 @@ static inline int pbf_gpu_reserve(pbf_gpu_dev *g, pbf_gpu_mem *m, size_t *cap, s
     return *m != 0;
 }
 
-/* The backend's set_rows_index (backend.h): the halo's particle indices of one slot to the
- * device, kept there for the step's read_rows_at / write_rows_at; 0 if the device failed. */
+/* The backend's set_rows_index (backend.h): a list of particle indices to the device, kept in
+ * slot 0 or 1 for the step's read_rows_at / write_rows_at (slot 2: gather_rows' and
+ * merge_rows' own); 0 if the device failed. */
 static inline int pbf_gpu_set_index(pbf_gpu_dev *g, int slot, const int *idx, int n) {
     if (slot < 0 || slot > 2 || n < 0) {
         pbf_gpu_fail(g);
@@ -699,77 +703,112 @@ static inline int pbf_gpu_set_index(pbf_gpu_dev *g, int slot, const int *idx, in
     return !pbf_gpu_failed(g);
 }
 
+/* The buffers that hold rows rows[s .. s + nf) now (by role; an unused one aliases the first);
+ * 0 for a row the device does not keep. */
+static inline int pbf_gpu_row_group(pbf_gpu_dev *g, const int *rows, int s, int nf,
+                                    pbf_gpu_mem r[3]) {
+    for (int k = 0; k < 3; ++k) {
+        const int f = rows[s + (k < nf ? k : 0)];
+        if (f < 0 || f >= PBF_FIELD_COUNT || !g->field[f]) {
+            pbf_gpu_fail(g);
+            return 0;
+        }
+        r[k] = g->field[f];
+    }
+    return 1;
+}
+
+/* Rows `rows` of the particles in index slot `slot` packed into the halo's buffer, nrows words
+ * per particle (pbf_k_pack_rows, three rows at a time); 0 if the device failed. */
+static inline int pbf_gpu_pack(pbf_gpu_dev *g, int slot, const int *rows, int nrows) {
+    const int n = g->halo_n[slot];
+    if (!pbf_gpu_reserve(g, &g->halo_buf, &g->halo_buf_cap,
+                         (size_t)n * (size_t)nrows * sizeof(unsigned int)))
+        return 0;
+    for (int s = 0; s < nrows; s += 3) {
+        const int nf = nrows - s < 3 ? nrows - s : 3;
+        pbf_gpu_mem r[3];
+        if (!pbf_gpu_row_group(g, rows, s, nf, r)) return 0;
+        PBF_GPU_LAUNCH(g, PBF_GK_PACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nf),
+                       PBF_GPU_A(nrows), PBF_GPU_A(s), PBF_GPU_A(g->halo_idx[slot]),
+                       PBF_GPU_A(r[0]), PBF_GPU_A(r[1]), PBF_GPU_A(r[2]), PBF_GPU_A(g->halo_buf));
+    }
+    return !pbf_gpu_failed(g);
+}
+
 /* The backend's read_rows_at / write_rows_at (backend.h): rows `rows` (by role, as
  * pbf_gpu_rows) of the slot's particles, packed word-interleaved, to the host (to_device = 0:
  * buf[k nrows + j] = row j of particle idx[k]) or from it into those particles; 1 <= nrows <= 3.
  * Only 4 nrows bytes per listed particle cross the bus. 0 if the device failed. */
 static inline int pbf_gpu_rows_at(pbf_world *w, pbf_gpu_dev *g, int slot, const int *rows,
                                   int nrows, void *buf, int to_device) {
+    (void)w;
     if (slot < 0 || slot > 1 || nrows < 1 || nrows > 3) {
         pbf_gpu_fail(g);
         return 0;
     }
     const int n = g->halo_n[slot];
     if (n == 0) return !pbf_gpu_failed(g);
-    pbf_gpu_mem r[3];
-    for (int k = 0; k < 3; ++k) {
-        const int f = rows[k < nrows ? k : 0];
-        if (f < 0 || f >= PBF_FIELD_COUNT || !g->field[f] || !w->field[f]) {
-            pbf_gpu_fail(g);
-            return 0;
-        }
-        r[k] = g->field[f]; /* an unused row aliases the first: never read or written */
-    }
     const size_t bytes = (size_t)n * (size_t)nrows * sizeof(unsigned int);
-    if (!pbf_gpu_reserve(g, &g->halo_buf, &g->halo_buf_cap, bytes)) return 0;
-    if (to_device) {
-        const int direct = 0;
-        pbf_gpu_write(g, g->halo_buf, bytes, buf);
-        PBF_GPU_LAUNCH(g, PBF_GK_UNPACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nrows),
-                       PBF_GPU_A(direct), PBF_GPU_A(g->halo_idx[slot]), PBF_GPU_A(g->halo_buf),
-                       PBF_GPU_A(r[0]), PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
-        pbf_gpu_wait(g);
-        g->stats_ready = 0;
-    } else {
-        PBF_GPU_LAUNCH(g, PBF_GK_PACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nrows),
-                       PBF_GPU_A(g->halo_idx[slot]), PBF_GPU_A(r[0]), PBF_GPU_A(r[1]),
-                       PBF_GPU_A(r[2]), PBF_GPU_A(g->halo_buf));
+    if (!to_device) {
+        if (!pbf_gpu_pack(g, slot, rows, nrows)) return 0;
         pbf_gpu_read(g, g->halo_buf, 0, bytes, buf, 1);
+        return !pbf_gpu_failed(g);
     }
+    pbf_gpu_mem r[3];
+    if (!pbf_gpu_row_group(g, rows, 0, nrows, r) ||
+        !pbf_gpu_reserve(g, &g->halo_buf, &g->halo_buf_cap, bytes))
+        return 0;
+    const int direct = 0;
+    pbf_gpu_write(g, g->halo_buf, bytes, buf);
+    PBF_GPU_LAUNCH(g, PBF_GK_UNPACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nrows),
+                   PBF_GPU_A(direct), PBF_GPU_A(g->halo_idx[slot]), PBF_GPU_A(g->halo_buf),
+                   PBF_GPU_A(r[0]), PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
+    pbf_gpu_wait(g);
+    g->stats_ready = 0;
     return !pbf_gpu_failed(g);
 }
 
-/* The backend's keep_rows (backend.h): particles idx[0..n) (ascending) of rows `rows` moved to
- * 0..n-1 in order, on the device, three rows at a time through the halo's buffer (pack, then
- * unpack in place): only the index list crosses the bus. 0 if the device failed. */
-static inline int pbf_gpu_keep(pbf_world *w, pbf_gpu_dev *g, const int *rows, int nrows,
-                               const int *idx, int n) {
+/* The backend's gather_rows (backend.h): rows `rows` of particles idx[0..n) to the host,
+ * out[k nrows + j] = row j of particle idx[k]; 0 if the device failed. */
+static inline int pbf_gpu_gather(pbf_gpu_dev *g, const int *rows, int nrows, const int *idx,
+                                 int n, void *out) {
     if (!pbf_gpu_set_index(g, 2, idx, n)) return 0;
     if (n == 0) return 1;
-    if (!pbf_gpu_reserve(g, &g->halo_buf, &g->halo_buf_cap, (size_t)n * 3 * sizeof(unsigned int)))
+    if (!pbf_gpu_pack(g, 2, rows, nrows)) return 0;
+    pbf_gpu_read(g, g->halo_buf, 0, (size_t)n * (size_t)nrows * sizeof(unsigned int), out, 1);
+    return !pbf_gpu_failed(g);
+}
+
+/* The backend's merge_rows (backend.h): particle k of rows `rows` becomes particle src[k] where
+ * src[k] >= 0, else record -src[k] - 1 of `in` (nrows words each, nin records), for k < n, in
+ * place: per three rows, pbf_k_merge_rows into the halo's buffer, then pbf_k_unpack_rows back.
+ * Only src and `in` cross the bus. The device holds room for n particles (the caller reserved
+ * it). 0 if the device failed. */
+static inline int pbf_gpu_merge(pbf_gpu_dev *g, const int *rows, int nrows, const int *src, int n,
+                                const void *in, int nin) {
+    if (!pbf_gpu_set_index(g, 2, src, n)) return 0;
+    if (n == 0) return 1;
+    const size_t in_bytes = (size_t)nin * (size_t)nrows * sizeof(unsigned int);
+    if (!pbf_gpu_reserve(g, &g->halo_buf, &g->halo_buf_cap, (size_t)n * 3 * sizeof(unsigned int)) ||
+        !pbf_gpu_reserve(g, &g->merge_in, &g->merge_in_cap, in_bytes > 0 ? in_bytes : 4))
         return 0;
+    if (in_bytes > 0) pbf_gpu_write(g, g->merge_in, in_bytes, in);
     const int direct = 1;
     for (int s = 0; s < nrows; s += 3) {
         const int nf = nrows - s < 3 ? nrows - s : 3;
         pbf_gpu_mem r[3];
-        for (int k = 0; k < 3; ++k) {
-            const int f = rows[s + (k < nf ? k : 0)];
-            if (f < 0 || f >= PBF_FIELD_COUNT || !g->field[f]) {
-                pbf_gpu_fail(g);
-                return 0;
-            }
-            r[k] = g->field[f];
-        }
-        PBF_GPU_LAUNCH(g, PBF_GK_PACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nf),
-                       PBF_GPU_A(g->halo_idx[2]), PBF_GPU_A(r[0]), PBF_GPU_A(r[1]),
-                       PBF_GPU_A(r[2]), PBF_GPU_A(g->halo_buf));
+        if (!pbf_gpu_row_group(g, rows, s, nf, r)) return 0;
+        PBF_GPU_LAUNCH(g, PBF_GK_MERGE_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nf),
+                       PBF_GPU_A(nrows), PBF_GPU_A(s), PBF_GPU_A(g->halo_idx[2]),
+                       PBF_GPU_A(g->merge_in), PBF_GPU_A(r[0]), PBF_GPU_A(r[1]), PBF_GPU_A(r[2]),
+                       PBF_GPU_A(g->halo_buf));
         PBF_GPU_LAUNCH(g, PBF_GK_UNPACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nf),
                        PBF_GPU_A(direct), PBF_GPU_A(g->halo_idx[2]), PBF_GPU_A(g->halo_buf),
                        PBF_GPU_A(r[0]), PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
     }
-    pbf_gpu_wait(g);
+    pbf_gpu_wait(g); /* `in` is the caller's */
     g->stats_ready = 0;
-    (void)w;
     return !pbf_gpu_failed(g);
 }
 

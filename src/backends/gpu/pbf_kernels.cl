@@ -309,20 +309,24 @@ PBF_KERNEL pbf_k_gather(int n, const PBF_GLOBAL unsigned int *perm, int nf,
     if (map >= 0 && (int)j == bad[0]) bad[map] = k;
 }
 
-/* A distributed run's halo (src/mpi/domain.c): the rows r0..r(nf-1) of the particles idx[0..n)
- * packed word-interleaved into out (out[k nf + j] = rj[idx[k]]), so that only the halo's entries
- * cross the bus; unpack is the reverse, into the ghosts, or with `direct` into particles
- * 0..n-1 (the ghosts' removal: pack the kept particles, then unpack them in place, in order).
- * nf <= 3 (an unused row may alias r0). */
-PBF_KERNEL pbf_k_pack_rows(int n, int nf, const PBF_GLOBAL int *idx,
+/* A distributed run (src/mpi/domain.c) moves only some particles' entries between the device and
+ * the host. pack: the rows r0..r(nf-1) of the particles idx[0..n) into out, word-interleaved
+ * (out[k stride + off + j] = rj[idx[k]]: a record of `stride` words per particle, filled nf at a
+ * time). unpack: the reverse (in[k nf + j]) into the particles idx[k], or with `direct` into
+ * particles 0..n-1. merge: out[k nf + j] = rj[src[k]] where src[k] >= 0, else word off + j of
+ * record -src[k] - 1 of `in` (a particle received); then an unpack with `direct` puts them in
+ * place (the migration's merge by key, the ghosts' removal). nf <= 3 (an unused row may alias
+ * r0). */
+PBF_KERNEL pbf_k_pack_rows(int n, int nf, int stride, int off, const PBF_GLOBAL int *idx,
                            const PBF_GLOBAL unsigned int *r0, const PBF_GLOBAL unsigned int *r1,
                            const PBF_GLOBAL unsigned int *r2, PBF_GLOBAL unsigned int *out) {
     const int k = PBF_GID;
     if (k >= n) return;
     const int i = idx[k];
-    out[k * nf] = r0[i];
-    if (nf > 1) out[k * nf + 1] = r1[i];
-    if (nf > 2) out[k * nf + 2] = r2[i];
+    PBF_GLOBAL unsigned int *o = out + (size_t)k * (size_t)stride + (size_t)off;
+    o[0] = r0[i];
+    if (nf > 1) o[1] = r1[i];
+    if (nf > 2) o[2] = r2[i];
 }
 
 PBF_KERNEL pbf_k_unpack_rows(int n, int nf, int direct, const PBF_GLOBAL int *idx,
@@ -334,6 +338,26 @@ PBF_KERNEL pbf_k_unpack_rows(int n, int nf, int direct, const PBF_GLOBAL int *id
     r0[i] = in[k * nf];
     if (nf > 1) r1[i] = in[k * nf + 1];
     if (nf > 2) r2[i] = in[k * nf + 2];
+}
+
+PBF_KERNEL pbf_k_merge_rows(int n, int nf, int stride, int off, const PBF_GLOBAL int *src,
+                            const PBF_GLOBAL unsigned int *in, const PBF_GLOBAL unsigned int *r0,
+                            const PBF_GLOBAL unsigned int *r1, const PBF_GLOBAL unsigned int *r2,
+                            PBF_GLOBAL unsigned int *out) {
+    const int k = PBF_GID;
+    if (k >= n) return;
+    const int s = src[k];
+    PBF_GLOBAL unsigned int *o = out + (size_t)k * (size_t)nf;
+    if (s >= 0) {
+        o[0] = r0[s];
+        if (nf > 1) o[1] = r1[s];
+        if (nf > 2) o[2] = r2[s];
+    } else {
+        const PBF_GLOBAL unsigned int *rec = in + (size_t)(-s - 1) * (size_t)stride + (size_t)off;
+        o[0] = rec[0];
+        if (nf > 1) o[1] = rec[1];
+        if (nf > 2) o[2] = rec[2];
+    }
 }
 
 /* a[from + i] = value for i < n (the hosts' fills: the histogram, the guard's slots). */

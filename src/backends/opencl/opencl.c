@@ -364,10 +364,18 @@ static pbf_status ocl_write_rows(pbf_world *w, const int *rows, int nrows, pbf_e
                                                        : device_failed(w, "writing rows", err);
 }
 
-static pbf_status ocl_keep_rows(pbf_world *w, const int *rows, int nrows, const int *idx, int n,
-                               pbf_error *err) {
-    return pbf_gpu_keep(w, &DEV(w)->g, rows, nrows, idx, n) ? PBF_OK
-                                                            : device_failed(w, "keeping rows", err);
+static pbf_status ocl_gather_rows(pbf_world *w, const int *rows, int nrows, const int *idx,
+                                 int n, uint32_t *out, pbf_error *err) {
+    return pbf_gpu_gather(&DEV(w)->g, rows, nrows, idx, n, out)
+               ? PBF_OK
+               : device_failed(w, "gathering rows", err);
+}
+
+static pbf_status ocl_merge_rows(pbf_world *w, const int *rows, int nrows, const int *src, int n,
+                                const uint32_t *in, int nin, pbf_error *err) {
+    return pbf_gpu_merge(&DEV(w)->g, rows, nrows, src, n, in, nin)
+               ? PBF_OK
+               : device_failed(w, "merging rows", err);
 }
 
 static pbf_status ocl_set_rows_index(pbf_world *w, int slot, const int *idx, int n,
@@ -596,7 +604,7 @@ static void ocl_release(pbf_world *w) {
     cl_mem others[] = {d->g.cell_start, d->g.F,       d->g.G,       d->g.boxes,  d->g.bad,
                        d->g.bad_info,   d->g.partial, d->g.nbr_off, d->g.nbr_idx, d->g.solve_out,
                        d->g.ghost,      d->g.halo_idx[0], d->g.halo_idx[1], d->g.halo_idx[2],
-                       d->g.halo_buf};
+                       d->g.halo_buf,   d->g.merge_in};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) clReleaseMemObject(others[i]);
     for (int l = 0; l < PBF_GPU_MAX_SCAN_LEVELS; ++l)
@@ -836,6 +844,7 @@ const pbf_backend_ops pbf_backend_opencl = {
     .set_rows_index = ocl_set_rows_index,
     .read_rows_at = ocl_read_rows_at,
     .write_rows_at = ocl_write_rows_at,
-    .keep_rows = ocl_keep_rows,
+    .gather_rows = ocl_gather_rows,
+    .merge_rows = ocl_merge_rows,
     .list_bytes = ocl_list_bytes,
 };
