@@ -170,14 +170,23 @@ typedef struct nb_ranges {
     uint32_t cell;
     int count;
     uint32_t begin[9], end[9]; /* all 9 begins are read by decode_chunk: initialised */
+    const float *prefetch; /* a packed copy (16 bytes per particle) to prefetch from, or NULL */
 } nb_ranges;
-#define NB_RANGES_INIT {UINT32_MAX, 0, {0}, {0}}
+#define NB_RANGES_INIT {UINT32_MAX, 0, {0}, {0}, NULL}
 
 static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int i, nb_ranges *c) {
     const uint32_t cell = w->cell[i];
     if (cell != c->cell) {
         c->count = pbf_grid_neighbour_ranges(&w->grid, cell, c->begin, c->end);
         c->cell = cell;
+        /* the next cell's ranges are these shifted by one cell along x: its new particles
+         * follow each range's end (2 cache lines: 8 particles, about a cell's) */
+        if (c->prefetch)
+            for (int r = 0; r < c->count; ++r) {
+                const float *q = c->prefetch + 4 * (size_t)c->end[r];
+                __builtin_prefetch(q);
+                __builtin_prefetch(q + 16);
+            }
     }
     return c;
 }
@@ -822,8 +831,10 @@ static int stage_lambda(pbf_world *w, float cheb) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+        cache.prefetch = P;
 #if PBF_PAIRS
         nb_ranges cache_b = NB_RANGES_INIT;
+        cache_b.prefetch = P;
         const int pairs = P && LISTS(w)->ok;
         float pr[2] = {0}, pg[2][3] = {{0}}, ps2[2] = {0};
 #endif
@@ -891,8 +902,10 @@ static int stage_delta_p(pbf_world *w, float dt) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+        cache.prefetch = P;
 #if PBF_PAIRS
         nb_ranges cache_b = NB_RANGES_INIT;
+        cache_b.prefetch = P;
         const int pairs = P && LISTS(w)->ok && sn == 4;
         float pa[2][3] = {{0}};
         const pbf_vf16 h2w = vf16_set1(k->h2), volw = vf16_set1(w->k.volume);
@@ -1119,8 +1132,10 @@ static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const floa
 static inline PBF_SIMD_INLINE void curl_loop(pbf_world *w, int n, const float *PK, const int vort,
                                              const int cubic, const int pairs, int *bad2) {
     nb_ranges cache = NB_RANGES_INIT;
+    cache.prefetch = PK;
 #if PBF_PAIRS
     nb_ranges cache_b = NB_RANGES_INIT;
+    cache_b.prefetch = PK;
     float sums[2][4] = {{0}};
 #pragma omp for schedule(monotonic : dynamic, 256)
     for (int i = 0; i < n; ++i) {
@@ -1307,8 +1322,10 @@ static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *P
                                              const int cubic, const int pairs, float dt,
                                              float vmax, int *bad, int64_t *clamps) {
     nb_ranges cache = NB_RANGES_INIT;
+    cache.prefetch = PK;
 #if PBF_PAIRS
     nb_ranges cache_b = NB_RANGES_INIT;
+    cache_b.prefetch = PK;
     float sums[2][6] = {{0}};
 #pragma omp for schedule(monotonic : dynamic, 256)
     for (int i = 0; i < n; ++i) {
