@@ -402,8 +402,8 @@ static void build_lists(pbf_world *w, const unsigned char *skip) {
         if (cursor > UINT32_MAX / 2) return;
         /* small headroom: lists are a large share of memory */
         size_t cap = (cursor + cursor / 16 + 1) & ~(size_t)1;
-        free(L->nbr); /* nothing in it is kept: the scan is made again */
-        L->nbr = malloc(CODE_BYTES(cap) + LIST_PADDING);
+        pbf_big_free(L->nbr); /* nothing in it is kept: the scan is made again */
+        L->nbr = pbf_big_calloc(CODE_BYTES(cap) + LIST_PADDING, CODE_BYTES(cursor));
         L->cap = 0;
         if (!L->nbr) return;
         memset(L->nbr + CODE_BYTES(cap), 0, LIST_PADDING);
@@ -516,13 +516,12 @@ static int pack_reserve(pbf_world *w) {
     cpu_lists *L = LISTS(w);
     size_t need = (size_t)w->count + PBF_ARRAY_PADDING;
     if (need <= L->pack_cap) return 1;
-    free(L->pack);
+    pbf_big_free(L->pack);
     L->pack = NULL;
     L->pack_cap = 0;
-    size_t bytes = (need * 4 * sizeof(float) + 63) / 64 * 64;
-    void *p = aligned_alloc(64, bytes);
+    const size_t bytes = need * 4 * sizeof(float);
+    void *p = pbf_big_calloc(bytes, bytes);
     if (!p) return 0;
-    memset(p, 0, bytes);
     L->pack = p;
     L->pack_cap = need;
     return 1;
@@ -2182,11 +2181,11 @@ static pbf_status cpu_reserve(pbf_world *w, int capacity, pbf_error *err) {
 static void cpu_no_op(pbf_world *w) { (void)w; }
 static void cpu_release(pbf_world *w) {
     if (w->dev) {
-        free(LISTS(w)->nbr);
+        pbf_big_free(LISTS(w)->nbr);
         free(LISTS(w)->block_end);
         free(LISTS(w)->block_start);
         free(LISTS(w)->start);
-        free(LISTS(w)->pack);
+        pbf_big_free(LISTS(w)->pack);
         free(LISTS(w)->sph_v);
         free(LISTS(w)->sph_wall);
         free(LISTS(w)->pair);
