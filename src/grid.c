@@ -35,7 +35,8 @@ pbf_status pbf_grid_init(pbf_grid *g, const pbf_world_def *def, float cell_size,
     }
     g->inv_cell = 1.0 / (double)cell_size;
     g->ncells = (uint32_t)total;
-    g->cell_start = calloc((size_t)g->ncells + 1, sizeof *g->cell_start);
+    const size_t bytes = ((size_t)g->ncells + 1) * sizeof *g->cell_start;
+    g->cell_start = pbf_big_calloc(bytes, bytes);
     if (!g->cell_start) {
         pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "grid: cannot allocate %u cells", g->ncells);
         return PBF_ERR_OUT_OF_MEMORY;
@@ -44,7 +45,7 @@ pbf_status pbf_grid_init(pbf_grid *g, const pbf_world_def *def, float cell_size,
 }
 
 void pbf_grid_free(pbf_grid *g) {
-    free(g->cell_start);
+    pbf_big_free(g->cell_start);
     g->cell_start = NULL;
 }
 

@@ -30,6 +30,15 @@
 #define PBF_ARRAY_PADDING 8 /* elements after the last particle of every array (PBF_LANES) */
 #define PBF_MAX_CELLS (1u << 27)  /* 512 MiB of cell starts at most */
 
+/* Zeroed memory for the large per-particle arrays (big_alloc.c), 64-byte aligned, freed with
+ * pbf_big_free. From PBF_BIG_MIN bytes on Linux: a 2 MiB-aligned anonymous mapping whose whole
+ * 2 MiB pages within the first `hot` bytes (those expected to be touched) are advised as
+ * transparent huge pages (madvise MADV_HUGEPAGE; the system may ignore it); elsewhere, or
+ * smaller: aligned_alloc. */
+#define PBF_BIG_MIN ((size_t)2 << 20)
+void *pbf_big_calloc(size_t bytes, size_t hot);
+void pbf_big_free(void *p);
+
 typedef struct pbf_grid {
     double origin[3];
     double inv_cell; /* 1 / cell size; the cell is h * (1 + 1e-4), see grid.c */

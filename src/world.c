@@ -55,7 +55,7 @@ static size_t host_bytes_per_particle(const pbf_world *w) {
 
 static void free_particles(pbf_world *w) {
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
-        free(w->field[f]);
+        pbf_big_free(w->field[f]);
         w->field[f] = NULL;
     }
 }
@@ -70,11 +70,12 @@ static pbf_status reserve(pbf_world *w, int capacity, pbf_error *err) {
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
         if (!on_host(w, f)) continue;
         /* padded: the neighbour loops read whole 8-lane chunks (src/simd.h) */
-        fresh[f] = calloc((size_t)capacity + PBF_ARRAY_PADDING, 4);
+        const size_t bytes = ((size_t)capacity + PBF_ARRAY_PADDING) * 4;
+        fresh[f] = pbf_big_calloc(bytes, bytes);
         if (!fresh[f]) ok = 0;
     }
     if (!ok) {
-        for (int f = 0; f < PBF_FIELD_COUNT; ++f) free(fresh[f]);
+        for (int f = 0; f < PBF_FIELD_COUNT; ++f) pbf_big_free(fresh[f]);
         pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY,
                       "cannot allocate %d particles (%zu bytes each, %.1f MiB)", capacity,
                       host_bytes, (double)capacity * (double)host_bytes / 1048576.0);
@@ -82,13 +83,13 @@ static pbf_status reserve(pbf_world *w, int capacity, pbf_error *err) {
     }
     pbf_status s = w->backend->reserve(w, capacity, err);
     if (s != PBF_OK) {
-        for (int f = 0; f < PBF_FIELD_COUNT; ++f) free(fresh[f]);
+        for (int f = 0; f < PBF_FIELD_COUNT; ++f) pbf_big_free(fresh[f]);
         return s;
     }
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
         if (!fresh[f]) continue;
         if (w->count) memcpy(fresh[f], w->field[f], (size_t)w->count * 4);
-        free(w->field[f]);
+        pbf_big_free(w->field[f]);
         w->field[f] = fresh[f];
     }
     w->capacity = capacity;
@@ -106,11 +107,12 @@ pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err) {
     w->host_rows = 1;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if (!w->field[f] && on_host(w, f) && w->capacity > 0) {
-            fresh[f] = calloc((size_t)w->capacity + PBF_ARRAY_PADDING, 4);
+            const size_t bytes = ((size_t)w->capacity + PBF_ARRAY_PADDING) * 4;
+            fresh[f] = pbf_big_calloc(bytes, bytes);
             ok = ok && fresh[f];
         }
     if (!ok) {
-        for (int f = 0; f < PBF_FIELD_COUNT; ++f) free(fresh[f]);
+        for (int f = 0; f < PBF_FIELD_COUNT; ++f) pbf_big_free(fresh[f]);
         w->host_rows = 0;
         pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY,
                       "cannot allocate host copies of %d particles' rows", w->capacity);

@@ -170,14 +170,23 @@ typedef struct nb_ranges {
     uint32_t cell;
     int count;
     uint32_t begin[9], end[9]; /* all 9 begins are read by decode_chunk: initialised */
+    const float *prefetch; /* a packed copy (16 bytes per particle) to prefetch from, or NULL */
 } nb_ranges;
-#define NB_RANGES_INIT {UINT32_MAX, 0, {0}, {0}}
+#define NB_RANGES_INIT {UINT32_MAX, 0, {0}, {0}, NULL}
 
 static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int i, nb_ranges *c) {
     const uint32_t cell = w->cell[i];
     if (cell != c->cell) {
         c->count = pbf_grid_neighbour_ranges(&w->grid, cell, c->begin, c->end);
         c->cell = cell;
+        /* the next cell's ranges are these shifted by one cell along x: its new particles
+         * follow each range's end (2 cache lines: 8 particles, about a cell's) */
+        if (c->prefetch)
+            for (int r = 0; r < c->count; ++r) {
+                const float *q = c->prefetch + 4 * (size_t)c->end[r];
+                __builtin_prefetch(q);
+                __builtin_prefetch(q + 16);
+            }
     }
     return c;
 }
@@ -393,8 +402,8 @@ static void build_lists(pbf_world *w, const unsigned char *skip) {
         if (cursor > UINT32_MAX / 2) return;
         /* small headroom: lists are a large share of memory */
         size_t cap = (cursor + cursor / 16 + 1) & ~(size_t)1;
-        free(L->nbr); /* nothing in it is kept: the scan is made again */
-        L->nbr = malloc(CODE_BYTES(cap) + LIST_PADDING);
+        pbf_big_free(L->nbr); /* nothing in it is kept: the scan is made again */
+        L->nbr = pbf_big_calloc(CODE_BYTES(cap) + LIST_PADDING, CODE_BYTES(cursor));
         L->cap = 0;
         if (!L->nbr) return;
         memset(L->nbr + CODE_BYTES(cap), 0, LIST_PADDING);
@@ -507,13 +516,12 @@ static int pack_reserve(pbf_world *w) {
     cpu_lists *L = LISTS(w);
     size_t need = (size_t)w->count + PBF_ARRAY_PADDING;
     if (need <= L->pack_cap) return 1;
-    free(L->pack);
+    pbf_big_free(L->pack);
     L->pack = NULL;
     L->pack_cap = 0;
-    size_t bytes = (need * 4 * sizeof(float) + 63) / 64 * 64;
-    void *p = aligned_alloc(64, bytes);
+    const size_t bytes = need * 4 * sizeof(float);
+    void *p = pbf_big_calloc(bytes, bytes);
     if (!p) return 0;
-    memset(p, 0, bytes);
     L->pack = p;
     L->pack_cap = need;
     return 1;
@@ -822,8 +830,10 @@ static int stage_lambda(pbf_world *w, float cheb) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+        cache.prefetch = P;
 #if PBF_PAIRS
         nb_ranges cache_b = NB_RANGES_INIT;
+        cache_b.prefetch = P;
         const int pairs = P && LISTS(w)->ok;
         float pr[2] = {0}, pg[2][3] = {{0}}, ps2[2] = {0};
 #endif
@@ -891,8 +901,10 @@ static int stage_delta_p(pbf_world *w, float dt) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+        cache.prefetch = P;
 #if PBF_PAIRS
         nb_ranges cache_b = NB_RANGES_INIT;
+        cache_b.prefetch = P;
         const int pairs = P && LISTS(w)->ok && sn == 4;
         float pa[2][3] = {{0}};
         const pbf_vf16 h2w = vf16_set1(k->h2), volw = vf16_set1(w->k.volume);
@@ -1119,8 +1131,10 @@ static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const floa
 static inline PBF_SIMD_INLINE void curl_loop(pbf_world *w, int n, const float *PK, const int vort,
                                              const int cubic, const int pairs, int *bad2) {
     nb_ranges cache = NB_RANGES_INIT;
+    cache.prefetch = PK;
 #if PBF_PAIRS
     nb_ranges cache_b = NB_RANGES_INIT;
+    cache_b.prefetch = PK;
     float sums[2][4] = {{0}};
 #pragma omp for schedule(monotonic : dynamic, 256)
     for (int i = 0; i < n; ++i) {
@@ -1307,8 +1321,10 @@ static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *P
                                              const int cubic, const int pairs, float dt,
                                              float vmax, int *bad, int64_t *clamps) {
     nb_ranges cache = NB_RANGES_INIT;
+    cache.prefetch = PK;
 #if PBF_PAIRS
     nb_ranges cache_b = NB_RANGES_INIT;
+    cache_b.prefetch = PK;
     float sums[2][6] = {{0}};
 #pragma omp for schedule(monotonic : dynamic, 256)
     for (int i = 0; i < n; ++i) {
@@ -2165,11 +2181,11 @@ static pbf_status cpu_reserve(pbf_world *w, int capacity, pbf_error *err) {
 static void cpu_no_op(pbf_world *w) { (void)w; }
 static void cpu_release(pbf_world *w) {
     if (w->dev) {
-        free(LISTS(w)->nbr);
+        pbf_big_free(LISTS(w)->nbr);
         free(LISTS(w)->block_end);
         free(LISTS(w)->block_start);
         free(LISTS(w)->start);
-        free(LISTS(w)->pack);
+        pbf_big_free(LISTS(w)->pack);
         free(LISTS(w)->sph_v);
         free(LISTS(w)->sph_wall);
         free(LISTS(w)->pair);
