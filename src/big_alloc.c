@@ -10,6 +10,22 @@
 
 #include "internal.h"
 
+/* AddressSanitizer checks only what the allocator it intercepts hands out: a sanitized build
+ * keeps every array on aligned_alloc (no mapping, no huge pages) */
+#if defined(__SANITIZE_ADDRESS__)
+#define PBF_BIG_MAPPED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PBF_BIG_MAPPED 0
+#endif
+#endif
+#if !defined(PBF_BIG_MAPPED) && defined(__linux__) && defined(MADV_HUGEPAGE)
+#define PBF_BIG_MAPPED 1
+#endif
+#if !defined(PBF_BIG_MAPPED)
+#define PBF_BIG_MAPPED 0
+#endif
+
 #define HUGE_PAGE ((size_t)2 << 20)
 #define HEADER 64 /* before the data: where it came from (alignment of the small ones: 64) */
 
@@ -20,7 +36,7 @@ typedef struct big_header {
 
 void *pbf_big_calloc(size_t bytes, size_t hot) {
     if (bytes > SIZE_MAX - 2 * HUGE_PAGE) return NULL;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#if PBF_BIG_MAPPED
     if (bytes >= PBF_BIG_MIN) {
         /* a 2 MiB-aligned start (the page before it holds the header), mapped zeroed and
          * faulted in on first touch as ever; only whole huge pages of the first `hot` bytes are
@@ -54,7 +70,7 @@ void pbf_big_free(void *p) {
     unsigned char *q = (unsigned char *)p - HEADER;
     big_header h;
     memcpy(&h, q, sizeof h);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
+#if PBF_BIG_MAPPED
     if (h.map) {
         munmap(h.map, h.map_bytes);
         return;
