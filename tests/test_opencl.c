@@ -720,7 +720,7 @@ static void test_guard_slots_over_substeps(void) {
     pbf_gpu_step s;
     memset(&s, 0, sizeof s);
     s.nslots = pbf_gpu_slots_per_substep(&def);
-    ENSURE_EQ_INT(s.nslots, 2 + (2 * 4 + 1) + (2 * 5 + 1) + 4);
+    ENSURE_EQ_INT(s.nslots, 2 + (2 * 4 + 1) + (2 * 5 + 1) + 4 + 4); /* + the warm starts */
     const int iters[3] = {5, 1, 3}; /* density iterations per substep (divergence: 4, 0, 2) */
     int launch_of_accel[3] = {0, 0, 0}, launches = 0;
     for (int sub = 0; sub < 3; ++sub) {
@@ -728,11 +728,15 @@ static void test_guard_slots_over_substeps(void) {
         ENSURE_EQ_INT(s.base, launches);
         ENSURE_EQ_INT(pbf_gpu_next_slot(&s, PBF_STAGE_GRAVITY), 0);
         pbf_gpu_next_slot(&s, PBF_STAGE_DFSPH_FACTOR);
+        pbf_gpu_next_slot(&s, PBF_STAGE_DFSPH_WARM_V); /* the warm start of each solve */
+        pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
         for (int k = 0; k < iters[sub] - 1; ++k) {
             pbf_gpu_next_slot(&s, PBF_STAGE_DIVERGENCE);
             pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
         }
         pbf_gpu_next_slot(&s, PBF_STAGE_DIVERGENCE);
+        pbf_gpu_next_slot(&s, PBF_STAGE_DFSPH_WARM);
+        pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
         for (int k = 0; k < iters[sub]; ++k) {
             pbf_gpu_next_slot(&s, PBF_STAGE_DENSITY_ADV);
             launch_of_accel[sub] = s.base + pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);

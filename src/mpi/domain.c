@@ -880,7 +880,6 @@ static void end_step_drop(pbf_mpi_domain *d) {
 
 static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     pbf_mpi_domain *d = user;
-    (void)w;
     if (d->failed) { /* the same on every process (agree_failed): no more exchanges */
         if (stage == PBF_STAGE_VORTICITY_XSPH) end_step_drop(d); /* local */
         return;
@@ -922,6 +921,11 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
         if (d->gpu) d->device_bytes += 4.0 * w->count; /* the measured row (gpu_steps.h) */
         global_solve_error(d, stage);
         halo_update(d, lambda, 1);
+        break;
+    case PBF_STAGE_DFSPH_WARM_V: /* the warm starts' k_j, which the pressure acceleration reads */
+    case PBF_STAGE_DFSPH_WARM: halo_update(d, lambda, 1); break;
+    case PBF_STAGE_IISPH_DIAGONAL:
+        if (pbf_warm_start(&w->def) > 0.0f) halo_update(d, lambda, 1);
         break;
     case PBF_STAGE_PRESSURE_ACCEL: halo_update(d, v, 3); break; /* the next measure reads v_j */
     case PBF_STAGE_COLLIDE: halo_update(d, q, 3); break;        /* lambda, velocity read x*_j */
@@ -1086,6 +1090,7 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
         return bad[2] ? PBF_ERR_OUT_OF_MEMORY : PBF_ERR_INVALID_ARGUMENT;
     }
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
+        if (!pbf_field_in_solver(f, (int)w->def.solver)) continue; /* no array of it */
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) {
             if (f == PBF_F_CELL) d->key_word = d->nfields;
             d->fields[d->nfields++] = f;

@@ -120,6 +120,25 @@ PBF_FN float pbf_iisph_k(float k, float rel, float aii, float omega, float eps) 
     return kn > 0.0f ? kn : 0.0f;
 }
 
+/* Warm starts (IISPH: Ihmsen et al. 2014, p_i^0 = 0.5 p_i(t - dt); DFSPH: Bender & Koschier
+ * 2017 and SPlisHSPlasH's TimeStepDFSPH, half the previous sums of the stiffness parameters). The
+ * value kept per particle between substeps is the physical one, independent of the substep's dt:
+ * IISPH keeps p_i / rho_0 = k_i rel_i^2 / dt^2 (rel = rho / rho_0; the solve's k is per particle
+ * dt^2 rho_0 p / rho^2), DFSPH kappa_i = k_i / dt^2 with k_i the sum of the iterations' k. A solve
+ * starts from `frac` times it, in the units of k at the new density and dt. */
+PBF_FN float pbf_iisph_warm_k(float frac, float p_rho0, float rel, float dt) {
+    return frac * p_rho0 * (dt * dt) / (rel * rel);
+}
+PBF_FN float pbf_iisph_warm_keep(float k, float rel, float dt) {
+    return k * (rel * rel) / (dt * dt);
+}
+/* DFSPH: the start applies only where the particle compresses (source > 0), as SPlisHSPlasH's
+ * warm start does: elsewhere the solve, whose k_i are >= 0, could not undo it. */
+PBF_FN float pbf_dfsph_warm_k(float frac, float kappa, float source, float dt) {
+    return source > 0.0f ? frac * kappa * (dt * dt) : 0.0f;
+}
+PBF_FN float pbf_dfsph_warm_keep(float ksum, float dt) { return ksum / (dt * dt); }
+
 /* The collisions and friction of walls.h on a velocity: the motion dt v from x (the position the
  * solve works at) is pushed out of the boxes and into the container, and v becomes what is left
  * of it. Inside the SPH solvers' iterations, as PBF projects its collisions in every iteration:
