@@ -40,18 +40,19 @@ size_t pbf_fields_bytes(unsigned none, unsigned need) {
     return bytes;
 }
 
-int pbf_field_in_solver(int f, int solver) {
+int pbf_field_in_solver(int f, const pbf_world_def *def) {
     const unsigned fl = pbf_fields[f].flags;
-    if ((fl & PBF_FIELD_WARM) && solver != PBF_SOLVER_IISPH && solver != PBF_SOLVER_DFSPH)
-        return 0;
-    if ((fl & PBF_FIELD_WARM_V) && solver != PBF_SOLVER_DFSPH) return 0;
+    const int iisph = def->solver == PBF_SOLVER_IISPH && def->iisph.warm_start > 0.0f;
+    const int dfsph = def->solver == PBF_SOLVER_DFSPH && def->dfsph.warm_start > 0.0f;
+    if ((fl & PBF_FIELD_WARM) && !iisph && !dfsph) return 0;
+    if ((fl & PBF_FIELD_WARM_V) && !dfsph) return 0;
     return 1;
 }
 
-size_t pbf_fields_solver_bytes(unsigned none, int solver) {
+size_t pbf_fields_solver_bytes(unsigned none, const pbf_world_def *def) {
     size_t bytes = 0;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-        if ((pbf_fields[f].flags & none) == 0 && pbf_field_in_solver(f, solver)) bytes += 4;
+        if ((pbf_fields[f].flags & none) == 0 && pbf_field_in_solver(f, def)) bytes += 4;
     return bytes;
 }
 

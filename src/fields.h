@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct pbf_world_def;
+
 typedef enum pbf_field_id {
     PBF_F_PX, PBF_F_PY, PBF_F_PZ, /* positions x_i */
     PBF_F_QX, PBF_F_QY, PBF_F_QZ, /* predicted positions x_i* */
@@ -63,11 +65,11 @@ extern const pbf_field_desc pbf_fields[PBF_FIELD_COUNT];
  * copy: (0, PBF_FIELD_STATE)). */
 size_t pbf_fields_bytes(unsigned none, unsigned need);
 
-/* Does `solver` (a pbf_solver_kind) keep an array of field f, on the host or a device, at all
- * (the WARM rows: IISPH and DFSPH only, WARM_V DFSPH only)? The SPH rows have no host array for
+/* Does a world of `def` keep an array of field f, on the host or a device, at all (the WARM rows:
+ * IISPH and DFSPH with their warm start on, WARM_V DFSPH's)? The SPH rows have no host array for
  * PBF on the CPU besides (world.c). */
-int pbf_field_in_solver(int f, int solver);
-/* pbf_fields_bytes(none, 0) of the rows `solver` keeps (a GPU backend's device arrays). */
-size_t pbf_fields_solver_bytes(unsigned none, int solver);
+int pbf_field_in_solver(int f, const struct pbf_world_def *def);
+/* pbf_fields_bytes(none, 0) of the rows a world of `def` keeps (a GPU backend's device arrays). */
+size_t pbf_fields_solver_bytes(unsigned none, const struct pbf_world_def *def);
 
 #endif

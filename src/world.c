@@ -42,7 +42,7 @@ size_t pbf_bytes_per_particle(void) {
 /* Is field f kept in host memory by the world's backend? */
 static int on_host(const pbf_world *w, int f) {
     if ((pbf_fields[f].flags & PBF_FIELD_SPH) && w->def.solver == PBF_SOLVER_PBF) return 0;
-    if (!pbf_field_in_solver(f, (int)w->def.solver)) return 0;
+    if (!pbf_field_in_solver(f, &w->def)) return 0;
     return w->backend->host_keep == 0 || w->host_rows ||
            (pbf_fields[f].flags & w->backend->host_keep) != 0;
 }
@@ -715,7 +715,7 @@ pbf_memory pbf_world_memory(const pbf_world *w) {
     m.device = w->backend->name;
     int gpu = w->backend != &pbf_backend_cpu;
     size_t cap = (size_t)(w->capacity > 0 ? w->capacity : 0) + PBF_ARRAY_PADDING;
-    size_t arrays = cap * (gpu ? pbf_fields_solver_bytes(PBF_FIELD_CPU, (int)w->def.solver) : host_bytes_per_particle(w));
+    size_t arrays = cap * (gpu ? pbf_fields_solver_bytes(PBF_FIELD_CPU, &w->def) : host_bytes_per_particle(w));
     size_t lists = w->backend->list_bytes ? w->backend->list_bytes(w) : 0;
     m.grid_bytes = ((size_t)w->grid.ncells + 1) * sizeof(uint32_t);
     m.total_bytes = arrays + lists + m.grid_bytes;

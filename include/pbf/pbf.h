@@ -142,7 +142,7 @@ typedef struct pbf_dfsph_params {
     int divergence_min_iterations, divergence_max_iterations; /* divergence solve */
     float cfl;                  /* substeps of at most cfl * 2r / v_max; 0: the step as given */
     float warm_start;           /* both solves start from this fraction of the previous
-                                   substep's stiffness sums (0.5 as SPlisHSPlasH); 0: off */
+                                   substep's stiffness sums (SPlisHSPlasH: 0.5); 0: off */
 } pbf_dfsph_params;
 
 /* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009): per substep, predict

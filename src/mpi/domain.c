@@ -1090,7 +1090,7 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
         return bad[2] ? PBF_ERR_OUT_OF_MEMORY : PBF_ERR_INVALID_ARGUMENT;
     }
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
-        if (!pbf_field_in_solver(f, (int)w->def.solver)) continue; /* no array of it */
+        if (!pbf_field_in_solver(f, &w->def)) continue; /* no array of it */
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) {
             if (f == PBF_F_CELL) d->key_word = d->nfields;
             d->fields[d->nfields++] = f;

@@ -1788,6 +1788,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
     const float frac = w->def.dfsph.warm_start;
     float *restrict WK = divergence ? w->warm_v : w->warm;
     const int keep = frac > 0.0f && WK;
+    const float full = 2.0f / w->lattice_grad2;
     int bad = INT_MAX;
     const int pairs = LISTS(w)->pair_ok;
     const float *P = NULL, *PV;
@@ -1804,12 +1805,12 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
                                   : density_rate(w, i, gw, P, PV, &cache);
             float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence);
             if (start) {
-                w->lambda[i] = keep ? pbf_dfsph_warm_k(frac, WK[i], c, dt) : 0.0f;
+                w->lambda[i] = keep ? pbf_dfsph_warm_k(frac, WK[i], c, w->sx[i], full, dt) : 0.0f;
             } else {
                 if (keep) {
                     const float sum = iteration == 0 ? w->lambda[i] : w->sz[i] + w->lambda[i];
                     w->sz[i] = sum;
-                    WK[i] = pbf_dfsph_warm_keep(sum, dt);
+                    WK[i] = pbf_dfsph_warm_keep(sum, w->sx[i], full, dt);
                 }
                 w->sy[i] = c;
                 w->lambda[i] = c * w->sx[i];

@@ -78,6 +78,7 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.pcisph_delta = pbf_pcisph_delta(w->lattice_grad2);
     P.iisph_omega = w->def.iisph.omega;
     P.warm = pbf_warm_start(&w->def);
+    P.dfsph_full = 2.0f / w->lattice_grad2;
     P.iteration = c ? c->iteration : 0;
     return P;
 }

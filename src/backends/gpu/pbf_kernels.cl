@@ -817,12 +817,12 @@ PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx
     const int keep = P.warm > 0.0f;
     float ki;
     if (warm_start) { /* cpu.c's stage_dfsph_source with start: the solve's first k */
-        ki = keep ? pbf_dfsph_warm_k(P.warm, warm[i], c, P.dt) : 0.0f;
+        ki = keep ? pbf_dfsph_warm_k(P.warm, warm[i], c, factor[i], P.dfsph_full, P.dt) : 0.0f;
     } else {
         if (keep) { /* the k applied so far: the start's, then each iteration's */
             const float sum = P.iteration == 0 ? kk[i] : ksum[i] + kk[i];
             ksum[i] = sum;
-            warm[i] = pbf_dfsph_warm_keep(sum, P.dt);
+            warm[i] = pbf_dfsph_warm_keep(sum, factor[i], P.dfsph_full, P.dt);
         }
         ki = c * factor[i];
         err[i] = c;

@@ -485,7 +485,7 @@ static pbf_status ocl_reserve(pbf_world *w, int capacity, pbf_error *err) {
     if (capacity <= d->capacity) return PBF_OK;
     const size_t elems = (size_t)capacity + PBF_ARRAY_PADDING;
     const size_t per_array = elems * 4;
-    const size_t arrays = pbf_fields_solver_bytes(PBF_FIELD_CPU, (int)w->def.solver) / 4;
+    const size_t arrays = pbf_fields_solver_bytes(PBF_FIELD_CPU, &w->def) / 4;
     const size_t chunk = d->g.stats_wg * PBF_STATS_PER_ITEM;
     const size_t chunks = ((size_t)capacity + chunk - 1) / chunk;
     const size_t partial_bytes = chunks * PBF_STATS_VALUES * sizeof(double);
@@ -511,7 +511,7 @@ static pbf_status ocl_reserve(pbf_world *w, int capacity, pbf_error *err) {
     /* grow one array at a time (old and new coexist for one array only) */
     const size_t keep = (size_t)w->count * 4;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
-        if ((pbf_fields[f].flags & PBF_FIELD_CPU) || !pbf_field_in_solver(f, (int)w->def.solver))
+        if ((pbf_fields[f].flags & PBF_FIELD_CPU) || !pbf_field_in_solver(f, &w->def))
             continue;
         cl_mem grown = new_buffer(d, per_array, NULL);
         if (!grown) break;
