@@ -568,6 +568,26 @@ static void test_iisph_dam_break_matches_cpu(void) {
     check_sph_dam_break(PBF_SOLVER_IISPH);
 }
 
+/* The warm starts on the device: DFSPH's (off by default) at SPlisHSPlasH's 0.5, and IISPH's
+ * (on by default) off: the CPU's states step by step. */
+static void test_warm_starts_match_cpu(void) {
+    pbf_world_def def = solver_def(PBF_SOLVER_DFSPH);
+    def.dfsph.warm_start = 0.5f;
+    pbf_world *cpu = dam_break_of(def, "cpu", 1), *gpu = dam_break_of(def, "opencl", 1);
+    ENSURE(cpu && gpu);
+    if (cpu && gpu) run_and_compare_solve(cpu, gpu, 40, "dfsph, warm start 0.5");
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+    def = solver_def(PBF_SOLVER_IISPH);
+    def.iisph.warm_start = 0.0f;
+    cpu = dam_break_of(def, "cpu", 1);
+    gpu = dam_break_of(def, "opencl", 1);
+    ENSURE(cpu && gpu);
+    if (cpu && gpu) run_and_compare_solve(cpu, gpu, 40, "iisph, no warm start");
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+}
+
 /* DFSPH, PCISPH and IISPH with fixed iteration counts (tolerances 0: no read-back, the errors
  * arrive with the statistics) and from a moving state restored into both backends; PBF stopped
  * at a tolerance (one read of the error per iteration). */
@@ -838,6 +858,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_dfsph_dam_break_matches_cpu);
     RUN_SUBTEST(test_pcisph_dam_break_matches_cpu);
     RUN_SUBTEST(test_iisph_dam_break_matches_cpu);
+    RUN_SUBTEST(test_warm_starts_match_cpu);
     RUN_SUBTEST(test_fixed_counts_and_pbf_tolerance_match_cpu);
     RUN_SUBTEST(test_sph_column_matches_cpu);
     RUN_SUBTEST(test_sph_determinism);
