@@ -715,7 +715,8 @@ pbf_memory pbf_world_memory(const pbf_world *w) {
     m.device = w->backend->name;
     int gpu = w->backend != &pbf_backend_cpu;
     size_t cap = (size_t)(w->capacity > 0 ? w->capacity : 0) + PBF_ARRAY_PADDING;
-    size_t arrays = cap * (gpu ? pbf_fields_solver_bytes(PBF_FIELD_CPU, &w->def) : host_bytes_per_particle(w));
+    size_t arrays =
+        cap * (gpu ? pbf_fields_solver_bytes(PBF_FIELD_CPU, &w->def) : host_bytes_per_particle(w));
     size_t lists = w->backend->list_bytes ? w->backend->list_bytes(w) : 0;
     m.grid_bytes = ((size_t)w->grid.ncells + 1) * sizeof(uint32_t);
     m.total_bytes = arrays + lists + m.grid_bytes;
