@@ -858,7 +858,7 @@ static void global_solve_error(pbf_mpi_domain *d, pbf_stage_id stage) {
 
 /* The rows live on a GPU backend at the end of a step's last stage (roles as gpu_steps.h leaves
  * them): the state and the cell keys, which the next step's migration reads; its first stage
- * (predict, gravity) reads x and v and writes x*. */
+ * (predict, gravity) reads x and v and writes x*; plus the warm starts' rows (end_step_drop). */
 static const int live_rows[] = {PBF_F_PX, PBF_F_PY, PBF_F_PZ, PBF_F_VX, PBF_F_VY,
                                 PBF_F_VZ, PBF_F_DENSITY, PBF_F_ID, PBF_F_CELL};
 #define NLIVE ((int)(sizeof live_rows / sizeof live_rows[0]))
@@ -871,11 +871,16 @@ static void end_step_drop(pbf_mpi_domain *d) {
         d->ghosts_in = 0;
         return;
     }
-    if (d->gpu && be->read_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
-    if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;
+    /* and the warm starts' rows where the solver keeps them (IISPH, DFSPH: read next step) */
+    int rows[NLIVE + 2], nrows = NLIVE;
+    memcpy(rows, live_rows, sizeof live_rows);
+    if (pbf_field_in_solver(PBF_F_WARM, &d->w->def)) rows[nrows++] = PBF_F_WARM;
+    if (pbf_field_in_solver(PBF_F_WARM_V, &d->w->def)) rows[nrows++] = PBF_F_WARM_V;
+    if (d->gpu && be->read_rows(d->w, rows, nrows, NULL) != PBF_OK) d->failed = 1;
+    if (d->gpu) d->device_bytes += 4.0 * nrows * d->w->count;
     drop_ghosts(d);
-    if (d->gpu && be->write_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
-    if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;
+    if (d->gpu && be->write_rows(d->w, rows, nrows, NULL) != PBF_OK) d->failed = 1;
+    if (d->gpu) d->device_bytes += 4.0 * nrows * d->w->count;
 }
 
 static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {

@@ -127,7 +127,9 @@ PBF_FN float pbf_iisph_k(float k, float rel, float aii, float omega, float eps) 
  * dt^2 rho_0 p / rho^2), DFSPH kappa_i = k_i / dt^2 with k_i the sum of the iterations' k. A solve
  * starts from `frac` times it, in the units of k at the new density and dt. */
 PBF_FN float pbf_iisph_warm_k(float frac, float p_rho0, float rel, float dt) {
-    return frac * p_rho0 * (dt * dt) / (rel * rel);
+    /* (rel = 0: a particle with no neighbour sums, an MPI ghost on the CPU, whose k the halo
+     * exchange replaces: 0, not 0 / 0) */
+    return rel > 0.0f ? frac * p_rho0 * (dt * dt) / (rel * rel) : 0.0f;
 }
 PBF_FN float pbf_iisph_warm_keep(float k, float rel, float dt) {
     return k * (rel * rel) / (dt * dt);
