@@ -17,12 +17,17 @@
  * collisions and friction, and velocity, vorticity_xsph and stats are shared as they are.
  *
  *   wcsph  gravity, grid, wcsph_pressure, pressure_accel, advect, collide, velocity, ...
- *   dfsph  gravity, grid, dfsph_factor, [divergence, pressure_accel] (divergence solve),
- *          [density_adv, pressure_accel] (density solve), advect, collide, velocity, ...
+ *   dfsph  gravity, grid, dfsph_factor, (dfsph_warm_v, pressure_accel), [divergence,
+ *          pressure_accel] (divergence solve), (dfsph_warm, pressure_accel), [density_adv,
+ *          pressure_accel] (density solve), advect, collide, velocity, ...
  *   pcisph gravity, grid, pcisph_init, [pcisph_pressure, pressure_accel] (predict-correct
  *          loop), advect, collide, velocity, ...
- *   iisph  gravity, grid, iisph_diagonal, [iisph_pressure, pressure_accel] (relaxed Jacobi),
- *          advect, collide, velocity, ...
+ *   iisph  gravity, grid, iisph_diagonal, (pressure_accel), [iisph_pressure, pressure_accel]
+ *          (relaxed Jacobi), advect, collide, velocity, ...
+ *
+ * (...): the warm start (iisph_warm_start, dfsph_warm_start; stages marked `warm`, skipped when
+ * it is 0): the solve starts from a fraction of the previous substep's pressure, kept per
+ * particle (the registry's WARM rows), and these stages apply it before the first iteration.
  *
  * An iterative solve is a block of stages with the same `loop`: its first stage measures the
  * error (w->solve_error); the block repeats until the error is at most the tolerance after at
@@ -60,6 +65,8 @@ static const char *const stage_names[PBF_STAGE_COUNT] = {
     [PBF_STAGE_DFSPH_FACTOR] = "dfsph_factor",
     [PBF_STAGE_DIVERGENCE] = "divergence",
     [PBF_STAGE_DENSITY_ADV] = "density_adv",
+    [PBF_STAGE_DFSPH_WARM_V] = "dfsph_warm_v",
+    [PBF_STAGE_DFSPH_WARM] = "dfsph_warm",
     [PBF_STAGE_PCISPH_INIT] = "pcisph_init",
     [PBF_STAGE_PCISPH_PRESSURE] = "pcisph_pressure",
     [PBF_STAGE_IISPH_DIAGONAL] = "iisph_diagonal",
@@ -71,63 +78,68 @@ static const char *const stage_names[PBF_STAGE_COUNT] = {
 
 /* clang-format off */
 static const pbf_stage_desc pbf_stages[] = {
-    {PBF_STAGE_PREDICT,        TIMING(predict),  0, 0},
-    {PBF_STAGE_GRID,           TIMING(grid),     0, 0},
-    {PBF_STAGE_LAMBDA,         TIMING(lambda),   D, D},
-    {PBF_STAGE_DELTA_P,        TIMING(delta_p),  D, 0},
-    {PBF_STAGE_COLLIDE,        TIMING(collide),  D, 0},
-    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0},
-    {PBF_STAGE_STATS,          TIMING(stats),    0, 0},
+    {PBF_STAGE_PREDICT,        TIMING(predict),  0, 0, 0},
+    {PBF_STAGE_GRID,           TIMING(grid),     0, 0, 0},
+    {PBF_STAGE_LAMBDA,         TIMING(lambda),   D, D, 0},
+    {PBF_STAGE_DELTA_P,        TIMING(delta_p),  D, 0, 0},
+    {PBF_STAGE_COLLIDE,        TIMING(collide),  D, 0, 0},
+    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0, 0},
+    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0, 0},
+    {PBF_STAGE_STATS,          TIMING(stats),    0, 0, 0},
 };
 static const pbf_stage_desc wcsph_stages[] = {
-    {PBF_STAGE_GRAVITY,        TIMING(predict),  0, 0},
-    {PBF_STAGE_GRID,           TIMING(grid),     0, 0},
-    {PBF_STAGE_WCSPH_PRESSURE, TIMING(lambda),   0, D},
-    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0},
-    {PBF_STAGE_ADVECT,         TIMING(collide),  0, 0},
-    {PBF_STAGE_COLLIDE,        TIMING(collide),  0, 0},
-    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0},
-    {PBF_STAGE_STATS,          TIMING(stats),    0, 0},
+    {PBF_STAGE_GRAVITY,        TIMING(predict),  0, 0, 0},
+    {PBF_STAGE_GRID,           TIMING(grid),     0, 0, 0},
+    {PBF_STAGE_WCSPH_PRESSURE, TIMING(lambda),   0, D, 0},
+    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0, 0},
+    {PBF_STAGE_ADVECT,         TIMING(collide),  0, 0, 0},
+    {PBF_STAGE_COLLIDE,        TIMING(collide),  0, 0, 0},
+    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0, 0},
+    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0, 0},
+    {PBF_STAGE_STATS,          TIMING(stats),    0, 0, 0},
 };
 static const pbf_stage_desc dfsph_stages[] = {
-    {PBF_STAGE_GRAVITY,        TIMING(predict),  0, 0},
-    {PBF_STAGE_GRID,           TIMING(grid),     0, 0},
-    {PBF_STAGE_DFSPH_FACTOR,   TIMING(lambda),   0, 0},
-    {PBF_STAGE_DIVERGENCE,     TIMING(lambda),   V, V},
-    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  V, 0},
-    {PBF_STAGE_DENSITY_ADV,    TIMING(lambda),   D, D},
-    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  D, 0},
-    {PBF_STAGE_ADVECT,         TIMING(collide),  0, 0},
-    {PBF_STAGE_COLLIDE,        TIMING(collide),  0, 0},
-    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0},
-    {PBF_STAGE_STATS,          TIMING(stats),    0, 0},
+    {PBF_STAGE_GRAVITY,        TIMING(predict),  0, 0, 0},
+    {PBF_STAGE_GRID,           TIMING(grid),     0, 0, 0},
+    {PBF_STAGE_DFSPH_FACTOR,   TIMING(lambda),   0, 0, 0},
+    {PBF_STAGE_DFSPH_WARM_V,   TIMING(lambda),   0, 0, 1},
+    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0, 1},
+    {PBF_STAGE_DIVERGENCE,     TIMING(lambda),   V, V, 0},
+    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  V, 0, 0},
+    {PBF_STAGE_DFSPH_WARM,     TIMING(lambda),   0, 0, 1},
+    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0, 1},
+    {PBF_STAGE_DENSITY_ADV,    TIMING(lambda),   D, D, 0},
+    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  D, 0, 0},
+    {PBF_STAGE_ADVECT,         TIMING(collide),  0, 0, 0},
+    {PBF_STAGE_COLLIDE,        TIMING(collide),  0, 0, 0},
+    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0, 0},
+    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0, 0},
+    {PBF_STAGE_STATS,          TIMING(stats),    0, 0, 0},
 };
 static const pbf_stage_desc pcisph_stages[] = {
-    {PBF_STAGE_GRAVITY,         TIMING(predict),  0, 0},
-    {PBF_STAGE_GRID,            TIMING(grid),     0, 0},
-    {PBF_STAGE_PCISPH_INIT,     TIMING(lambda),   0, 0},
-    {PBF_STAGE_PCISPH_PRESSURE, TIMING(lambda),   D, D},
-    {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  D, 0},
-    {PBF_STAGE_ADVECT,          TIMING(collide),  0, 0},
-    {PBF_STAGE_COLLIDE,         TIMING(collide),  0, 0},
-    {PBF_STAGE_VELOCITY,        TIMING(velocity), 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH,  TIMING(velocity), 0, 0},
-    {PBF_STAGE_STATS,           TIMING(stats),    0, 0},
+    {PBF_STAGE_GRAVITY,         TIMING(predict),  0, 0, 0},
+    {PBF_STAGE_GRID,            TIMING(grid),     0, 0, 0},
+    {PBF_STAGE_PCISPH_INIT,     TIMING(lambda),   0, 0, 0},
+    {PBF_STAGE_PCISPH_PRESSURE, TIMING(lambda),   D, D, 0},
+    {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  D, 0, 0},
+    {PBF_STAGE_ADVECT,          TIMING(collide),  0, 0, 0},
+    {PBF_STAGE_COLLIDE,         TIMING(collide),  0, 0, 0},
+    {PBF_STAGE_VELOCITY,        TIMING(velocity), 0, 0, 0},
+    {PBF_STAGE_VORTICITY_XSPH,  TIMING(velocity), 0, 0, 0},
+    {PBF_STAGE_STATS,           TIMING(stats),    0, 0, 0},
 };
 static const pbf_stage_desc iisph_stages[] = {
-    {PBF_STAGE_GRAVITY,         TIMING(predict),  0, 0},
-    {PBF_STAGE_GRID,            TIMING(grid),     0, 0},
-    {PBF_STAGE_IISPH_DIAGONAL,  TIMING(lambda),   0, 0},
-    {PBF_STAGE_IISPH_PRESSURE,  TIMING(lambda),   D, D},
-    {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  D, 0},
-    {PBF_STAGE_ADVECT,          TIMING(collide),  0, 0},
-    {PBF_STAGE_COLLIDE,         TIMING(collide),  0, 0},
-    {PBF_STAGE_VELOCITY,        TIMING(velocity), 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH,  TIMING(velocity), 0, 0},
-    {PBF_STAGE_STATS,           TIMING(stats),    0, 0},
+    {PBF_STAGE_GRAVITY,         TIMING(predict),  0, 0, 0},
+    {PBF_STAGE_GRID,            TIMING(grid),     0, 0, 0},
+    {PBF_STAGE_IISPH_DIAGONAL,  TIMING(lambda),   0, 0, 0},
+    {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  0, 0, 1},
+    {PBF_STAGE_IISPH_PRESSURE,  TIMING(lambda),   D, D, 0},
+    {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  D, 0, 0},
+    {PBF_STAGE_ADVECT,          TIMING(collide),  0, 0, 0},
+    {PBF_STAGE_COLLIDE,         TIMING(collide),  0, 0, 0},
+    {PBF_STAGE_VELOCITY,        TIMING(velocity), 0, 0, 0},
+    {PBF_STAGE_VORTICITY_XSPH,  TIMING(velocity), 0, 0, 0},
+    {PBF_STAGE_STATS,           TIMING(stats),    0, 0, 0},
 };
 /* clang-format on */
 #undef D
@@ -148,6 +160,14 @@ const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count) {
     case PBF_SOLVER_IISPH: TABLE(iisph_stages);
     }
     TABLE(pbf_stages);
+}
+
+float pbf_warm_start(const pbf_world_def *def) {
+    switch (def->solver) {
+    case PBF_SOLVER_IISPH: return def->iisph.warm_start;
+    case PBF_SOLVER_DFSPH: return def->dfsph.warm_start;
+    default: return 0.0f;
+    }
 }
 
 const char *pbf_stage_name(pbf_stage_id id) {
@@ -246,11 +266,21 @@ static void run_one(pbf_world *w, const pbf_stage_desc *sd, const pbf_step_ctx *
     lap(w, sd, t0);
 }
 
+/* Does the warm start's stage s run: the solver's warm start is on and the solve it starts (the
+ * next block of iterations) runs at least one iteration? */
+static int warm_runs(const pbf_world *w, const pbf_stage_desc *st, int s, int n) {
+    if (!(pbf_warm_start(&w->def) > 0.0f)) return 0;
+    for (int k = s; k < n; ++k)
+        if (st[k].loop) return bounds(w, st[k].loop).max > 0;
+    return 0;
+}
+
 /* One substep of dt: the solver's stages up to the statistics. */
 static void substep(pbf_world *w, const pbf_stage_desc *st, int n, float dt, double *t0,
                     const char **bad) {
     const pbf_step_ctx ctx = {dt, w->def.cfl * w->k.h / dt, 0, 0};
     for (int s = 0; s < n && st[s].id != PBF_STAGE_STATS; ++s) {
+        if (st[s].warm && !warm_runs(w, st, s, n)) continue;
         if (!st[s].loop) {
             run_one(w, &st[s], &ctx, t0, bad);
             continue;

@@ -25,6 +25,10 @@ const pbf_field_desc pbf_fields[PBF_FIELD_COUNT] = {
     [PBF_F_LAMBDA] = {"lambda", 0, 0, -1, 0, "lambda_i; the sort's permutation"},
     [PBF_F_ID] = {"id", 1, S | T, 3, 0, "stable identity"},
     [PBF_F_CELL] = {"cell", 1, S, -1, 0, "grid cell of x_i*"},
+    [PBF_F_WARM] = {"warm", 0, S | PBF_FIELD_WARM, -1, 0,
+                    "IISPH: p_i / rho_0, DFSPH: kappa_i of the previous substep (warm start)"},
+    [PBF_F_WARM_V] = {"warm_v", 0, S | PBF_FIELD_WARM_V, -1, 0,
+                      "DFSPH: kappa^v_i of the previous substep's divergence solve (warm start)"},
 };
 /* clang-format on */
 
@@ -33,6 +37,22 @@ size_t pbf_fields_bytes(unsigned none, unsigned need) {
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if ((pbf_fields[f].flags & none) == 0 && (need == 0 || (pbf_fields[f].flags & need)))
             bytes += 4;
+    return bytes;
+}
+
+int pbf_field_in_solver(int f, const pbf_world_def *def) {
+    const unsigned fl = pbf_fields[f].flags;
+    const int iisph = def->solver == PBF_SOLVER_IISPH && def->iisph.warm_start > 0.0f;
+    const int dfsph = def->solver == PBF_SOLVER_DFSPH && def->dfsph.warm_start > 0.0f;
+    if ((fl & PBF_FIELD_WARM) && !iisph && !dfsph) return 0;
+    if ((fl & PBF_FIELD_WARM_V) && !dfsph) return 0;
+    return 1;
+}
+
+size_t pbf_fields_solver_bytes(unsigned none, const pbf_world_def *def) {
+    size_t bytes = 0;
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+        if ((pbf_fields[f].flags & none) == 0 && pbf_field_in_solver(f, def)) bytes += 4;
     return bytes;
 }
 

@@ -86,6 +86,7 @@ struct pbf_world {
             float *sx, *sy, *sz;  /* scratch: delta p, then vorticity omega */
             float *density, *lambda;
             uint32_t *id, *cell;
+            float *warm, *warm_v; /* IISPH, DFSPH: the warm start's rows (fields.h) */
         };
         void *field[PBF_FIELD_COUNT];
     };
@@ -178,7 +179,11 @@ typedef struct pbf_stage_desc {
     size_t timing;        /* offset of its double in pbf_timings */
     int loop;             /* PBF_SOLVE_*: repeated as part of that solve's iterations */
     int measures;         /* PBF_SOLVE_*: sets w->solve_error, that solve's error */
+    int warm;             /* 1: a warm start's stage, run only when the solver's warm_start > 0 */
 } pbf_stage_desc;
+/* The fraction of the previous substep's solution an IISPH or DFSPH solve starts from
+ * (iisph_warm_start, dfsph_warm_start); 0 for the other solvers and when it is off. */
+float pbf_warm_start(const pbf_world_def *def);
 /* The step of a solver as a table of stages, ending with PBF_STAGE_STATS. */
 const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count);
 /* A stage's name: in pbf_stats.bad_stage, diagnoses and benchmark breakdowns. */

@@ -42,6 +42,7 @@ size_t pbf_bytes_per_particle(void) {
 /* Is field f kept in host memory by the world's backend? */
 static int on_host(const pbf_world *w, int f) {
     if ((pbf_fields[f].flags & PBF_FIELD_SPH) && w->def.solver == PBF_SOLVER_PBF) return 0;
+    if (!pbf_field_in_solver(f, &w->def)) return 0;
     return w->backend->host_keep == 0 || w->host_rows ||
            (pbf_fields[f].flags & w->backend->host_keep) != 0;
 }
@@ -51,6 +52,14 @@ static size_t host_bytes_per_particle(const pbf_world *w) {
     size_t bytes = 0;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) bytes += on_host(w, f) ? 4 : 0;
     return bytes;
+}
+
+/* A new state: the warm-start rows (fields.h) of every particle start at 0 (a device's at the
+ * backend's upload). */
+static void zero_warm_rows(pbf_world *w) {
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+        if ((pbf_fields[f].flags & (PBF_FIELD_WARM | PBF_FIELD_WARM_V)) && w->field[f] && w->count)
+            memset(w->field[f], 0, (size_t)w->count * 4);
 }
 
 static void free_particles(pbf_world *w) {
@@ -381,6 +390,7 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
                 w->id[k] = (uint32_t)k;
             }
     w->count = total;
+    zero_warm_rows(w);
     pbf_status up = w->backend->upload(w, err);
     if (up != PBF_OK) return up;
     pbf_refresh(w);
@@ -600,6 +610,7 @@ pbf_status pbf_world_restore(pbf_world *w, const pbf_snapshot *s, pbf_error *err
     w->count = s->count;
     w->time = s->time;
     w->steps = s->steps;
+    zero_warm_rows(w);
     pbf_boxes_update(w, w->time);
     for (int b = 0; b < w->nboxes; ++b)
         for (int a = 0; a < 3; ++a) w->wall_boxes[b].prev_lo[a] = w->wall_boxes[b].lo[a];
@@ -706,7 +717,8 @@ pbf_memory pbf_world_memory(const pbf_world *w) {
     m.device = w->backend->name;
     int gpu = w->backend != &pbf_backend_cpu;
     size_t cap = (size_t)(w->capacity > 0 ? w->capacity : 0) + PBF_ARRAY_PADDING;
-    size_t arrays = cap * (gpu ? pbf_fields_bytes(PBF_FIELD_CPU, 0) : host_bytes_per_particle(w));
+    size_t arrays =
+        cap * (gpu ? pbf_fields_solver_bytes(PBF_FIELD_CPU, &w->def) : host_bytes_per_particle(w));
     size_t lists = w->backend->list_bytes ? w->backend->list_bytes(w) : 0;
     m.grid_bytes = ((size_t)w->grid.ncells + 1) * sizeof(uint32_t);
     m.total_bytes = arrays + lists + m.grid_bytes;

@@ -568,6 +568,26 @@ static void test_iisph_dam_break_matches_cpu(void) {
     check_sph_dam_break(PBF_SOLVER_IISPH);
 }
 
+/* The warm starts on the device: DFSPH's (off by default) at SPlisHSPlasH's 0.5, and IISPH's
+ * (on by default) off: the CPU's states step by step. */
+static void test_warm_starts_match_cpu(void) {
+    pbf_world_def def = solver_def(PBF_SOLVER_DFSPH);
+    def.dfsph.warm_start = 0.5f;
+    pbf_world *cpu = dam_break_of(def, "cpu", 1), *gpu = dam_break_of(def, "opencl", 1);
+    ENSURE(cpu && gpu);
+    if (cpu && gpu) run_and_compare_solve(cpu, gpu, 40, "dfsph, warm start 0.5");
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+    def = solver_def(PBF_SOLVER_IISPH);
+    def.iisph.warm_start = 0.0f;
+    cpu = dam_break_of(def, "cpu", 1);
+    gpu = dam_break_of(def, "opencl", 1);
+    ENSURE(cpu && gpu);
+    if (cpu && gpu) run_and_compare_solve(cpu, gpu, 40, "iisph, no warm start");
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+}
+
 /* DFSPH, PCISPH and IISPH with fixed iteration counts (tolerances 0: no read-back, the errors
  * arrive with the statistics) and from a moving state restored into both backends; PBF stopped
  * at a tolerance (one read of the error per iteration). */
@@ -720,7 +740,7 @@ static void test_guard_slots_over_substeps(void) {
     pbf_gpu_step s;
     memset(&s, 0, sizeof s);
     s.nslots = pbf_gpu_slots_per_substep(&def);
-    ENSURE_EQ_INT(s.nslots, 2 + (2 * 4 + 1) + (2 * 5 + 1) + 4);
+    ENSURE_EQ_INT(s.nslots, 2 + (2 * 4 + 1) + (2 * 5 + 1) + 4 + 4); /* + the warm starts */
     const int iters[3] = {5, 1, 3}; /* density iterations per substep (divergence: 4, 0, 2) */
     int launch_of_accel[3] = {0, 0, 0}, launches = 0;
     for (int sub = 0; sub < 3; ++sub) {
@@ -728,11 +748,15 @@ static void test_guard_slots_over_substeps(void) {
         ENSURE_EQ_INT(s.base, launches);
         ENSURE_EQ_INT(pbf_gpu_next_slot(&s, PBF_STAGE_GRAVITY), 0);
         pbf_gpu_next_slot(&s, PBF_STAGE_DFSPH_FACTOR);
+        pbf_gpu_next_slot(&s, PBF_STAGE_DFSPH_WARM_V); /* the warm start of each solve */
+        pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
         for (int k = 0; k < iters[sub] - 1; ++k) {
             pbf_gpu_next_slot(&s, PBF_STAGE_DIVERGENCE);
             pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
         }
         pbf_gpu_next_slot(&s, PBF_STAGE_DIVERGENCE);
+        pbf_gpu_next_slot(&s, PBF_STAGE_DFSPH_WARM);
+        pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
         for (int k = 0; k < iters[sub]; ++k) {
             pbf_gpu_next_slot(&s, PBF_STAGE_DENSITY_ADV);
             launch_of_accel[sub] = s.base + pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
@@ -834,6 +858,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_dfsph_dam_break_matches_cpu);
     RUN_SUBTEST(test_pcisph_dam_break_matches_cpu);
     RUN_SUBTEST(test_iisph_dam_break_matches_cpu);
+    RUN_SUBTEST(test_warm_starts_match_cpu);
     RUN_SUBTEST(test_fixed_counts_and_pbf_tolerance_match_cpu);
     RUN_SUBTEST(test_sph_column_matches_cpu);
     RUN_SUBTEST(test_sph_determinism);

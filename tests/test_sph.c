@@ -424,6 +424,77 @@ static int solve_pressure(pbf_world *w, float dt) {
     return it;
 }
 
+/* The warm starts (iisph_warm_start, dfsph_warm_start): from half the previous substep's pressure
+ * a settled column needs fewer iterations for the same tolerance, with the same density error and
+ * no energy gain; off (0) they are the cold solve. A restored snapshot holds no pressure: the
+ * warm start begins again from 0, so restoring the same snapshot into a running world and into a
+ * new one gives the same next step. */
+static pbf_world *warm_column(pbf_solver_kind solver, float warm) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = 0.0125f;
+    def.domain_max = (pbf_vec3){0.2f, 0.6f, 0.2f};
+    def.solver = solver;
+    def.threads = 0;
+    def.iisph.warm_start = warm;
+    def.dfsph.warm_start = warm;
+    pbf_world *w = create(&def);
+    pbf_fluid_block b = {{0, 0, 0}, {0.2f, 0.3f, 0.2f}, {0, 0, 0}};
+    if (w && pbf_world_add_fluid_block(w, &b, NULL) != PBF_OK) {
+        pbf_world_destroy(w);
+        return NULL;
+    }
+    return w;
+}
+
+static int same_particles(const pbf_world *a, const pbf_world *b) {
+    pbf_particles p = pbf_world_particles(a), q = pbf_world_particles(b);
+    const size_t n = (size_t)p.count * sizeof(float);
+    return p.count == q.count && !memcmp(p.x, q.x, n) && !memcmp(p.y, q.y, n) &&
+           !memcmp(p.z, q.z, n) && !memcmp(p.vx, q.vx, n) && !memcmp(p.vy, q.vy, n) &&
+           !memcmp(p.vz, q.vz, n);
+}
+
+static void test_warm_start(void) {
+    const pbf_solver_kind kinds[] = {PBF_SOLVER_IISPH, PBF_SOLVER_DFSPH};
+    const float dt = 1.0f / 120.0f;
+    for (int s = 0; s < 2; ++s) {
+        long its[2] = {0, 0};
+        double err[2] = {0, 0};
+        for (int warm = 0; warm < 2; ++warm) {
+            pbf_world *w = warm_column(kinds[s], warm ? 0.5f : 0.0f);
+            ENSURE(w);
+            if (!w) continue;
+            const double e0 = energy(w);
+            for (int k = 0; k < 120; ++k) {
+                ENSURE(pbf_world_step(w, dt, NULL) == PBF_OK);
+                const pbf_stats st = pbf_world_stats(w);
+                if (k < 60) continue;
+                its[warm] += st.iterations + st.divergence_iterations;
+                err[warm] += st.density_error_avg / 60.0;
+            }
+            ENSURE(energy(w) <= e0);
+            ENSURE_EQ_INT(pbf_world_stats(w).escaped, 0);
+            if (warm) { /* a restore starts the warm start from 0, as a new world does */
+                pbf_snapshot snap = pbf_world_snapshot(w);
+                pbf_world *fresh = warm_column(kinds[s], 0.5f);
+                ENSURE(fresh);
+                ENSURE(fresh && pbf_world_restore(fresh, &snap, NULL) == PBF_OK);
+                ENSURE(pbf_world_restore(w, &snap, NULL) == PBF_OK);
+                ENSURE(pbf_world_step(w, dt, NULL) == PBF_OK);
+                ENSURE(fresh && pbf_world_step(fresh, dt, NULL) == PBF_OK);
+                ENSURE(fresh && same_particles(w, fresh));
+                pbf_world_destroy(fresh);
+            }
+            pbf_world_destroy(w);
+        }
+        printf("  %s settled column, steps 60-120: %ld iterations cold, %ld warm (0.5); density "
+               "error avg %.3f / %.3f %%\n",
+               sph_names[s ? 1 : 3], its[0], its[1], err[0], err[1]);
+        ENSURE(its[1] < its[0]);
+        ENSURE(err[0] < 0.3 && err[1] < 0.3);
+    }
+}
+
 /* The pressure the solve finds in a settled column is hydrostatic: p = rho_0 g d at depth d, as
  * band averages (walls excluded). PCISPH holds k = dt^2 p / rho_0 in density, IISPH k = dt^2
  * rho_0 p / rho^2 in sy (see src/backends/cpu/cpu.c). */
@@ -611,6 +682,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_determinism_threads);
     RUN_SUBTEST(test_iterations);
     RUN_SUBTEST(test_hydrostatic_pressure);
+    RUN_SUBTEST(test_warm_start);
     RUN_SUBTEST(test_tables_and_errors);
     RUN_SUBTEST(test_formulas);
     return test_end();

@@ -141,6 +141,8 @@ typedef struct pbf_dfsph_params {
     int min_iterations, max_iterations;                       /* density solve */
     int divergence_min_iterations, divergence_max_iterations; /* divergence solve */
     float cfl;                  /* substeps of at most cfl * 2r / v_max; 0: the step as given */
+    float warm_start;           /* both solves start from this fraction of the previous
+                                   substep's stiffness sums (SPlisHSPlasH: 0.5); 0: off */
 } pbf_dfsph_params;
 
 /* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009): per substep, predict
@@ -159,6 +161,8 @@ typedef struct pbf_iisph_params {
     int min_iterations, max_iterations;
     float omega;                /* relaxation of the Jacobi update (the paper: 0.5) */
     float cfl;                  /* substeps of at most cfl * 2r / v_max; 0: the step as given */
+    float warm_start;           /* the solve starts from p_i^0 = this times the previous
+                                   substep's pressure (the paper: 0.5); 0: from p = 0 */
 } pbf_iisph_params;
 
 #define PBF_DEVICE_NAME_MAX 32

@@ -29,6 +29,8 @@ typedef enum pbf_stage_id {
     PBF_STAGE_DFSPH_FACTOR,   /* density, DFSPH factor 1 / (|sum V grad W|^2 + sum |V grad W|^2) */
     PBF_STAGE_DIVERGENCE,     /* k_i = factor_i max(dt Drho_i/Dt / rho_0, 0) (measures) */
     PBF_STAGE_DENSITY_ADV,    /* k_i = factor_i max(rho_i / rho_0 + dt Drho_i/Dt / rho_0 - 1, 0) */
+    PBF_STAGE_DFSPH_WARM_V,   /* DFSPH warm start of the divergence solve: k_i from kappa^v_i */
+    PBF_STAGE_DFSPH_WARM,     /* DFSPH warm start of the density solve: k_i from kappa_i */
     PBF_STAGE_PCISPH_INIT,    /* PCISPH: pressure k_i = 0 */
     PBF_STAGE_PCISPH_PRESSURE, /* density at x + dt v, k_i += delta (rho*_i / rho_0 - 1), >= 0 */
     PBF_STAGE_IISPH_DIAGONAL, /* IISPH: density, a_ii = -(|sum V grad W|^2 + sum |V grad W|^2) */

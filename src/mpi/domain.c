@@ -951,7 +951,7 @@ static void global_solve_error(pbf_mpi_domain *d, pbf_stage_id stage) {
 
 /* The rows live on a GPU backend at the end of a step's last stage (roles as gpu_steps.h leaves
  * them): the state and the cell keys, which the next step's migration reads; its first stage
- * (predict, gravity) reads x and v and writes x*. */
+ * (predict, gravity) reads x and v and writes x*; plus the warm starts' rows (end_step_drop). */
 static const int live_rows[] = {PBF_F_PX, PBF_F_PY, PBF_F_PZ, PBF_F_VX, PBF_F_VY,
                                 PBF_F_VZ, PBF_F_DENSITY, PBF_F_ID, PBF_F_CELL};
 #define NLIVE ((int)(sizeof live_rows / sizeof live_rows[0]))
@@ -964,9 +964,15 @@ static void end_step_drop(pbf_mpi_domain *d) {
         d->ghosts_in = 0;
         return;
     }
+    /* the live rows, and the warm starts' rows where the solver keeps them (IISPH, DFSPH: read
+     * next step) */
+    int rows[NLIVE + 2], nrows = NLIVE;
+    memcpy(rows, live_rows, sizeof live_rows);
+    if (pbf_field_in_solver(PBF_F_WARM, &d->w->def)) rows[nrows++] = PBF_F_WARM;
+    if (pbf_field_in_solver(PBF_F_WARM_V, &d->w->def)) rows[nrows++] = PBF_F_WARM_V;
     if (d->gpu && d->ghosts_in && be->merge_rows) {
         /* on the device: the owned particles' indices go there (d->part is free until the next
-         * migration), the live rows are compacted in place */
+         * migration), the rows are compacted in place */
         pbf_world *w = d->w;
         const int n = w->count;
         int k = 0;
@@ -979,7 +985,7 @@ static void end_step_drop(pbf_mpi_domain *d) {
                     key[k] = key[i];
                     d->part[k++] = i;
                 }
-            if (be->merge_rows(w, live_rows, NLIVE, d->part, k, NULL, 0, NULL) != PBF_OK)
+            if (be->merge_rows(w, rows, nrows, d->part, k, NULL, 0, NULL) != PBF_OK)
                 d->failed = 1;
             d->device_bytes += 4.0 * k;
             w->count = k;
@@ -987,16 +993,15 @@ static void end_step_drop(pbf_mpi_domain *d) {
             return;
         }
     }
-    if (d->gpu && be->read_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
-    if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;
+    if (d->gpu && be->read_rows(d->w, rows, nrows, NULL) != PBF_OK) d->failed = 1;
+    if (d->gpu) d->device_bytes += 4.0 * nrows * d->w->count;
     drop_ghosts(d);
-    if (d->gpu && be->write_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
-    if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;
+    if (d->gpu && be->write_rows(d->w, rows, nrows, NULL) != PBF_OK) d->failed = 1;
+    if (d->gpu) d->device_bytes += 4.0 * nrows * d->w->count;
 }
 
 static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     pbf_mpi_domain *d = user;
-    (void)w;
     if (d->failed) { /* the same on every process (agree_failed): no more exchanges */
         if (stage == PBF_STAGE_VORTICITY_XSPH) end_step_drop(d); /* local */
         return;
@@ -1035,6 +1040,11 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
         if (d->gpu) d->device_bytes += 4.0 * w->count; /* the measured row (gpu_steps.h) */
         global_solve_error(d, stage);
         halo_update(d, lambda, 1);
+        break;
+    case PBF_STAGE_DFSPH_WARM_V: /* the warm starts' k_j, which the pressure acceleration reads */
+    case PBF_STAGE_DFSPH_WARM: halo_update(d, lambda, 1); break;
+    case PBF_STAGE_IISPH_DIAGONAL:
+        if (pbf_warm_start(&w->def) > 0.0f) halo_update(d, lambda, 1);
         break;
     case PBF_STAGE_PRESSURE_ACCEL: halo_update(d, v, 3); break; /* the next measure reads v_j */
     case PBF_STAGE_COLLIDE: halo_update(d, q, 3); break;        /* lambda, velocity read x*_j */
@@ -1200,6 +1210,7 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
         return bad[2] ? PBF_ERR_OUT_OF_MEMORY : PBF_ERR_INVALID_ARGUMENT;
     }
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
+        if (!pbf_field_in_solver(f, &w->def)) continue; /* no array of it */
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) {
             if (f == PBF_F_CELL) d->key_word = d->nfields;
             d->fields[d->nfields++] = f;

@@ -722,7 +722,8 @@ static void stage_grid(pbf_world *w, int in_step) {
     const int v_dead = in_step && w->def.solver == PBF_SOLVER_PBF;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) { /* every field the registry marks as sorted */
         if (v_dead && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)) continue;
-        if (pbf_fields[f].flags & PBF_FIELD_SORTED) permute(w, perm, &scratch, &w->field[f]);
+        if ((pbf_fields[f].flags & PBF_FIELD_SORTED) && w->field[f]) /* (a row the solver keeps) */
+            permute(w, perm, &scratch, &w->field[f]);
     }
     w->density = scratch; /* the buffer left over; perm stays in lambda */
     const pbf_world_hooks *hk = w->hooks;
@@ -1555,6 +1556,7 @@ static inline float sph_wall_get(const pbf_world *w, int i, int at, const float 
  * it itself, the point of the cache) unchanged; every other stage drops it before it runs. */
 static int sph_wall_keeps(pbf_stage_id s) {
     return s == PBF_STAGE_DIVERGENCE || s == PBF_STAGE_DENSITY_ADV ||
+           s == PBF_STAGE_DFSPH_WARM_V || s == PBF_STAGE_DFSPH_WARM ||
            s == PBF_STAGE_IISPH_PRESSURE || s == PBF_STAGE_PRESSURE_ACCEL;
 }
 
@@ -1789,11 +1791,20 @@ static inline PBF_SIMD_INLINE float density_rate_pairs(pbf_world *w, int i, cons
 }
 
 /* DFSPH: the source term of the divergence (divergence != 0) or density solve from the current
- * velocities, k_i = factor_i * source_i, and the average source as the solve's error. */
-static int stage_dfsph_source(pbf_world *w, float dt, int divergence) {
+ * velocities, k_i = factor_i * source_i, and the average source as the solve's error.
+ * With the warm start (dfsph_warm_start > 0): `start` computes the solve's first k_i from the
+ * previous substep's kappa_i (warm_v: divergence, warm: density) where the source is positive
+ * (pbf_dfsph_warm_k; the pressure acceleration that follows applies it) and measures nothing;
+ * the measuring stage sums the k_i the solve applied (the start's, then each iteration's: lambda
+ * holds the last one applied) in sz, and keeps kappa_i = sum / dt^2 for the next substep. */
+static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start, int iteration) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
+    const float frac = w->def.dfsph.warm_start;
+    float *restrict WK = divergence ? w->warm_v : w->warm;
+    const int keep = frac > 0.0f && WK;
+    const float full = 2.0f / w->lattice_grad2;
     int bad = INT_MAX;
     const int pairs = LISTS(w)->pair_ok;
     const float *P = NULL, *PV;
@@ -1809,13 +1820,22 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence) {
             const float d = pairs ? density_rate_pairs(w, i, gw, P, PV, &cache)
                                   : density_rate(w, i, gw, P, PV, &cache);
             float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence);
-            w->sy[i] = c;
-            w->lambda[i] = c * w->sx[i];
+            if (start) {
+                w->lambda[i] = keep ? pbf_dfsph_warm_k(frac, WK[i], c, w->sx[i], full, dt) : 0.0f;
+            } else {
+                if (keep) {
+                    const float sum = iteration == 0 ? w->lambda[i] : w->sz[i] + w->lambda[i];
+                    w->sz[i] = sum;
+                    WK[i] = pbf_dfsph_warm_keep(sum, w->sx[i], full, dt);
+                }
+                w->sy[i] = c;
+                w->lambda[i] = c * w->sx[i];
+            }
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;
         }
         pbf_denormals_restore(fp_mode);
     }
-    w->solve_error = 100.0 * mean_excess(w, w->sy, 1.0f, 0.0f);
+    if (!start) w->solve_error = 100.0 * mean_excess(w, w->sy, 1.0f, 0.0f);
     return bad;
 }
 
@@ -2008,10 +2028,14 @@ static int stage_pcisph_pressure(pbf_world *w, float dt) {
     return bad;
 }
 
-/* IISPH: density (walls included), the diagonal a_ii into sx, the pressure zeroed. */
-static int stage_iisph_diagonal(pbf_world *w) {
+/* IISPH: density (walls included), the diagonal a_ii into sx, the pressure zeroed; with the warm
+ * start (iisph_warm_start > 0) the pressure starts from that fraction of the previous substep's
+ * (pbf_iisph_warm_k), in sy and in lambda, which the pressure acceleration that follows applies. */
+static int stage_iisph_diagonal(pbf_world *w, float dt) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
+    const float frac = w->def.iisph.warm_start, inv_rho0 = 1.0f / w->k.rest_density;
+    const int warm = frac > 0.0f && w->warm;
     int bad = INT_MAX;
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
     float *WC = sph_wall_begin(w);
@@ -2028,7 +2052,13 @@ static int stage_iisph_diagonal(pbf_world *w) {
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
             w->sx[i] = pbf_iisph_diagonal(gix * gix + giy * giy + giz * giz, s2);
-            w->sy[i] = 0.0f;
+            if (warm) {
+                const float k0 = pbf_iisph_warm_k(frac, w->warm[i], w->density[i] * inv_rho0, dt);
+                w->sy[i] = k0;
+                w->lambda[i] = k0;
+            } else {
+                w->sy[i] = 0.0f;
+            }
             if (!isfinite(w->density[i] + w->sx[i]) && i < bad) bad = i;
         }
         pbf_denormals_restore(fp_mode);
@@ -2044,6 +2074,7 @@ static int stage_iisph_pressure(pbf_world *w, float dt) {
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density, omega = w->def.iisph.omega;
     const float eps = 1e-6f * w->lattice_grad2;
+    float *restrict WK = w->def.iisph.warm_start > 0.0f ? w->warm : NULL;
     int bad = INT_MAX;
     const float *P, *PV;
     sph_pack(w, NULL, 1, &P, &PV);
@@ -2057,6 +2088,7 @@ static int stage_iisph_pressure(pbf_world *w, float dt) {
             sph_wall_get(w, i, WALL_AT_X, p, gw);
             float rel = w->density[i] * inv_rho0 + dt * density_rate(w, i, gw, P, PV, &cache);
             float kn = pbf_iisph_k(w->sy[i], rel, w->sx[i], omega, eps);
+            if (WK) WK[i] = pbf_iisph_warm_keep(kn, w->density[i] * inv_rho0, dt);
             w->sz[i] = rel - 1.0f;
             w->lambda[i] = kn - w->sy[i];
             w->sy[i] = kn;
@@ -2140,6 +2172,7 @@ static void stage_stats(pbf_world *w) {
 int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     if (!sph_wall_keeps(stage)) LISTS(w)->wall_at = WALL_NONE;
     if (stage != PBF_STAGE_DIVERGENCE && stage != PBF_STAGE_DENSITY_ADV &&
+        stage != PBF_STAGE_DFSPH_WARM_V && stage != PBF_STAGE_DFSPH_WARM &&
         stage != PBF_STAGE_PRESSURE_ACCEL)
         LISTS(w)->pair_ok = 0; /* only these keep the positions of DFSPH's pair cache */
     switch (stage) {
@@ -2154,11 +2187,13 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     case PBF_STAGE_GRAVITY: return stage_gravity(w, c->dt, c->vmax);
     case PBF_STAGE_WCSPH_PRESSURE: return stage_wcsph_pressure(w, c->dt);
     case PBF_STAGE_DFSPH_FACTOR: return stage_dfsph_factor(w);
-    case PBF_STAGE_DIVERGENCE: return stage_dfsph_source(w, c->dt, 1);
-    case PBF_STAGE_DENSITY_ADV: return stage_dfsph_source(w, c->dt, 0);
+    case PBF_STAGE_DIVERGENCE: return stage_dfsph_source(w, c->dt, 1, 0, c->iteration);
+    case PBF_STAGE_DENSITY_ADV: return stage_dfsph_source(w, c->dt, 0, 0, c->iteration);
+    case PBF_STAGE_DFSPH_WARM_V: return stage_dfsph_source(w, c->dt, 1, 1, 0);
+    case PBF_STAGE_DFSPH_WARM: return stage_dfsph_source(w, c->dt, 0, 1, 0);
     case PBF_STAGE_PCISPH_INIT: return stage_pcisph_init(w, c->dt);
     case PBF_STAGE_PCISPH_PRESSURE: return stage_pcisph_pressure(w, c->dt);
-    case PBF_STAGE_IISPH_DIAGONAL: return stage_iisph_diagonal(w);
+    case PBF_STAGE_IISPH_DIAGONAL: return stage_iisph_diagonal(w, c->dt);
     case PBF_STAGE_IISPH_PRESSURE: return stage_iisph_pressure(w, c->dt);
     case PBF_STAGE_PRESSURE_ACCEL: return stage_pressure_accel(w, c->dt);
     case PBF_STAGE_ADVECT: return stage_advect(w, c->dt);

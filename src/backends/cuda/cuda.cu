@@ -226,6 +226,7 @@ static pbf_status cu_upload(pbf_world *w, pbf_error *err) {
         keep(d, cudaMemcpyAsync(d->g.field[f], w->field[f], bytes, cudaMemcpyHostToDevice,
                                 d->stream));
     }
+    pbf_gpu_zero_warm(w, &d->g);
     cu_sync(w);
     cu_boxes_changed(w);
     if (d->error != cudaSuccess) return device_failed(w, "upload", err);
@@ -333,7 +334,7 @@ static pbf_status cu_reserve(pbf_world *w, int capacity, pbf_error *err) {
     cudaSetDevice(d->device);
     const size_t elems = (size_t)capacity + PBF_ARRAY_PADDING;
     const size_t per_array = elems * 4;
-    const size_t arrays = (size_t)pbf_fields_bytes(PBF_FIELD_CPU, 0) / 4;
+    const size_t arrays = pbf_fields_solver_bytes(PBF_FIELD_CPU, &w->def) / 4;
     const size_t chunks = pbf_gpu_stats_chunks(&d->g, capacity);
     const size_t partial_bytes = (chunks ? chunks : 1) * PBF_STATS_VALUES * sizeof(double);
     const double total = (double)per_array * (double)arrays +
@@ -365,7 +366,8 @@ static pbf_status cu_reserve(pbf_world *w, int capacity, pbf_error *err) {
     cu_sync(w);
     const size_t keep_bytes = (size_t)w->count * 4;
     for (int f = 0; f < PBF_FIELD_COUNT && d->error == cudaSuccess; ++f) {
-        if (pbf_fields[f].flags & PBF_FIELD_CPU) continue;
+        if ((pbf_fields[f].flags & PBF_FIELD_CPU) || !pbf_field_in_solver(f, &w->def))
+            continue;
         void *grown = new_buffer(d, per_array, NULL);
         if (!grown) break;
         if (d->g.field[f] && keep_bytes) {

@@ -77,6 +77,9 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.dfsph_eps = 1e-6f * w->lattice_grad2;
     P.pcisph_delta = pbf_pcisph_delta(w->lattice_grad2);
     P.iisph_omega = w->def.iisph.omega;
+    P.warm = pbf_warm_start(&w->def);
+    P.dfsph_full = 2.0f / w->lattice_grad2;
+    P.iteration = c ? c->iteration : 0;
     return P;
 }
 
@@ -92,11 +95,12 @@ static inline int pbf_gpu_slots_per_substep(const pbf_world_def *d) {
     }
     case PBF_SOLVER_WCSPH: n = 7; break; /* gravity, pressure, accel, collide, velocity x 2, post */
     case PBF_SOLVER_DFSPH:
-        n = 2 + 2 * d->dfsph.divergence_max_iterations + 1 + 2 * d->dfsph.max_iterations + 1 + 4;
+        n = 2 + 2 * d->dfsph.divergence_max_iterations + 1 + 2 * d->dfsph.max_iterations + 1 + 4 +
+            4; /* the warm starts: warm, accel per solve */
         break;
     /* gravity, pcisph_init or iisph_diagonal, [pressure, accel], collide, velocity x 2, post */
     case PBF_SOLVER_PCISPH: n = 2 + 2 * d->pcisph.max_iterations + 1 + 4; break;
-    case PBF_SOLVER_IISPH: n = 2 + 2 * d->iisph.max_iterations + 1 + 4; break;
+    case PBF_SOLVER_IISPH: n = 2 + 2 * d->iisph.max_iterations + 1 + 4 + 1; break; /* + warm */
     }
     return n > 0 ? n : 1;
 }

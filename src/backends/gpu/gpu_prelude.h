@@ -124,6 +124,9 @@ typedef struct pbf_gpu_params {
     float dfsph_eps; /* DFSPH factor, IISPH's diagonal: denominators below this give 0 */
     float pcisph_delta; /* PCISPH: pbf_pcisph_delta of the rest lattice (m^2 in k) */
     float iisph_omega;  /* IISPH: relaxation of the Jacobi update */
+    float warm;         /* IISPH, DFSPH: the warm start's fraction (pbf_warm_start), 0: off */
+    float dfsph_full;   /* DFSPH's warm start: the largest factor of a full neighbourhood */
+    int iteration;      /* the iteration of a solve (pbf_step_ctx.iteration) */
     int clamp_at;   /* index in `bad` of the step's count of speed-limit cuts */
 } pbf_gpu_params;
 

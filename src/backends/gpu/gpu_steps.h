@@ -162,6 +162,14 @@ static inline void pbf_gpu_fill(pbf_gpu_dev *g, pbf_gpu_mem a, int from, int n, 
                    PBF_GPU_A(value));
 }
 
+/* A new state on the device (the hosts' upload): the warm-start rows of the solver start at 0,
+ * as world.c sets the host's. */
+static inline void pbf_gpu_zero_warm(const pbf_world *w, pbf_gpu_dev *g) {
+    for (int f = 0; f < PBF_FIELD_COUNT && w->count > 0; ++f)
+        if ((pbf_fields[f].flags & (PBF_FIELD_WARM | PBF_FIELD_WARM_V)) && g->field[f])
+            pbf_gpu_fill(g, g->field[f], 0, w->count, 0);
+}
+
 /* In-place exclusive scan of count uints (level: which block-sum buffer to use). */
 static inline void pbf_gpu_scan(pbf_gpu_dev *g, int level, pbf_gpu_mem data, unsigned int count) {
     const size_t block = 2 * g->scan_wg;
@@ -271,7 +279,7 @@ static inline void pbf_gpu_grid(pbf_world *w, pbf_gpu_dev *g, int map, int in_st
     pbf_gpu_mem pool[4] = {PBF_GPU_FB(DENSITY), PBF_GPU_FB(SX), PBF_GPU_FB(SY), PBF_GPU_FB(SZ)};
     int sorted[PBF_FIELD_COUNT], ns = 0;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-        if ((pbf_fields[f].flags & PBF_FIELD_SORTED) &&
+        if ((pbf_fields[f].flags & PBF_FIELD_SORTED) && g->field[f] &&
             !(in_step && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)))
             sorted[ns++] = f;
     const int count = w->count;
@@ -551,15 +559,22 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
         break;
     }
     case PBF_STAGE_DIVERGENCE:
-    case PBF_STAGE_DENSITY_ADV: {
+    case PBF_STAGE_DENSITY_ADV:
+    case PBF_STAGE_DFSPH_WARM_V:
+    case PBF_STAGE_DFSPH_WARM: {
+        /* the warm start (cpu.c stage_dfsph_source): the sum of the applied k in s.z, kappa in
+         * the solve's warm row */
         const int slot = pbf_gpu_next_slot(&g->step, stage);
-        const int divergence = stage == PBF_STAGE_DIVERGENCE;
+        const int divergence = stage == PBF_STAGE_DIVERGENCE || stage == PBF_STAGE_DFSPH_WARM_V;
+        const int start = stage == PBF_STAGE_DFSPH_WARM_V || stage == PBF_STAGE_DFSPH_WARM;
+        pbf_gpu_mem warm = g->field[divergence ? PBF_F_WARM_V : PBF_F_WARM];
         PBF_GPU_LAUNCH(g, PBF_GK_DFSPH_SOURCE, n, wg, PBF_GPU_NB(q0q), PBF_GPU_A(PBF_GPU_FB(VX)),
                        PBF_GPU_A(PBF_GPU_FB(VY)), PBF_GPU_A(PBF_GPU_FB(VZ)),
                        PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(SX)),
                        PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
-                       PBF_GPU_A(divergence), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
-        pbf_gpu_measure(w, g, stage, PBF_GPU_FB(SY), one, zero, c->need_error);
+                       PBF_GPU_A(divergence), PBF_GPU_A(start), PBF_GPU_A(PBF_GPU_FB(SZ)),
+                       PBF_GPU_A(warm), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        if (!start) pbf_gpu_measure(w, g, stage, PBF_GPU_FB(SY), one, zero, c->need_error);
         break;
     }
     case PBF_STAGE_PRESSURE_ACCEL: {
@@ -614,7 +629,8 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
         const int slot = pbf_gpu_next_slot(&g->step, stage);
         PBF_GPU_LAUNCH(g, PBF_GK_IISPH_DIAGONAL, n, wg, PBF_GPU_NB(q0q),
                        PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(SX)),
-                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+                       PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
+                       PBF_GPU_A(PBF_GPU_FB(WARM)), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
         break;
     }
     case PBF_STAGE_IISPH_PRESSURE: {
@@ -624,7 +640,7 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(DENSITY)),
                        PBF_GPU_A(PBF_GPU_FB(SX)), PBF_GPU_A(PBF_GPU_FB(SY)),
                        PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
-                       PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+                       PBF_GPU_A(PBF_GPU_FB(WARM)), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
         pbf_gpu_measure(w, g, stage, PBF_GPU_FB(SZ), one, zero, c->need_error);
         break;
     }

@@ -855,6 +855,7 @@ PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx
                               const PBF_GLOBAL float *vy, const PBF_GLOBAL float *vz,
                               const PBF_GLOBAL float *density, const PBF_GLOBAL float *factor,
                               PBF_GLOBAL float *err, PBF_GLOBAL float *kk, int divergence,
+                              int warm_start, PBF_GLOBAL float *ksum, PBF_GLOBAL float *warm,
                               PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
@@ -864,8 +865,19 @@ PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx
     const float d =
         pbf_gpu_density_rate(&P, qx, qy, qz, cell, start, q0x, q0y, q0z, vx, vy, vz, i, gw);
     const float c = pbf_dfsph_source(density[i] * P.inv_rho0, d, P.dt, divergence);
-    const float ki = c * factor[i];
-    err[i] = c;
+    const int keep = P.warm > 0.0f;
+    float ki;
+    if (warm_start) { /* cpu.c's stage_dfsph_source with start: the solve's first k */
+        ki = keep ? pbf_dfsph_warm_k(P.warm, warm[i], c, factor[i], P.dfsph_full, P.dt) : 0.0f;
+    } else {
+        if (keep) { /* the k applied so far: the start's, then each iteration's */
+            const float sum = P.iteration == 0 ? kk[i] : ksum[i] + kk[i];
+            ksum[i] = sum;
+            warm[i] = pbf_dfsph_warm_keep(sum, factor[i], P.dfsph_full, P.dt);
+        }
+        ki = c * factor[i];
+        err[i] = c;
+    }
     kk[i] = ki;
     if (!isfinite(ki)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
@@ -1010,8 +1022,9 @@ PBF_KERNEL pbf_k_iisph_diagonal(const pbf_gpu_params P, const PBF_GLOBAL float *
                                 const PBF_GLOBAL float *q0y, const PBF_GLOBAL float *q0z,
                                 const PBF_GLOBAL float *F, const PBF_GLOBAL float *G,
                                 const PBF_GLOBAL pbf_wall_box *boxes, PBF_GLOBAL float *density,
-                                PBF_GLOBAL float *aii, PBF_GLOBAL float *kacc, PBF_GLOBAL int *bad,
-                                int slot) {
+                                PBF_GLOBAL float *aii, PBF_GLOBAL float *kacc,
+                                PBF_GLOBAL float *kk, const PBF_GLOBAL float *warm,
+                                PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     const pbf_walls_consts wc = P.wc;
@@ -1023,7 +1036,13 @@ PBF_KERNEL pbf_k_iisph_diagonal(const pbf_gpu_params P, const PBF_GLOBAL float *
     const float a = pbf_iisph_diagonal(gix * gix + giy * giy + giz * giz, s2);
     density[i] = r;
     aii[i] = a;
-    kacc[i] = 0.0f;
+    if (P.warm > 0.0f) { /* the warm start: applied by the pressure acceleration that follows */
+        const float k0 = pbf_iisph_warm_k(P.warm, warm[i], r * P.inv_rho0, P.dt);
+        kacc[i] = k0;
+        kk[i] = k0;
+    } else {
+        kacc[i] = 0.0f;
+    }
     if (!isfinite(r + a)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
 
@@ -1040,7 +1059,8 @@ PBF_KERNEL pbf_k_iisph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *
                                 const PBF_GLOBAL float *vy, const PBF_GLOBAL float *vz,
                                 const PBF_GLOBAL float *density, const PBF_GLOBAL float *aii,
                                 PBF_GLOBAL float *kacc, PBF_GLOBAL float *err,
-                                PBF_GLOBAL float *kk, PBF_GLOBAL int *bad, int slot) {
+                                PBF_GLOBAL float *kk, PBF_GLOBAL float *warm, PBF_GLOBAL int *bad,
+                                int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     const pbf_walls_consts wc = P.wc;
@@ -1051,6 +1071,7 @@ PBF_KERNEL pbf_k_iisph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *
     const float rel = density[i] * P.inv_rho0 + P.dt * d;
     const float k0 = kacc[i], kn = pbf_iisph_k(k0, rel, aii[i], P.iisph_omega, P.dfsph_eps);
     const float dk = kn - k0;
+    if (P.warm > 0.0f) warm[i] = pbf_iisph_warm_keep(kn, density[i] * P.inv_rho0, P.dt);
     err[i] = rel - 1.0f;
     kk[i] = dk;
     kacc[i] = kn;

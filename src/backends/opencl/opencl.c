@@ -436,6 +436,7 @@ static pbf_status ocl_upload(pbf_world *w, pbf_error *err) {
                                         NULL, NULL);
         if (e != CL_SUCCESS) d->error = e;
     }
+    pbf_gpu_zero_warm(w, &d->g);
     ocl_boxes_changed(w);
     ocl_sync(w);
     if (d->error != CL_SUCCESS) return device_failed(w, "upload", err);
@@ -518,7 +519,7 @@ static pbf_status ocl_reserve(pbf_world *w, int capacity, pbf_error *err) {
     if (capacity <= d->capacity) return PBF_OK;
     const size_t elems = (size_t)capacity + PBF_ARRAY_PADDING;
     const size_t per_array = elems * 4;
-    const size_t arrays = (size_t)pbf_fields_bytes(PBF_FIELD_CPU, 0) / 4;
+    const size_t arrays = pbf_fields_solver_bytes(PBF_FIELD_CPU, &w->def) / 4;
     const size_t chunk = d->g.stats_wg * PBF_STATS_PER_ITEM;
     const size_t chunks = ((size_t)capacity + chunk - 1) / chunk;
     const size_t partial_bytes = chunks * PBF_STATS_VALUES * sizeof(double);
@@ -544,7 +545,8 @@ static pbf_status ocl_reserve(pbf_world *w, int capacity, pbf_error *err) {
     /* grow one array at a time (old and new coexist for one array only) */
     const size_t keep = (size_t)w->count * 4;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
-        if (pbf_fields[f].flags & PBF_FIELD_CPU) continue;
+        if ((pbf_fields[f].flags & PBF_FIELD_CPU) || !pbf_field_in_solver(f, &w->def))
+            continue;
         cl_mem grown = new_buffer(d, per_array, NULL);
         if (!grown) break;
         if (d->g.field[f] && keep) {
