@@ -22,7 +22,7 @@ const pbf_field_desc pbf_fields[PBF_FIELD_COUNT] = {
     [PBF_F_SY] = {"sy", 0, SPH, -1, 1, "scratch of the pressure stages (GPU PBF: delta p, omega)"},
     [PBF_F_SZ] = {"sz", 0, SPH, -1, 2, "scratch of the pressure stages (GPU PBF: delta p, omega)"},
     [PBF_F_DENSITY] = {"density", 0, T, 2, 0, "density rho_i (recomputed after the sort)"},
-    [PBF_F_LAMBDA] = {"lambda", 0, 0, -1, 0, "lambda_i; the sort's permutation"},
+    [PBF_F_LAMBDA] = {"lambda", 0, S, -1, 0, "lambda_i, carried to the next step (PBF's warm start)"},
     [PBF_F_ID] = {"id", 1, S | T, 3, 0, "stable identity"},
     [PBF_F_CELL] = {"cell", 1, S, -1, 0, "grid cell of x_i*"},
 };

@@ -376,6 +376,7 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
                 w->vy[k] = v[1];
                 w->vz[k] = v[2];
                 w->density[k] = w->def.rest_density;
+                w->lambda[k] = 0.0f; /* the warm start of a new particle (pbf_warm_lambda) */
                 w->id[k] = (uint32_t)k;
             }
     w->count = total;

@@ -104,6 +104,9 @@ typedef struct pbf_pbf_params {
     float chebyshev_rho;        /* Chebyshev acceleration of the iterations (Wang 2015): the
                                    estimated spectral radius rho of the Jacobi iteration; 0 = plain
                                    Jacobi (the paper) */
+    float lambda_warm_start;    /* beta: each iteration's lambda_i adds beta times the previous
+                                   iteration's, the first the previous step's last (heavy-ball
+                                   momentum carried across steps); 0 = the paper */
     pbf_constraint_mode constraint;
     float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13), for
                                    pairs closer than the rest spacing s (the part of s_corr above
