@@ -154,6 +154,10 @@ uint64_t pbfapp_checkpoint_size(int64_t count) {
            (uint64_t)pbfapp_particle_bytes() * (uint64_t)(count > 0 ? count : 0) + 8u;
 }
 
+uint64_t pbfapp_checkpoint_lambda_size(int64_t count) {
+    return pbfapp_checkpoint_size(count) + 4u * (uint64_t)(count > 0 ? count : 0);
+}
+
 static void put(unsigned char *dst, size_t *at, const void *src, size_t n) {
     if (n) memcpy(dst + *at, src, n);
     *at += n;
@@ -177,7 +181,9 @@ pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64
     }
     if (!complete)
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "checkpoint: invalid snapshot");
-    uint64_t total = pbfapp_checkpoint_size(s->count);
+    const int with_lambda = s->lambda != NULL && s->count > 0;
+    uint64_t total = with_lambda ? pbfapp_checkpoint_lambda_size(s->count)
+                                 : pbfapp_checkpoint_size(s->count);
     if (total > SIZE_MAX)
         return pbfapp_fail(err, PBF_ERR_LIMIT, "checkpoint: %d particles are too many", s->count);
     unsigned char *buf = malloc((size_t)total);
@@ -185,8 +191,8 @@ pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64
         return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "checkpoint: out of memory for %llu bytes",
                     (unsigned long long)total);
     size_t at = 0;
-    uint32_t version = PBFAPP_CHECKPOINT_VERSION, marker = ENDIAN_MARKER,
-             header = PBFAPP_CHECKPOINT_HEADER_BYTES;
+    uint32_t version = with_lambda ? PBFAPP_CHECKPOINT_LAMBDA_VERSION : PBFAPP_CHECKPOINT_VERSION,
+             marker = ENDIAN_MARKER, header = PBFAPP_CHECKPOINT_HEADER_BYTES;
     int32_t count = s->count;
     uint64_t reserved = 0;
     put(buf, &at, magic, sizeof magic);
@@ -202,6 +208,7 @@ pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64
     /* the columns of the field table, each as one array: x, y, z, vx, vy, vz, density, id */
     size_t bytes = (size_t)s->count * PBFAPP_FIELD_ELEMENT_BYTES;
     for (size_t j = 0; j < ncol; ++j) put(buf, &at, data[j], bytes);
+    if (with_lambda) put(buf, &at, s->lambda, (size_t)s->count * sizeof(float));
     uint64_t sum = pbfapp_fnv1a64(PBFAPP_FNV_OFFSET, buf, at);
     put(buf, &at, &sum, 8);
     *out = buf;
@@ -249,15 +256,16 @@ static pbf_status check_header(const unsigned char *p, size_t avail, uint64_t to
     if (marker != ENDIAN_MARKER && (version > 0xffffu || version == 0))
         return pbfapp_fail(err, bad, "%s: damaged header (version %u, byte-order marker %08x)", name,
                     (unsigned)version, (unsigned)marker);
-    if (version > PBFAPP_CHECKPOINT_INDEX_VERSION)
+    if (version > PBFAPP_CHECKPOINT_LAMBDA_VERSION)
         return pbfapp_fail(err, bad,
                     "%s: format version %u is newer than this pbf's version %u; use a newer pbf",
-                    name, (unsigned)version, PBFAPP_CHECKPOINT_INDEX_VERSION);
-    if (version != PBFAPP_CHECKPOINT_VERSION && version != PBFAPP_CHECKPOINT_INDEX_VERSION)
+                    name, (unsigned)version, PBFAPP_CHECKPOINT_LAMBDA_VERSION);
+    if (version != PBFAPP_CHECKPOINT_VERSION && version != PBFAPP_CHECKPOINT_INDEX_VERSION &&
+        version != PBFAPP_CHECKPOINT_LAMBDA_VERSION)
         return pbfapp_fail(err, bad,
-                           "%s: unknown format version %u (this pbf reads versions %u and %u)",
+                           "%s: unknown format version %u (this pbf reads versions %u, %u and %u)",
                            name, (unsigned)version, PBFAPP_CHECKPOINT_VERSION,
-                           PBFAPP_CHECKPOINT_INDEX_VERSION);
+                           PBFAPP_CHECKPOINT_INDEX_VERSION, PBFAPP_CHECKPOINT_LAMBDA_VERSION);
     if (marker != ENDIAN_MARKER)
         return pbfapp_fail(err, bad, "%s: damaged header (byte-order marker %08x, expected %08x)", name,
                     (unsigned)marker, ENDIAN_MARKER);
@@ -266,7 +274,9 @@ static pbf_status check_header(const unsigned char *p, size_t avail, uint64_t to
                     (unsigned)header, PBFAPP_CHECKPOINT_HEADER_BYTES);
     if (count < 0)
         return pbfapp_fail(err, bad, "%s: damaged header (particle count %d)", name, (int)count);
-    uint64_t expect = pbfapp_checkpoint_size(count);
+    uint64_t expect = version == PBFAPP_CHECKPOINT_LAMBDA_VERSION
+                          ? pbfapp_checkpoint_lambda_size(count)
+                          : pbfapp_checkpoint_size(count);
     if (version == PBFAPP_CHECKPOINT_INDEX_VERSION) { /* an index of pieces */
         int32_t pieces;
         get(p, 56, &pieces, 4);
@@ -300,7 +310,7 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
     uint32_t version = 0;
     pbf_status hst = check_header(p, length, (uint64_t)length, name, &count, &version, err);
     if (hst != PBF_OK) return hst;
-    if (version != PBFAPP_CHECKPOINT_VERSION)
+    if (version == PBFAPP_CHECKPOINT_INDEX_VERSION)
         return pbfapp_fail(err, bad,
                            "%s: the index of a checkpoint in pieces (format version %u): read it "
                            "from its directory (pbfapp_checkpoint_read)",
@@ -357,6 +367,19 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
                                    fi->name);
             }
         }
+    }
+    if (version == PBFAPP_CHECKPOINT_LAMBDA_VERSION && count > 0) { /* PBF's multipliers */
+        const unsigned char *arr = a + ncol * bytes;
+        for (int32_t i = 0; i < count; ++i) {
+            float v;
+            memcpy(&v, arr + (size_t)i * sizeof v, sizeof v);
+            if (!isfinite(v)) {
+                free(copy);
+                return pbfapp_fail(err, bad, "%s: particle %d has a non-finite lambda", name,
+                                   (int)i);
+            }
+        }
+        snap.lambda = (const float *)(const void *)arr;
     }
     /* ids must be unique */
     if (count > 0 && id) {
@@ -426,7 +449,9 @@ pbf_status pbfapp_checkpoint_read(const char *path, pbfapp_checkpoint *out, pbf_
         fclose(f);
         return pbfapp_checkpoint_read_pieces(path, out, err);
     }
-    uint64_t expect = pbfapp_checkpoint_size(count);
+    uint64_t expect = version == PBFAPP_CHECKPOINT_LAMBDA_VERSION
+                          ? pbfapp_checkpoint_lambda_size(count)
+                          : pbfapp_checkpoint_size(count);
     unsigned char *buf = malloc((size_t)expect);
     if (!buf) {
         fclose(f);

@@ -27,6 +27,11 @@
  *   64+28n  4n   uint32 id[n]
  *   64+32n   8   uint64 checksum: FNV-1a 64 of every byte before it
  *
+ * Version 3: version 1 with, after id[n], PBF's multipliers lambda[n] (float), which its warm
+ * start carries from step to step (pbf_snapshot.lambda; lambda_warm_start != 0); the checksum
+ * follows them (64+36n). Written only when the snapshot has them, so that every other run's
+ * checkpoint stays version 1.
+ *
  * The arrays are pbf_snapshot's, in the world's memory order (which is part of the state): one
  * array per component of each field of the library's table pbf_particle_fields(), in table order
  * (app/particle_fields.h), which today gives the layout above. A field added to that table
@@ -95,6 +100,7 @@ extern "C" {
 #endif
 
 #define PBFAPP_CHECKPOINT_VERSION 1u
+#define PBFAPP_CHECKPOINT_LAMBDA_VERSION 3u /* version 1 + PBF's multipliers */
 #define PBFAPP_CHECKPOINT_HEADER_BYTES 64u
 #define PBFAPP_CHECKPOINT_KEEP 2 /* checkpoints kept in the output directory */
 #define PBFAPP_CHECKPOINT_INDEX_VERSION 2u /* the index of a checkpoint in pieces */
@@ -134,6 +140,8 @@ typedef struct pbfapp_checkpoint {
 
 /* Bytes of a checkpoint of n particles. */
 uint64_t pbfapp_checkpoint_size(int64_t count);
+/* The size of a version 3 checkpoint (with the multipliers). */
+uint64_t pbfapp_checkpoint_lambda_size(int64_t count);
 
 /* Serialises a snapshot into a malloc'ed buffer of pbfapp_checkpoint_size(count) bytes. */
 pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64_t scene_hash,

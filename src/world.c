@@ -121,6 +121,35 @@ pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err) {
     return PBF_OK;
 }
 
+int pbf_lambda_carried(const pbf_world *w) {
+    return w->def.solver == PBF_SOLVER_PBF && w->def.pbf.lambda_warm_start != 0.0f;
+}
+
+const float *pbf_world_lambda(const pbf_world *w) {
+    if (!pbf_lambda_carried(w) || !w->lambda) return NULL;
+    if (w->backend->read_rows && w->count > 0) { /* a device's: its host row, brought up to date */
+        const int row = PBF_F_LAMBDA;
+        if (w->backend->read_rows((pbf_world *)w, &row, 1, NULL) != PBF_OK) return NULL;
+    }
+    return w->lambda;
+}
+
+pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *err) {
+    if (!pbf_lambda_carried(w) || count <= 0) return PBF_OK;
+    if (w->backend->write_rows) { /* a device keeps no host row of lambda otherwise */
+        pbf_status st = pbf_world_host_rows(w, err);
+        if (st != PBF_OK) return st;
+    }
+    if (!w->lambda) return PBF_OK;
+    if (src)
+        memcpy(w->lambda, src, (size_t)count * sizeof(float));
+    else
+        memset(w->lambda, 0, (size_t)count * sizeof(float));
+    if (!w->backend->write_rows) return PBF_OK;
+    const int row = PBF_F_LAMBDA;
+    return w->backend->write_rows(w, &row, 1, err);
+}
+
 static float poly6_value(float h, float r2) {
     float d = h * h - r2;
     return 315.0f / (64.0f * PI_F * powf(h, 9.0f)) * d * d * d;
@@ -376,7 +405,7 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
                 w->vy[k] = v[1];
                 w->vz[k] = v[2];
                 w->density[k] = w->def.rest_density;
-                w->lambda[k] = 0.0f; /* the warm start of a new particle (pbf_warm_lambda) */
+                if (w->lambda) w->lambda[k] = 0.0f; /* a new particle's warm start */
                 w->id[k] = (uint32_t)k;
             }
     w->count = total;
@@ -563,6 +592,7 @@ pbf_snapshot pbf_world_snapshot(const pbf_world *w) {
     s.vz = p.vz;
     s.density = p.density;
     s.id = p.id;
+    s.lambda = pbf_lambda_carried(w) ? pbf_world_lambda(w) : NULL;
     return s;
 }
 
@@ -604,6 +634,8 @@ pbf_status pbf_world_restore(pbf_world *w, const pbf_snapshot *s, pbf_error *err
         for (int a = 0; a < 3; ++a) w->wall_boxes[b].prev_lo[a] = w->wall_boxes[b].lo[a];
     w->backend->boxes_changed(w);
     st = w->backend->upload(w, err);
+    if (st != PBF_OK) return st;
+    st = pbf_set_lambda(w, s->count, s->lambda, err); /* PBF's warm start, or 0 */
     if (st != PBF_OK) return st;
     w->host_stale = 0;
     pbf_update_stats(w);

@@ -339,6 +339,10 @@ typedef struct pbf_snapshot {
     int count;
     const float *x, *y, *z, *vx, *vy, *vz, *density;
     const uint32_t *id;
+    /* PBF's multipliers lambda_i of the last step, which its warm start carries to the next
+     * (lambda_warm_start != 0), else NULL; restored as 0 when NULL (the run then differs from
+     * an uninterrupted one in the bits) */
+    const float *lambda;
 } pbf_snapshot;
 
 pbf_snapshot pbf_world_snapshot(const pbf_world *world);

@@ -703,12 +703,6 @@ static int stage_predict(pbf_world *w, float dt, float vmax) {
     return bad;
 }
 
-/* Whether PBF's multipliers live on to the next step (lambda_warm_start, pbf_warm_lambda): then
- * the sort permutes them with their particles and no pass uses their array as scratch. */
-static inline int lambda_carried(const pbf_world *w) {
-    return w->def.solver == PBF_SOLVER_PBF && w->def.pbf.lambda_warm_start != 0.0f;
-}
-
 /* The cell sort of the positions x (refresh: in_step 0) or x* (a step), and the permutation of
  * every SORTED row. No memory is set aside for sorting: the permutation and the reorder scratch
  * borrow two arrays dead at the time. In a PBF step the velocity is dead (PBF recomputes it from
@@ -734,7 +728,7 @@ static void stage_grid(pbf_world *w, int in_step) {
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) { /* every field the registry marks as sorted */
         if (f == skip[0] || f == skip[1] || f == skip[2]) continue;
         /* PBF without the warm start recomputes lambda before reading it */
-        if (f == PBF_F_LAMBDA && !lambda_carried(w)) continue;
+        if (f == PBF_F_LAMBDA && !pbf_lambda_carried(w)) continue;
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) permute(w, perm, &scratch, &w->field[f]);
     }
     w->field[lend[1]] = scratch; /* the buffer left over; perm stays in lend[0] */
@@ -1087,7 +1081,7 @@ static inline PBF_SIMD_INLINE void curl_pair(pbf_world *w, int i, const float *P
 #endif
 
 /* pre: the neighbour sums from curl_pair, or NULL (computed here); keep: lambda is carried to
- * the next step (lambda_carried), |omega| is not stored. */
+ * the next step (pbf_lambda_carried), |omega| is not stored. */
 static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const float *P,
                                                  nb_ranges *cache, const int vort,
                                                  const int cubic, int *bad, const float *pre,
@@ -1203,7 +1197,7 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
 #endif
     /* with lambda carried to the next step (and the packed copy, which the post pass then needs)
      * |omega| is not stored: see stage_vorticity_xsph */
-    const int keep = vort && PK && lambda_carried(w);
+    const int keep = vort && PK && pbf_lambda_carried(w);
     LISTS(w)->omega_norm = keep;
     /* four instances of the pass: with vorticity confinement off (epsilon 0) omega is never
      * read, and the pass is the density alone (no velocity gathers, no curl); the kernel is a
@@ -1451,7 +1445,7 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     } else {
         /* the curl pass stored |omega| in lambda over the carried multipliers (no packed copy
          * there): the next step's solve starts from lambda = 0, as the paper's */
-        if (vort && lambda_carried(w)) memset(w->lambda, 0, (size_t)n * sizeof(float));
+        if (vort && pbf_lambda_carried(w)) memset(w->lambda, 0, (size_t)n * sizeof(float));
         /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
         swapf(&w->px, &w->qx);
         swapf(&w->py, &w->qy);
