@@ -392,6 +392,17 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
         pbf_status s = reserve(w, cap, err);
         if (s != PBF_OK) return s;
     }
+    /* PBF's warm start on a device: the carried lambda through a host row (the device keeps the
+     * state only on the host), the new particles' set to 0 below */
+    const int row = PBF_F_LAMBDA, dev_lambda = pbf_lambda_carried(w) && w->backend->write_rows;
+    if (dev_lambda) {
+        pbf_status hs = pbf_world_host_rows(w, err);
+        if (hs != PBF_OK) return hs;
+        if (w->count > 0) {
+            hs = w->backend->read_rows(w, &row, 1, err);
+            if (hs != PBF_OK) return hs;
+        }
+    }
     const float d = w->spacing;
     const int64_t nx = axis_count(mn[0], mx[0], d), ny = axis_count(mn[1], mx[1], d);
     int k = w->count;
@@ -411,6 +422,10 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
     w->count = total;
     pbf_status up = w->backend->upload(w, err);
     if (up != PBF_OK) return up;
+    if (dev_lambda) {
+        up = w->backend->write_rows(w, &row, 1, err);
+        if (up != PBF_OK) return up;
+    }
     pbf_refresh(w);
     pbf_update_stats(w);
     return PBF_OK;

@@ -880,7 +880,6 @@ static void end_step_drop(pbf_mpi_domain *d) {
 
 static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     pbf_mpi_domain *d = user;
-    (void)w;
     if (d->failed) { /* the same on every process (agree_failed): no more exchanges */
         if (stage == PBF_STAGE_VORTICITY_XSPH) end_step_drop(d); /* local */
         return;
@@ -925,7 +924,17 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
         break;
     case PBF_STAGE_PRESSURE_ACCEL: halo_update(d, v, 3); break; /* the next measure reads v_j */
     case PBF_STAGE_COLLIDE: halo_update(d, q, 3); break;        /* lambda, velocity read x*_j */
-    case PBF_STAGE_VELOCITY: halo_update(d, curl, 2); break;    /* XSPH: rho_j; eta: |omega_j| */
+    case PBF_STAGE_VELOCITY: /* XSPH: rho_j; eta: |omega_j| */
+        if (pbf_lambda_carried(w) && w->def.vorticity > 0.0f) {
+            /* PBF's warm start keeps lambda: the CPU's post pass takes |omega_j| from omega_j,
+             * which the curl pass left in x (cpu.c, stage_vorticity_xsph) */
+            static const int curl_warm[] = {PBF_F_DENSITY, PBF_F_LAMBDA, PBF_F_PX, PBF_F_PY,
+                                            PBF_F_PZ};
+            halo_update(d, curl_warm, 5);
+        } else {
+            halo_update(d, curl, 2);
+        }
+        break;
     case PBF_STAGE_VORTICITY_XSPH:
         end_step_drop(d);
         d->steps += 1;

@@ -707,7 +707,8 @@ static int stage_predict(pbf_world *w, float dt, float vmax) {
  * every SORTED row. No memory is set aside for sorting: the permutation and the reorder scratch
  * borrow two arrays dead at the time. In a PBF step the velocity is dead (PBF recomputes it from
  * the positions after its solve, eq. 14 onwards) and is not moved: it lends vx and vy. Between
- * steps (refresh) x* is dead (the refresh copies x into it after the sort): it lends qx and qy.
+ * steps (refresh) x* is dead (x is copied into it after the sort, before the lists are built
+ * from it): it lends qx and qy.
  * The SPH solvers move their velocity, and recompute density and lambda before they read them:
  * those two lend themselves. */
 static void stage_grid(pbf_world *w, int in_step) {
@@ -732,6 +733,11 @@ static void stage_grid(pbf_world *w, int in_step) {
         if (pbf_fields[f].flags & PBF_FIELD_SORTED) permute(w, perm, &scratch, &w->field[f]);
     }
     w->field[lend[1]] = scratch; /* the buffer left over; perm stays in lend[0] */
+    if (!in_step) { /* a refresh: x* = x, the positions the lists are built from */
+        memcpy(w->qx, w->px, (size_t)w->count * sizeof(float));
+        memcpy(w->qy, w->py, (size_t)w->count * sizeof(float));
+        memcpy(w->qz, w->pz, (size_t)w->count * sizeof(float));
+    }
     const pbf_world_hooks *hk = w->hooks;
     build_lists(w, in_step && hk && hk->ghost_mask ? hk->ghost_mask(w, hk->user) : NULL);
 }
@@ -2133,9 +2139,6 @@ static int stage_iisph_pressure(pbf_world *w, float dt) {
 static void cpu_refresh(pbf_world *w) {
     if (w->count == 0) return;
     stage_grid(w, 0); /* between steps: the velocity is live; x* lends the sort its scratch */
-    memcpy(w->qx, w->px, (size_t)w->count * sizeof(float));
-    memcpy(w->qy, w->py, (size_t)w->count * sizeof(float));
-    memcpy(w->qz, w->pz, (size_t)w->count * sizeof(float));
     const int n = w->count;
 #pragma omp parallel num_threads(w->nthreads)
     {

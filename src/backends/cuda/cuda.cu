@@ -377,7 +377,7 @@ static void cu_release(pbf_world *w) {
         if (d->g.field[f]) cudaFree(d->g.field[f]);
     void *others[] = {d->g.cell_start, d->g.F,        d->g.G,       d->g.boxes,
                       d->g.bad,        d->g.bad_info, d->g.partial, d->g.solve_out,
-                      d->g.ghost};
+                      d->g.ghost, d->g.wnorm};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) cudaFree(others[i]);
     for (int l = 0; l < PBF_GPU_MAX_SCAN_LEVELS; ++l)

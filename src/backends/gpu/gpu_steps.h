@@ -101,6 +101,10 @@ typedef struct pbf_gpu_dev {
     pbf_gpu_mem ghost;
     size_t ghost_cap;
     int ghost_on;
+    /* |omega| from the curl to the post pass when lambda is carried to the next step (PBF's
+     * warm start, pbf_lambda_carried) and so cannot hold it: one float per particle */
+    pbf_gpu_mem wnorm;
+    size_t wnorm_cap;
     size_t wg, scan_wg, stats_wg; /* per-particle kernels, the scan's, the statistics' */
 } pbf_gpu_dev;
 
@@ -232,23 +236,31 @@ static inline void pbf_gpu_grid(pbf_world *w, pbf_gpu_dev *g, int map, int in_st
     const pbf_gpu_params P = pbf_gpu_params_of(w, g, NULL);
     const unsigned int ncells = w->grid.ncells, n1 = ncells + 1;
     pbf_gpu_fill(g, g->cell_start, 0, (int)n1, 0);
-    pbf_gpu_mem rank = PBF_GPU_FB(SX), perm = PBF_GPU_FB(LAMBDA);
+    /* the permutation's buffer: PBF's step sorts x* and leaves v, dead, to q0 (vx lends it);
+     * a refresh that must move lambda (PBF's warm start) sorts x and copies it into x* after
+     * (qx lends it); otherwise lambda, recomputed before it is read */
+    const int carried = pbf_lambda_carried(w), refresh = !in_step && map < 0 && carried;
+    const pbf_gpu_mem perm = in_step ? PBF_GPU_FB(VX) : refresh ? PBF_GPU_FB(QX) : PBF_GPU_FB(LAMBDA);
+    const pbf_gpu_mem cx = refresh ? PBF_GPU_FB(PX) : PBF_GPU_FB(QX),
+                      cy = refresh ? PBF_GPU_FB(PY) : PBF_GPU_FB(QY),
+                      cz = refresh ? PBF_GPU_FB(PZ) : PBF_GPU_FB(QZ);
+    pbf_gpu_mem rank = PBF_GPU_FB(SX);
     const size_t n = (size_t)w->count;
     if (g->fp64) {
         const double o[3] = {w->grid.origin[0], w->grid.origin[1], w->grid.origin[2]};
         const double inv = w->grid.inv_cell;
         PBF_GPU_LAUNCH(g, PBF_GK_CELLS, n, g->wg, PBF_GPU_A(P), PBF_GPU_A(o[0]), PBF_GPU_A(o[1]),
-                       PBF_GPU_A(o[2]), PBF_GPU_A(inv), PBF_GPU_A(PBF_GPU_FB(QX)),
-                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
-                       PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(rank), PBF_GPU_A(g->cell_start));
+                       PBF_GPU_A(o[2]), PBF_GPU_A(inv), PBF_GPU_A(cx), PBF_GPU_A(cy),
+                       PBF_GPU_A(cz), PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(rank),
+                       PBF_GPU_A(g->cell_start));
     } else {
         const float o[3] = {(float)w->grid.origin[0], (float)w->grid.origin[1],
                             (float)w->grid.origin[2]};
         const float inv = (float)w->grid.inv_cell;
         PBF_GPU_LAUNCH(g, PBF_GK_CELLS, n, g->wg, PBF_GPU_A(P), PBF_GPU_A(o[0]), PBF_GPU_A(o[1]),
-                       PBF_GPU_A(o[2]), PBF_GPU_A(inv), PBF_GPU_A(PBF_GPU_FB(QX)),
-                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
-                       PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(rank), PBF_GPU_A(g->cell_start));
+                       PBF_GPU_A(o[2]), PBF_GPU_A(inv), PBF_GPU_A(cx), PBF_GPU_A(cy),
+                       PBF_GPU_A(cz), PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(rank),
+                       PBF_GPU_A(g->cell_start));
     }
     pbf_gpu_scan(g, 0, g->cell_start, n1);
     PBF_GPU_LAUNCH(g, PBF_GK_SCATTER, n, g->wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(CELL)),
@@ -262,7 +274,9 @@ static inline void pbf_gpu_grid(pbf_world *w, pbf_gpu_dev *g, int map, int in_st
     int sorted[PBF_FIELD_COUNT], ns = 0;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if ((pbf_fields[f].flags & PBF_FIELD_SORTED) &&
-            !(in_step && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)))
+            !(in_step && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)) &&
+            !(refresh && (f == PBF_F_QX || f == PBF_F_QY || f == PBF_F_QZ)) &&
+            !(f == PBF_F_LAMBDA && !carried))
             sorted[ns++] = f;
     const int count = w->count;
     for (int s = 0; s < ns; s += 4) {
@@ -288,6 +302,8 @@ static inline void pbf_gpu_grid(pbf_world *w, pbf_gpu_dev *g, int map, int in_st
     PBF_GPU_FB(SZ) = pool[3];
     for (int a = 0; a < 3 && in_step; ++a) /* q0 */
         pbf_gpu_copy(g, g->field[PBF_F_VX + a], g->field[PBF_F_QX + a], n * sizeof(float));
+    for (int a = 0; a < 3 && refresh; ++a) /* x* = x */
+        pbf_gpu_copy(g, g->field[PBF_F_QX + a], g->field[PBF_F_PX + a], n * sizeof(float));
     if (g->lists) pbf_gpu_build_lists(w, g);
 }
 
@@ -416,6 +432,22 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
     const int sph = w->def.solver != PBF_SOLVER_PBF;
     /* a distributed run's ghosts (their speed-limit cuts are their owners'), or none */
     pbf_gpu_mem ghost = g->ghost_on ? g->ghost : (pbf_gpu_mem)0;
+    /* |omega| from the curl to the post pass: in lambda, unless lambda is carried to the next
+     * step (PBF's warm start), then in a buffer of its own (the GPU's buffers are all in use
+     * there; the CPU instead takes |omega| from omega, see cpu.c) */
+    pbf_gpu_mem wn = PBF_GPU_FB(LAMBDA);
+    if ((stage == PBF_STAGE_VELOCITY || stage == PBF_STAGE_VORTICITY_XSPH) &&
+        pbf_lambda_carried(w) && w->def.vorticity > 0.0f) {
+        const size_t need = (size_t)w->count * sizeof(float);
+        if (need > g->wnorm_cap) {
+            const size_t cap = (need + need / 4 + 256) / 16 * 16;
+            if (g->wnorm) pbf_gpu_free(g, g->wnorm);
+            g->wnorm = pbf_gpu_alloc(g, cap);
+            g->wnorm_cap = g->wnorm ? cap : 0;
+        }
+        if (g->wnorm) wn = g->wnorm;
+        else pbf_gpu_fail(g);
+    }
     const float one = 1.0f, zero = 0.0f, inv_rho0 = P.inv_rho0, minus_one = -1.0f;
     g->stats_ready = 0;
     w->host_stale = 1;
@@ -483,7 +515,7 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
                        PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(PX)),
                        PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)),
-                       PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(g->bad), PBF_GPU_A(curl));
+                       PBF_GPU_A(wn), PBF_GPU_A(g->bad), PBF_GPU_A(curl));
         break;
     }
     case PBF_STAGE_VORTICITY_XSPH: {
@@ -494,7 +526,7 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(SX)),
                        PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
                        PBF_GPU_A(PBF_GPU_FB(PX)), PBF_GPU_A(PBF_GPU_FB(PY)),
-                       PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
+                       PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(wn),
                        PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(PX)),
                        PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(ghost),
                        PBF_GPU_A(g->bad), PBF_GPU_A(slot));

@@ -434,7 +434,8 @@ PBF_DEVICE_FN void pbf_gpu_density_grad_sums(const pbf_gpu_params *P, const PBF_
 }
 
 /* rho_i (eq. 2) with the wall, C_i (eq. 1, clamped at 0 when unilateral), lambda_i (eq. 11),
- * Chebyshev-accelerated (pbf_chebyshev_lambda) when P.chebyshev != 1. */
+ * Chebyshev-accelerated (pbf_chebyshev_lambda) when P.chebyshev != 1, warm-started
+ * (pbf_warm_lambda) when P.warm != 0. */
 PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                         const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
                         const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
@@ -458,6 +459,8 @@ PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     float lam = -cc / (sum2 + P.eps_abs); /* eq. 11 */
     /* lambda still holds the previous iteration's (each work-item reads its own) */
     if (P.chebyshev != 1.0f) lam = pbf_chebyshev_lambda(lam, lambda[i], P.chebyshev);
+    /* the warm start: lambda holds the previous iteration's, or the previous step's last */
+    if (P.warm != 0.0f) lam = pbf_warm_lambda(lam, lambda[i], P.warm);
     lambda[i] = lam;
     if (!isfinite(lam)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
@@ -598,7 +601,9 @@ PBF_KERNEL pbf_k_curl(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     sy[i] = wy;
     sz[i] = wz;
     const float w = PBF_SQRTF(wx * wx + wy * wy + wz * wz);
-    omega[i] = w;
+    /* without vorticity confinement |omega| is never read: lambda, which `omega` is then when
+     * PBF's warm start carries it to the next step (P.warm), keeps its values */
+    if (P.vorticity > 0.0f || P.warm == 0.0f) omega[i] = w;
     if (!isfinite(w)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
 
