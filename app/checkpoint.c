@@ -823,7 +823,8 @@ pbf_status pbfapp_checkpoint_piece_write(const char *dir, const pbf_snapshot *s,
         if (s->count > 0 && !data[j]) complete = 0;
     }
     if (!complete) return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "checkpoint piece: invalid snapshot");
-    uint64_t total = piece_size(s->count);
+    const int with_lambda = s->lambda != NULL && s->count > 0; /* piece version 2 */
+    uint64_t total = piece_size(s->count) + (with_lambda ? 4u * (uint64_t)s->count : 0u);
     if (total > SIZE_MAX)
         return pbfapp_fail(err, PBF_ERR_LIMIT, "checkpoint piece: %d particles are too many", s->count);
     unsigned char *buf = malloc((size_t)total);
@@ -831,8 +832,9 @@ pbf_status pbfapp_checkpoint_piece_write(const char *dir, const pbf_snapshot *s,
         return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "checkpoint piece: out of memory for %llu bytes",
                            (unsigned long long)total);
     size_t at = 0;
-    uint32_t version = PBFAPP_CHECKPOINT_PIECE_VERSION, marker = ENDIAN_MARKER,
-             header = PIECE_HEADER_BYTES, reserved = 0;
+    uint32_t version = with_lambda ? PBFAPP_CHECKPOINT_PIECE_LAMBDA_VERSION
+                                   : PBFAPP_CHECKPOINT_PIECE_VERSION,
+             marker = ENDIAN_MARKER, header = PIECE_HEADER_BYTES, reserved = 0;
     int32_t count = s->count, j32 = piece, p32 = pieces, kind = key_kind;
     put(buf, &at, piece_magic, sizeof piece_magic);
     put(buf, &at, &version, 4);
@@ -849,6 +851,7 @@ pbf_status pbfapp_checkpoint_piece_write(const char *dir, const pbf_snapshot *s,
     size_t bytes = (size_t)s->count * PBFAPP_FIELD_ELEMENT_BYTES;
     for (size_t c = 0; c < ncol; ++c) put(buf, &at, data[c], bytes);
     put(buf, &at, key, bytes);
+    if (with_lambda) put(buf, &at, s->lambda, (size_t)s->count * sizeof(float));
     uint64_t sum = pbfapp_fnv1a64(PBFAPP_FNV_OFFSET, buf, at);
     put(buf, &at, &sum, 8);
     char path[4400];
@@ -1027,8 +1030,9 @@ void pbfapp_keyed_free(pbfapp_keyed *k) {
     memset(k, 0, sizeof *k);
 }
 
-/* Points out's snapshot columns and key into `arrays` (ncol + 1 arrays of count elements). */
-static void keyed_point(pbfapp_keyed *out, unsigned char *arrays, int count) {
+/* Points out's snapshot columns and key into `arrays` (ncol + 1 arrays of count elements, then
+ * PBF's multipliers when with_lambda). */
+static void keyed_point(pbfapp_keyed *out, unsigned char *arrays, int count, int with_lambda) {
     pbfapp_column col[PBFAPP_MAX_COLUMNS];
     size_t ncol = pbfapp_columns(col, PBFAPP_MAX_COLUMNS);
     size_t bytes = (size_t)count * PBFAPP_FIELD_ELEMENT_BYTES;
@@ -1037,6 +1041,8 @@ static void keyed_point(pbfapp_keyed *out, unsigned char *arrays, int count) {
         for (size_t j = 0; j < ncol; ++j)
             pbfapp_snapshot_set_column(&out->snapshot, &col[j], arrays + j * bytes);
     out->key = (const uint32_t *)(const void *)(arrays + ncol * bytes);
+    out->snapshot.lambda =
+        with_lambda && count > 0 ? (const float *)(const void *)(arrays + (ncol + 1) * bytes) : NULL;
 }
 
 pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
@@ -1048,12 +1054,16 @@ pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
     dir_of(index_path, dir, sizeof dir);
     pbfapp_checkpoint_piece_path(path, sizeof path, dir, ix->frame, piece);
     const int m = ix->piece_count[piece];
-    uint64_t expect = piece_size(m);
-    if (expect > SIZE_MAX) return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: too large", path);
+    /* version 1, or 2 with PBF's multipliers after the keys */
+    uint64_t expect = piece_size(m), expect2 = expect + 4u * (uint64_t)(m > 0 ? m : 0);
+    if (expect2 > SIZE_MAX) return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: too large", path);
     unsigned char *buf = NULL;
     size_t len = 0;
-    pbf_status st = slurp(path, expect, &buf, &len, err);
+    pbf_status st = slurp(path, expect2, &buf, &len, err);
     if (st != PBF_OK) return st;
+    uint32_t head_version = 0;
+    if (len >= 12) get(buf, 8, &head_version, 4);
+    if (head_version == PBFAPP_CHECKPOINT_PIECE_LAMBDA_VERSION && m > 0) expect = expect2;
     if (len != expect) {
         free(buf);
         return pbfapp_fail(err, bad, "%s: %s: %zu bytes, but the index's piece of %d particles has "
@@ -1078,7 +1088,9 @@ pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
     get(buf, 56, &kind, 4);
     const char *why = NULL;
     if (memcmp(buf, piece_magic, sizeof piece_magic) != 0) why = "not a pbf checkpoint piece";
-    else if (version != PBFAPP_CHECKPOINT_PIECE_VERSION) why = "unknown piece format version";
+    else if (version != PBFAPP_CHECKPOINT_PIECE_VERSION &&
+             version != PBFAPP_CHECKPOINT_PIECE_LAMBDA_VERSION)
+        why = "unknown piece format version";
     else if (marker != ENDIAN_MARKER) why = "written on a machine of the other byte order";
     else if (header != PIECE_HEADER_BYTES) why = "damaged header";
     else if (stored != sum) why = "checksum mismatch: the file is damaged";
@@ -1095,7 +1107,7 @@ pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
     size_t arrays = len - 8 - PIECE_HEADER_BYTES;
     memmove(buf, buf + PIECE_HEADER_BYTES, arrays);
     out->data = buf;
-    keyed_point(out, buf, m);
+    keyed_point(out, buf, m, version == PBFAPP_CHECKPOINT_PIECE_LAMBDA_VERSION);
     out->snapshot.time = ix->time;
     out->snapshot.steps = ix->steps;
     /* keys ascending; float fields finite (the density aside, which a restore recomputes) */
@@ -1120,6 +1132,11 @@ pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
             }
         }
     }
+    for (int i = 0; i < m && out->snapshot.lambda; ++i)
+        if (!isfinite(out->snapshot.lambda[i])) {
+            pbfapp_keyed_free(out);
+            return pbfapp_fail(err, bad, "%s: particle %d has a non-finite lambda", path, i);
+        }
     return PBF_OK;
 }
 
@@ -1133,7 +1150,9 @@ pbf_status pbfapp_keyed_merge(const pbfapp_keyed *in, int n, pbfapp_keyed *out, 
         return pbfapp_fail(err, PBF_ERR_LIMIT, "checkpoint: %lld particles are too many",
                            (long long)total);
     size_t bytes = (size_t)total * PBFAPP_FIELD_ELEMENT_BYTES;
-    unsigned char *arrays = malloc((ncol + 1) * bytes + 1);
+    int with_lambda = 0; /* PBF's multipliers: in every part that has particles, or in none */
+    for (int s = 0; s < n; ++s) with_lambda |= in[s].snapshot.lambda != NULL;
+    unsigned char *arrays = malloc((ncol + 1 + (size_t)with_lambda) * bytes + 1);
     int *head = calloc((size_t)n + 1, sizeof *head);
     if (!arrays || !head) {
         free(arrays);
@@ -1142,7 +1161,7 @@ pbf_status pbfapp_keyed_merge(const pbfapp_keyed *in, int n, pbfapp_keyed *out, 
                            (long long)total);
     }
     out->data = arrays;
-    keyed_point(out, arrays, (int)total);
+    keyed_point(out, arrays, (int)total, with_lambda);
     out->snapshot.time = n > 0 ? in[0].snapshot.time : 0.0;
     out->snapshot.steps = n > 0 ? in[0].snapshot.steps : 0;
     pbf_particles dst = pbfapp_snapshot_particles(&out->snapshot);
@@ -1178,6 +1197,13 @@ pbf_status pbfapp_keyed_merge(const pbfapp_keyed *in, int n, pbfapp_keyed *out, 
                        (size_t)head[best] * PBFAPP_FIELD_ELEMENT_BYTES,
                    len * PBFAPP_FIELD_ELEMENT_BYTES);
         memcpy(key + k, b->key + head[best], len * sizeof *key);
+        if (with_lambda) {
+            float *lam = (float *)(uintptr_t)out->snapshot.lambda + k;
+            if (b->snapshot.lambda)
+                memcpy(lam, b->snapshot.lambda + head[best], len * sizeof *lam);
+            else
+                memset(lam, 0, len * sizeof *lam);
+        }
         k += (int64_t)len;
         head[best] = end;
     }

@@ -70,6 +70,9 @@
  *   64+32m   4m  uint32 key[m]
  *   64+36m    8  uint64 checksum: FNV-1a 64 of every byte before it
  *
+ * Piece version 2: version 1 with PBF's multipliers lambda[m] (float) after the keys, the
+ * checksum after them (64+40m), as checkpoint version 3 adds them to version 1.
+ *
  * The key orders the particles: the state's memory order (that of a single-process run, part of
  * the state) is every piece's particles merged by ascending key, particles of equal key only ever
  * in one piece, in the piece's order. Key kind 1: the key is the grid cell of the particle at
@@ -105,6 +108,7 @@ extern "C" {
 #define PBFAPP_CHECKPOINT_KEEP 2 /* checkpoints kept in the output directory */
 #define PBFAPP_CHECKPOINT_INDEX_VERSION 2u /* the index of a checkpoint in pieces */
 #define PBFAPP_CHECKPOINT_PIECE_VERSION 1u
+#define PBFAPP_CHECKPOINT_PIECE_LAMBDA_VERSION 2u /* piece version 1 + PBF's multipliers */
 #define PBFAPP_CHECKPOINT_MAX_PIECES 1000000
 #define PBFAPP_KEY_ORDER 0 /* the key is the particle's place in the memory order */
 #define PBFAPP_KEY_CELL 1  /* the key is its grid cell at the last sort */

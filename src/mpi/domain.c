@@ -857,11 +857,12 @@ static void global_solve_error(pbf_mpi_domain *d, pbf_stage_id stage) {
 }
 
 /* The rows live on a GPU backend at the end of a step's last stage (roles as gpu_steps.h leaves
- * them): the state and the cell keys, which the next step's migration reads; its first stage
- * (predict, gravity) reads x and v and writes x*. */
-static const int live_rows[] = {PBF_F_PX, PBF_F_PY, PBF_F_PZ, PBF_F_VX, PBF_F_VY,
-                                PBF_F_VZ, PBF_F_DENSITY, PBF_F_ID, PBF_F_CELL};
-#define NLIVE ((int)(sizeof live_rows / sizeof live_rows[0]))
+ * them): the state and the cell keys, which the next step's migration reads, and PBF's carried
+ * lambda; its first stage (predict, gravity) reads x and v and writes x*. */
+static const int live_rows[] = {PBF_F_PX, PBF_F_PY, PBF_F_PZ, PBF_F_VX,      PBF_F_VY,
+                                PBF_F_VZ, PBF_F_DENSITY, PBF_F_ID, PBF_F_CELL, PBF_F_LAMBDA};
+/* the last, lambda, only when PBF's warm start carries it to the next step */
+#define NLIVE(w) ((int)(sizeof live_rows / sizeof live_rows[0]) - !pbf_lambda_carried(w))
 
 /* The end of a step: the ghosts dropped, on the host; on a GPU backend through a round trip of
  * the live rows (local: also after a failure, when no process exchanges any more). */
@@ -871,11 +872,11 @@ static void end_step_drop(pbf_mpi_domain *d) {
         d->ghosts_in = 0;
         return;
     }
-    if (d->gpu && be->read_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
-    if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;
+    if (d->gpu && be->read_rows(d->w, live_rows, NLIVE(d->w), NULL) != PBF_OK) d->failed = 1;
+    if (d->gpu) d->device_bytes += 4.0 * NLIVE(d->w) * d->w->count;
     drop_ghosts(d);
-    if (d->gpu && be->write_rows(d->w, live_rows, NLIVE, NULL) != PBF_OK) d->failed = 1;
-    if (d->gpu) d->device_bytes += 4.0 * NLIVE * d->w->count;
+    if (d->gpu && be->write_rows(d->w, live_rows, NLIVE(d->w), NULL) != PBF_OK) d->failed = 1;
+    if (d->gpu) d->device_bytes += 4.0 * NLIVE(d->w) * d->w->count;
 }
 
 static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
@@ -927,7 +928,8 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     case PBF_STAGE_VELOCITY: /* XSPH: rho_j; eta: |omega_j| */
         if (pbf_lambda_carried(w) && w->def.vorticity > 0.0f) {
             /* PBF's warm start keeps lambda: the CPU's post pass takes |omega_j| from omega_j,
-             * which the curl pass left in x (cpu.c, stage_vorticity_xsph) */
+             * which the curl pass left in x (cpu.c, stage_vorticity_xsph); a GPU's from lambda
+             * (gpu_steps.h) */
             static const int curl_warm[] = {PBF_F_DENSITY, PBF_F_LAMBDA, PBF_F_PX, PBF_F_PY,
                                             PBF_F_PZ};
             halo_update(d, curl_warm, 5);

@@ -101,8 +101,8 @@ typedef struct pbf_gpu_dev {
     pbf_gpu_mem ghost;
     size_t ghost_cap;
     int ghost_on;
-    /* |omega| from the curl to the post pass when lambda is carried to the next step (PBF's
-     * warm start, pbf_lambda_carried) and so cannot hold it: one float per particle */
+    /* PBF's carried lambda from the velocity stage to the end of the post pass, with vorticity
+     * confinement, while |omega| takes its buffer (pbf_gpu_stage): one float per particle */
     pbf_gpu_mem wnorm;
     size_t wnorm_cap;
     size_t wg, scan_wg, stats_wg; /* per-particle kernels, the scan's, the statistics' */
@@ -432,10 +432,12 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
     const int sph = w->def.solver != PBF_SOLVER_PBF;
     /* a distributed run's ghosts (their speed-limit cuts are their owners'), or none */
     pbf_gpu_mem ghost = g->ghost_on ? g->ghost : (pbf_gpu_mem)0;
-    /* |omega| from the curl to the post pass: in lambda, unless lambda is carried to the next
-     * step (PBF's warm start), then in a buffer of its own (the GPU's buffers are all in use
-     * there; the CPU instead takes |omega| from omega, see cpu.c) */
-    pbf_gpu_mem wn = PBF_GPU_FB(LAMBDA);
+    /* PBF's warm start carries lambda to the next step, but the curl pass puts |omega| there
+     * for the post pass (and a distributed run's halo sends it to the ghosts from there): with
+     * vorticity confinement lambda waits in a buffer of its own (wnorm) from the velocity stage
+     * to the end of the post pass (the GPU's other buffers are all in use there; the CPU instead
+     * takes |omega| from omega, see cpu.c). Without it the curl leaves lambda alone. */
+    pbf_gpu_mem wn = (pbf_gpu_mem)0;
     if ((stage == PBF_STAGE_VELOCITY || stage == PBF_STAGE_VORTICITY_XSPH) &&
         pbf_lambda_carried(w) && w->def.vorticity > 0.0f) {
         const size_t need = (size_t)w->count * sizeof(float);
@@ -445,9 +447,11 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
             g->wnorm = pbf_gpu_alloc(g, cap);
             g->wnorm_cap = g->wnorm ? cap : 0;
         }
-        if (g->wnorm) wn = g->wnorm;
-        else pbf_gpu_fail(g);
+        if (g->wnorm && need > 0) wn = g->wnorm;
+        else if (need > 0) pbf_gpu_fail(g);
     }
+    if (wn && stage == PBF_STAGE_VELOCITY)
+        pbf_gpu_copy(g, wn, PBF_GPU_FB(LAMBDA), n * sizeof(float));
     const float one = 1.0f, zero = 0.0f, inv_rho0 = P.inv_rho0, minus_one = -1.0f;
     g->stats_ready = 0;
     w->host_stale = 1;
@@ -515,7 +519,7 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
                        PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(PX)),
                        PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)),
-                       PBF_GPU_A(wn), PBF_GPU_A(g->bad), PBF_GPU_A(curl));
+                       PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(g->bad), PBF_GPU_A(curl));
         break;
     }
     case PBF_STAGE_VORTICITY_XSPH: {
@@ -526,10 +530,11 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(SX)),
                        PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
                        PBF_GPU_A(PBF_GPU_FB(PX)), PBF_GPU_A(PBF_GPU_FB(PY)),
-                       PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(wn),
+                       PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
                        PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(PX)),
                        PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(ghost),
                        PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        if (wn) pbf_gpu_copy(g, PBF_GPU_FB(LAMBDA), wn, n * sizeof(float)); /* lambda back */
         for (int a = 0; a < 3; ++a) {
             pbf_gpu_mem x = g->field[PBF_F_PX + a], q = g->field[PBF_F_QX + a],
                         q0 = g->field[PBF_F_VX + a], v = g->field[PBF_F_SX + a];
