@@ -42,8 +42,10 @@ size_t pbf_bytes_per_particle(void) {
 /* Is field f kept in host memory by the world's backend? */
 static int on_host(const pbf_world *w, int f) {
     if ((pbf_fields[f].flags & PBF_FIELD_SPH) && w->def.solver == PBF_SOLVER_PBF) return 0;
+    /* PBF's carried lambda: a host row on every backend (snapshots, restores, new particles) */
     return w->backend->host_keep == 0 || w->host_rows ||
-           (pbf_fields[f].flags & w->backend->host_keep) != 0;
+           (pbf_fields[f].flags & w->backend->host_keep) != 0 ||
+           (f == PBF_F_LAMBDA && pbf_lambda_carried(w));
 }
 
 /* Bytes per particle of the host arrays the world keeps. */
@@ -135,12 +137,7 @@ const float *pbf_world_lambda(const pbf_world *w) {
 }
 
 pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *err) {
-    if (!pbf_lambda_carried(w) || count <= 0) return PBF_OK;
-    if (w->backend->write_rows) { /* a device keeps no host row of lambda otherwise */
-        pbf_status st = pbf_world_host_rows(w, err);
-        if (st != PBF_OK) return st;
-    }
-    if (!w->lambda) return PBF_OK;
+    if (!pbf_lambda_carried(w) || count <= 0 || !w->lambda) return PBF_OK;
     if (src)
         memcpy(w->lambda, src, (size_t)count * sizeof(float));
     else
@@ -392,16 +389,13 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
         pbf_status s = reserve(w, cap, err);
         if (s != PBF_OK) return s;
     }
-    /* PBF's warm start on a device: the carried lambda through a host row (the device keeps the
-     * state only on the host), the new particles' set to 0 below */
-    const int row = PBF_F_LAMBDA, dev_lambda = pbf_lambda_carried(w) && w->backend->write_rows;
-    if (dev_lambda) {
-        pbf_status hs = pbf_world_host_rows(w, err);
+    /* PBF's warm start on a device: the carried lambda through its host row (on_host), the new
+     * particles' set to 0 below */
+    const int row = PBF_F_LAMBDA,
+              dev_lambda = pbf_lambda_carried(w) && w->backend->write_rows && w->lambda;
+    if (dev_lambda && w->count > 0) {
+        pbf_status hs = w->backend->read_rows(w, &row, 1, err);
         if (hs != PBF_OK) return hs;
-        if (w->count > 0) {
-            hs = w->backend->read_rows(w, &row, 1, err);
-            if (hs != PBF_OK) return hs;
-        }
     }
     const float d = w->spacing;
     const int64_t nx = axis_count(mn[0], mx[0], d), ny = axis_count(mn[1], mx[1], d);
