@@ -154,6 +154,10 @@ uint64_t pbfapp_checkpoint_size(int64_t count) {
            (uint64_t)pbfapp_particle_bytes() * (uint64_t)(count > 0 ? count : 0) + 8u;
 }
 
+uint64_t pbfapp_checkpoint_lambda_size(int64_t count) {
+    return pbfapp_checkpoint_size(count) + 4u * (uint64_t)(count > 0 ? count : 0);
+}
+
 static void put(unsigned char *dst, size_t *at, const void *src, size_t n) {
     if (n) memcpy(dst + *at, src, n);
     *at += n;
@@ -177,7 +181,9 @@ pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64
     }
     if (!complete)
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "checkpoint: invalid snapshot");
-    uint64_t total = pbfapp_checkpoint_size(s->count);
+    const int with_lambda = s->lambda != NULL && s->count > 0;
+    uint64_t total = with_lambda ? pbfapp_checkpoint_lambda_size(s->count)
+                                 : pbfapp_checkpoint_size(s->count);
     if (total > SIZE_MAX)
         return pbfapp_fail(err, PBF_ERR_LIMIT, "checkpoint: %d particles are too many", s->count);
     unsigned char *buf = malloc((size_t)total);
@@ -185,8 +191,8 @@ pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64
         return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "checkpoint: out of memory for %llu bytes",
                     (unsigned long long)total);
     size_t at = 0;
-    uint32_t version = PBFAPP_CHECKPOINT_VERSION, marker = ENDIAN_MARKER,
-             header = PBFAPP_CHECKPOINT_HEADER_BYTES;
+    uint32_t version = with_lambda ? PBFAPP_CHECKPOINT_LAMBDA_VERSION : PBFAPP_CHECKPOINT_VERSION,
+             marker = ENDIAN_MARKER, header = PBFAPP_CHECKPOINT_HEADER_BYTES;
     int32_t count = s->count;
     uint64_t reserved = 0;
     put(buf, &at, magic, sizeof magic);
@@ -202,6 +208,7 @@ pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64
     /* the columns of the field table, each as one array: x, y, z, vx, vy, vz, density, id */
     size_t bytes = (size_t)s->count * PBFAPP_FIELD_ELEMENT_BYTES;
     for (size_t j = 0; j < ncol; ++j) put(buf, &at, data[j], bytes);
+    if (with_lambda) put(buf, &at, s->lambda, (size_t)s->count * sizeof(float));
     uint64_t sum = pbfapp_fnv1a64(PBFAPP_FNV_OFFSET, buf, at);
     put(buf, &at, &sum, 8);
     *out = buf;
@@ -249,15 +256,16 @@ static pbf_status check_header(const unsigned char *p, size_t avail, uint64_t to
     if (marker != ENDIAN_MARKER && (version > 0xffffu || version == 0))
         return pbfapp_fail(err, bad, "%s: damaged header (version %u, byte-order marker %08x)", name,
                     (unsigned)version, (unsigned)marker);
-    if (version > PBFAPP_CHECKPOINT_INDEX_VERSION)
+    if (version > PBFAPP_CHECKPOINT_LAMBDA_VERSION)
         return pbfapp_fail(err, bad,
                     "%s: format version %u is newer than this pbf's version %u; use a newer pbf",
-                    name, (unsigned)version, PBFAPP_CHECKPOINT_INDEX_VERSION);
-    if (version != PBFAPP_CHECKPOINT_VERSION && version != PBFAPP_CHECKPOINT_INDEX_VERSION)
+                    name, (unsigned)version, PBFAPP_CHECKPOINT_LAMBDA_VERSION);
+    if (version != PBFAPP_CHECKPOINT_VERSION && version != PBFAPP_CHECKPOINT_INDEX_VERSION &&
+        version != PBFAPP_CHECKPOINT_LAMBDA_VERSION)
         return pbfapp_fail(err, bad,
-                           "%s: unknown format version %u (this pbf reads versions %u and %u)",
+                           "%s: unknown format version %u (this pbf reads versions %u, %u and %u)",
                            name, (unsigned)version, PBFAPP_CHECKPOINT_VERSION,
-                           PBFAPP_CHECKPOINT_INDEX_VERSION);
+                           PBFAPP_CHECKPOINT_INDEX_VERSION, PBFAPP_CHECKPOINT_LAMBDA_VERSION);
     if (marker != ENDIAN_MARKER)
         return pbfapp_fail(err, bad, "%s: damaged header (byte-order marker %08x, expected %08x)", name,
                     (unsigned)marker, ENDIAN_MARKER);
@@ -266,7 +274,9 @@ static pbf_status check_header(const unsigned char *p, size_t avail, uint64_t to
                     (unsigned)header, PBFAPP_CHECKPOINT_HEADER_BYTES);
     if (count < 0)
         return pbfapp_fail(err, bad, "%s: damaged header (particle count %d)", name, (int)count);
-    uint64_t expect = pbfapp_checkpoint_size(count);
+    uint64_t expect = version == PBFAPP_CHECKPOINT_LAMBDA_VERSION
+                          ? pbfapp_checkpoint_lambda_size(count)
+                          : pbfapp_checkpoint_size(count);
     if (version == PBFAPP_CHECKPOINT_INDEX_VERSION) { /* an index of pieces */
         int32_t pieces;
         get(p, 56, &pieces, 4);
@@ -300,7 +310,7 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
     uint32_t version = 0;
     pbf_status hst = check_header(p, length, (uint64_t)length, name, &count, &version, err);
     if (hst != PBF_OK) return hst;
-    if (version != PBFAPP_CHECKPOINT_VERSION)
+    if (version == PBFAPP_CHECKPOINT_INDEX_VERSION)
         return pbfapp_fail(err, bad,
                            "%s: the index of a checkpoint in pieces (format version %u): read it "
                            "from its directory (pbfapp_checkpoint_read)",
@@ -357,6 +367,19 @@ pbf_status pbfapp_checkpoint_decode(const void *data, size_t length, const char 
                                    fi->name);
             }
         }
+    }
+    if (version == PBFAPP_CHECKPOINT_LAMBDA_VERSION && count > 0) { /* PBF's multipliers */
+        const unsigned char *arr = a + ncol * bytes;
+        for (int32_t i = 0; i < count; ++i) {
+            float v;
+            memcpy(&v, arr + (size_t)i * sizeof v, sizeof v);
+            if (!isfinite(v)) {
+                free(copy);
+                return pbfapp_fail(err, bad, "%s: particle %d has a non-finite lambda", name,
+                                   (int)i);
+            }
+        }
+        snap.lambda = (const float *)(const void *)arr;
     }
     /* ids must be unique */
     if (count > 0 && id) {
@@ -426,7 +449,9 @@ pbf_status pbfapp_checkpoint_read(const char *path, pbfapp_checkpoint *out, pbf_
         fclose(f);
         return pbfapp_checkpoint_read_pieces(path, out, err);
     }
-    uint64_t expect = pbfapp_checkpoint_size(count);
+    uint64_t expect = version == PBFAPP_CHECKPOINT_LAMBDA_VERSION
+                          ? pbfapp_checkpoint_lambda_size(count)
+                          : pbfapp_checkpoint_size(count);
     unsigned char *buf = malloc((size_t)expect);
     if (!buf) {
         fclose(f);
@@ -798,7 +823,8 @@ pbf_status pbfapp_checkpoint_piece_write(const char *dir, const pbf_snapshot *s,
         if (s->count > 0 && !data[j]) complete = 0;
     }
     if (!complete) return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "checkpoint piece: invalid snapshot");
-    uint64_t total = piece_size(s->count);
+    const int with_lambda = s->lambda != NULL && s->count > 0; /* piece version 2 */
+    uint64_t total = piece_size(s->count) + (with_lambda ? 4u * (uint64_t)s->count : 0u);
     if (total > SIZE_MAX)
         return pbfapp_fail(err, PBF_ERR_LIMIT, "checkpoint piece: %d particles are too many", s->count);
     unsigned char *buf = malloc((size_t)total);
@@ -806,8 +832,9 @@ pbf_status pbfapp_checkpoint_piece_write(const char *dir, const pbf_snapshot *s,
         return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "checkpoint piece: out of memory for %llu bytes",
                            (unsigned long long)total);
     size_t at = 0;
-    uint32_t version = PBFAPP_CHECKPOINT_PIECE_VERSION, marker = ENDIAN_MARKER,
-             header = PIECE_HEADER_BYTES, reserved = 0;
+    uint32_t version = with_lambda ? PBFAPP_CHECKPOINT_PIECE_LAMBDA_VERSION
+                                   : PBFAPP_CHECKPOINT_PIECE_VERSION,
+             marker = ENDIAN_MARKER, header = PIECE_HEADER_BYTES, reserved = 0;
     int32_t count = s->count, j32 = piece, p32 = pieces, kind = key_kind;
     put(buf, &at, piece_magic, sizeof piece_magic);
     put(buf, &at, &version, 4);
@@ -824,6 +851,7 @@ pbf_status pbfapp_checkpoint_piece_write(const char *dir, const pbf_snapshot *s,
     size_t bytes = (size_t)s->count * PBFAPP_FIELD_ELEMENT_BYTES;
     for (size_t c = 0; c < ncol; ++c) put(buf, &at, data[c], bytes);
     put(buf, &at, key, bytes);
+    if (with_lambda) put(buf, &at, s->lambda, (size_t)s->count * sizeof(float));
     uint64_t sum = pbfapp_fnv1a64(PBFAPP_FNV_OFFSET, buf, at);
     put(buf, &at, &sum, 8);
     char path[4400];
@@ -1002,8 +1030,9 @@ void pbfapp_keyed_free(pbfapp_keyed *k) {
     memset(k, 0, sizeof *k);
 }
 
-/* Points out's snapshot columns and key into `arrays` (ncol + 1 arrays of count elements). */
-static void keyed_point(pbfapp_keyed *out, unsigned char *arrays, int count) {
+/* Points out's snapshot columns and key into `arrays` (ncol + 1 arrays of count elements, then
+ * PBF's multipliers when with_lambda). */
+static void keyed_point(pbfapp_keyed *out, unsigned char *arrays, int count, int with_lambda) {
     pbfapp_column col[PBFAPP_MAX_COLUMNS];
     size_t ncol = pbfapp_columns(col, PBFAPP_MAX_COLUMNS);
     size_t bytes = (size_t)count * PBFAPP_FIELD_ELEMENT_BYTES;
@@ -1012,6 +1041,8 @@ static void keyed_point(pbfapp_keyed *out, unsigned char *arrays, int count) {
         for (size_t j = 0; j < ncol; ++j)
             pbfapp_snapshot_set_column(&out->snapshot, &col[j], arrays + j * bytes);
     out->key = (const uint32_t *)(const void *)(arrays + ncol * bytes);
+    out->snapshot.lambda =
+        with_lambda && count > 0 ? (const float *)(const void *)(arrays + (ncol + 1) * bytes) : NULL;
 }
 
 pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
@@ -1023,12 +1054,16 @@ pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
     dir_of(index_path, dir, sizeof dir);
     pbfapp_checkpoint_piece_path(path, sizeof path, dir, ix->frame, piece);
     const int m = ix->piece_count[piece];
-    uint64_t expect = piece_size(m);
-    if (expect > SIZE_MAX) return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: too large", path);
+    /* version 1, or 2 with PBF's multipliers after the keys */
+    uint64_t expect = piece_size(m), expect2 = expect + 4u * (uint64_t)(m > 0 ? m : 0);
+    if (expect2 > SIZE_MAX) return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: too large", path);
     unsigned char *buf = NULL;
     size_t len = 0;
-    pbf_status st = slurp(path, expect, &buf, &len, err);
+    pbf_status st = slurp(path, expect2, &buf, &len, err);
     if (st != PBF_OK) return st;
+    uint32_t head_version = 0;
+    if (len >= 12) get(buf, 8, &head_version, 4);
+    if (head_version == PBFAPP_CHECKPOINT_PIECE_LAMBDA_VERSION && m > 0) expect = expect2;
     if (len != expect) {
         free(buf);
         return pbfapp_fail(err, bad, "%s: %s: %zu bytes, but the index's piece of %d particles has "
@@ -1053,7 +1088,9 @@ pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
     get(buf, 56, &kind, 4);
     const char *why = NULL;
     if (memcmp(buf, piece_magic, sizeof piece_magic) != 0) why = "not a pbf checkpoint piece";
-    else if (version != PBFAPP_CHECKPOINT_PIECE_VERSION) why = "unknown piece format version";
+    else if (version != PBFAPP_CHECKPOINT_PIECE_VERSION &&
+             version != PBFAPP_CHECKPOINT_PIECE_LAMBDA_VERSION)
+        why = "unknown piece format version";
     else if (marker != ENDIAN_MARKER) why = "written on a machine of the other byte order";
     else if (header != PIECE_HEADER_BYTES) why = "damaged header";
     else if (stored != sum) why = "checksum mismatch: the file is damaged";
@@ -1070,7 +1107,7 @@ pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
     size_t arrays = len - 8 - PIECE_HEADER_BYTES;
     memmove(buf, buf + PIECE_HEADER_BYTES, arrays);
     out->data = buf;
-    keyed_point(out, buf, m);
+    keyed_point(out, buf, m, version == PBFAPP_CHECKPOINT_PIECE_LAMBDA_VERSION);
     out->snapshot.time = ix->time;
     out->snapshot.steps = ix->steps;
     /* keys ascending; float fields finite (the density aside, which a restore recomputes) */
@@ -1095,6 +1132,11 @@ pbf_status pbfapp_checkpoint_piece_read(const char *index_path,
             }
         }
     }
+    for (int i = 0; i < m && out->snapshot.lambda; ++i)
+        if (!isfinite(out->snapshot.lambda[i])) {
+            pbfapp_keyed_free(out);
+            return pbfapp_fail(err, bad, "%s: particle %d has a non-finite lambda", path, i);
+        }
     return PBF_OK;
 }
 
@@ -1108,7 +1150,9 @@ pbf_status pbfapp_keyed_merge(const pbfapp_keyed *in, int n, pbfapp_keyed *out, 
         return pbfapp_fail(err, PBF_ERR_LIMIT, "checkpoint: %lld particles are too many",
                            (long long)total);
     size_t bytes = (size_t)total * PBFAPP_FIELD_ELEMENT_BYTES;
-    unsigned char *arrays = malloc((ncol + 1) * bytes + 1);
+    int with_lambda = 0; /* PBF's multipliers: in every part that has particles, or in none */
+    for (int s = 0; s < n; ++s) with_lambda |= in[s].snapshot.lambda != NULL;
+    unsigned char *arrays = malloc((ncol + 1 + (size_t)with_lambda) * bytes + 1);
     int *head = calloc((size_t)n + 1, sizeof *head);
     if (!arrays || !head) {
         free(arrays);
@@ -1117,7 +1161,7 @@ pbf_status pbfapp_keyed_merge(const pbfapp_keyed *in, int n, pbfapp_keyed *out, 
                            (long long)total);
     }
     out->data = arrays;
-    keyed_point(out, arrays, (int)total);
+    keyed_point(out, arrays, (int)total, with_lambda);
     out->snapshot.time = n > 0 ? in[0].snapshot.time : 0.0;
     out->snapshot.steps = n > 0 ? in[0].snapshot.steps : 0;
     pbf_particles dst = pbfapp_snapshot_particles(&out->snapshot);
@@ -1153,6 +1197,13 @@ pbf_status pbfapp_keyed_merge(const pbfapp_keyed *in, int n, pbfapp_keyed *out, 
                        (size_t)head[best] * PBFAPP_FIELD_ELEMENT_BYTES,
                    len * PBFAPP_FIELD_ELEMENT_BYTES);
         memcpy(key + k, b->key + head[best], len * sizeof *key);
+        if (with_lambda) {
+            float *lam = (float *)(uintptr_t)out->snapshot.lambda + k;
+            if (b->snapshot.lambda)
+                memcpy(lam, b->snapshot.lambda + head[best], len * sizeof *lam);
+            else
+                memset(lam, 0, len * sizeof *lam);
+        }
         k += (int64_t)len;
         head[best] = end;
     }

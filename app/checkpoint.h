@@ -27,6 +27,11 @@
  *   64+28n  4n   uint32 id[n]
  *   64+32n   8   uint64 checksum: FNV-1a 64 of every byte before it
  *
+ * Version 3: version 1 with, after id[n], PBF's multipliers lambda[n] (float), which its warm
+ * start carries from step to step (pbf_snapshot.lambda; lambda_warm_start != 0); the checksum
+ * follows them (64+36n). Written only when the snapshot has them, so that every other run's
+ * checkpoint stays version 1.
+ *
  * The arrays are pbf_snapshot's, in the world's memory order (which is part of the state): one
  * array per component of each field of the library's table pbf_particle_fields(), in table order
  * (app/particle_fields.h), which today gives the layout above. A field added to that table
@@ -65,6 +70,9 @@
  *   64+32m   4m  uint32 key[m]
  *   64+36m    8  uint64 checksum: FNV-1a 64 of every byte before it
  *
+ * Piece version 2: version 1 with PBF's multipliers lambda[m] (float) after the keys, the
+ * checksum after them (64+40m), as checkpoint version 3 adds them to version 1.
+ *
  * The key orders the particles: the state's memory order (that of a single-process run, part of
  * the state) is every piece's particles merged by ascending key, particles of equal key only ever
  * in one piece, in the piece's order. Key kind 1: the key is the grid cell of the particle at
@@ -95,10 +103,12 @@ extern "C" {
 #endif
 
 #define PBFAPP_CHECKPOINT_VERSION 1u
+#define PBFAPP_CHECKPOINT_LAMBDA_VERSION 3u /* version 1 + PBF's multipliers */
 #define PBFAPP_CHECKPOINT_HEADER_BYTES 64u
 #define PBFAPP_CHECKPOINT_KEEP 2 /* checkpoints kept in the output directory */
 #define PBFAPP_CHECKPOINT_INDEX_VERSION 2u /* the index of a checkpoint in pieces */
 #define PBFAPP_CHECKPOINT_PIECE_VERSION 1u
+#define PBFAPP_CHECKPOINT_PIECE_LAMBDA_VERSION 2u /* piece version 1 + PBF's multipliers */
 #define PBFAPP_CHECKPOINT_MAX_PIECES 1000000
 #define PBFAPP_KEY_ORDER 0 /* the key is the particle's place in the memory order */
 #define PBFAPP_KEY_CELL 1  /* the key is its grid cell at the last sort */
@@ -134,6 +144,8 @@ typedef struct pbfapp_checkpoint {
 
 /* Bytes of a checkpoint of n particles. */
 uint64_t pbfapp_checkpoint_size(int64_t count);
+/* The size of a version 3 checkpoint (with the multipliers). */
+uint64_t pbfapp_checkpoint_lambda_size(int64_t count);
 
 /* Serialises a snapshot into a malloc'ed buffer of pbfapp_checkpoint_size(count) bytes. */
 pbf_status pbfapp_checkpoint_encode(const pbf_snapshot *s, int64_t frame, uint64_t scene_hash,

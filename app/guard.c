@@ -33,17 +33,24 @@ static pbf_status save_start(pbfapp_guard *g, const pbf_world *w, pbf_snapshot *
     size_t ncol = pbfapp_columns(col, PBFAPP_MAX_COLUMNS);
     const char *fail = NULL;
     if (ncol > PBFAPP_MAX_COLUMNS) fail = "too many particle columns";
-    if (!fail && n * ncol > g->cap) {
-        uint32_t *b = realloc(g->buf, n * ncol * sizeof *b);
+    const size_t rows = ncol + (s.lambda ? 1 : 0); /* the columns, PBF's multipliers */
+    if (!fail && n * rows > g->cap) {
+        uint32_t *b = realloc(g->buf, n * rows * sizeof *b);
         if (!b)
             fail = "out of memory";
         else {
             g->buf = b;
-            g->cap = n * ncol;
+            g->cap = n * rows;
         }
     }
     pbf_particles view = pbfapp_snapshot_particles(&s);
     *out = s;
+    out->lambda = NULL;
+    if (s.lambda && !fail) {
+        float *dst = (float *)(void *)(g->buf + ncol * n);
+        if (n) memcpy(dst, s.lambda, n * sizeof *dst);
+        out->lambda = dst;
+    }
     for (size_t j = 0; j < ncol && !fail; ++j) {
         uint32_t *dst = g->buf + j * n;
         const void *src = pbfapp_column_data(&view, &col[j]);

@@ -984,7 +984,7 @@ int pbfapp_render_command(int argc, char **argv) {
         double time = data.has_time ? data.time : (double)frames[k].number / scene.run.fps;
         float zero = 0;
         uint32_t zid = 0;
-        pbf_snapshot snap = {time, 0, 0, &zero, &zero, &zero, &zero, &zero, &zero, &zero, &zid};
+        pbf_snapshot snap = {time, 0, 0, &zero, &zero, &zero, &zero, &zero, &zero, &zero, &zid, NULL};
         if (pbf_world_restore(world, &snap, &err) == PBF_OK)
             pbfapp_world_render_boxes(world, boxes);
         pbf_particles p = pbfapp_frame_particles(&data);

@@ -28,7 +28,7 @@ typedef enum pbf_field_id {
     PBF_F_VX, PBF_F_VY, PBF_F_VZ, /* velocities v_i */
     PBF_F_SX, PBF_F_SY, PBF_F_SZ, /* scratch of the pressure stages */
     PBF_F_DENSITY,                /* rho_i */
-    PBF_F_LAMBDA,                 /* lambda_i; the sort borrows it for its permutation */
+    PBF_F_LAMBDA,                 /* lambda_i (PBF: carried to the next step, lambda_warm_start) */
     PBF_F_ID,                     /* stable identity: order of creation */
     PBF_F_CELL,                   /* grid cell of x_i* */
     PBF_F_WARM,                   /* IISPH, DFSPH: the previous substep's pressure (warm start) */

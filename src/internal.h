@@ -248,6 +248,15 @@ pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err);
  * write_rows). Their contents are not the device's until read. */
 pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err);
 
+/* world.c: PBF's warm start (lambda_warm_start, pbf_warm_lambda) carries each particle's
+ * multiplier to the next step: lambda is then part of the state. pbf_world_lambda gives it on the
+ * host (NULL when not carried); pbf_set_lambda sets it for the first `count` particles from
+ * `src`, or to 0 when src is NULL (on a GPU backend through its host row, which every backend
+ * keeps then, and write_rows). */
+int pbf_lambda_carried(const pbf_world *w);
+const float *pbf_world_lambda(const pbf_world *w);
+pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *err);
+
 /* Brings the host arrays up to date with the device (no-op on the CPU). */
 void pbf_sync_host(const pbf_world *w);
 

@@ -71,6 +71,12 @@ static const pbf_param_info pbf_params[] = {
      "Chebyshev semi-iterative acceleration of the Jacobi iterations (Wang 2015), on lambda: "
      "the estimated spectral radius rho; larger converges faster per iteration, too large "
      "leaves the fluid jittering; 0 = plain Jacobi, the paper"},
+    {"lambda_warm_start", PBF_PARAM_FLOAT, "1", 0.5, {0}, 0, 0.9, 0, NULL,
+     F(pbf.lambda_warm_start),
+     "warm start of the multipliers beta: each iteration adds beta times the previous one's lambda, "
+     "the first that of the previous step's last (heavy-ball momentum carried across steps, as "
+     "XPBD carries its multipliers: Macklin, Mueller & Chentanez 2016); halves the compression "
+     "the 4 iterations leave at 0.5; 0 = each step solves from lambda = 0, the paper"},
     {"constraint", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, constraint_names, F(pbf.constraint),
      "unilateral: only compression is corrected; bilateral: C_i = 0 as in the paper "
      "(needs relaxation ~1, the paper's large epsilon, to stay stable)"},

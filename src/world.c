@@ -43,8 +43,10 @@ size_t pbf_bytes_per_particle(void) {
 static int on_host(const pbf_world *w, int f) {
     if ((pbf_fields[f].flags & PBF_FIELD_SPH) && w->def.solver == PBF_SOLVER_PBF) return 0;
     if (!pbf_field_in_solver(f, &w->def)) return 0;
+    /* PBF's carried lambda: a host row on every backend (snapshots, restores, new particles) */
     return w->backend->host_keep == 0 || w->host_rows ||
-           (pbf_fields[f].flags & w->backend->host_keep) != 0;
+           (pbf_fields[f].flags & w->backend->host_keep) != 0 ||
+           (f == PBF_F_LAMBDA && pbf_lambda_carried(w));
 }
 
 /* Bytes per particle of the host arrays the world keeps. */
@@ -130,6 +132,30 @@ pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err) {
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if (fresh[f]) w->field[f] = fresh[f];
     return PBF_OK;
+}
+
+int pbf_lambda_carried(const pbf_world *w) {
+    return w->def.solver == PBF_SOLVER_PBF && w->def.pbf.lambda_warm_start != 0.0f;
+}
+
+const float *pbf_world_lambda(const pbf_world *w) {
+    if (!pbf_lambda_carried(w) || !w->lambda) return NULL;
+    if (w->backend->read_rows && w->count > 0) { /* a device's: its host row, brought up to date */
+        const int row = PBF_F_LAMBDA;
+        if (w->backend->read_rows((pbf_world *)w, &row, 1, NULL) != PBF_OK) return NULL;
+    }
+    return w->lambda;
+}
+
+pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *err) {
+    if (!pbf_lambda_carried(w) || count <= 0 || !w->lambda) return PBF_OK;
+    if (src)
+        memcpy(w->lambda, src, (size_t)count * sizeof(float));
+    else
+        memset(w->lambda, 0, (size_t)count * sizeof(float));
+    if (!w->backend->write_rows) return PBF_OK;
+    const int row = PBF_F_LAMBDA;
+    return w->backend->write_rows(w, &row, 1, err);
 }
 
 static float poly6_value(float h, float r2) {
@@ -374,6 +400,14 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
         pbf_status s = reserve(w, cap, err);
         if (s != PBF_OK) return s;
     }
+    /* PBF's warm start on a device: the carried lambda through its host row (on_host), the new
+     * particles' set to 0 below */
+    const int row = PBF_F_LAMBDA,
+              dev_lambda = pbf_lambda_carried(w) && w->backend->write_rows && w->lambda;
+    if (dev_lambda && w->count > 0) {
+        pbf_status hs = w->backend->read_rows(w, &row, 1, err);
+        if (hs != PBF_OK) return hs;
+    }
     const float d = w->spacing;
     const int64_t nx = axis_count(mn[0], mx[0], d), ny = axis_count(mn[1], mx[1], d);
     int k = w->count;
@@ -387,12 +421,17 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
                 w->vy[k] = v[1];
                 w->vz[k] = v[2];
                 w->density[k] = w->def.rest_density;
+                if (w->lambda) w->lambda[k] = 0.0f; /* a new particle's warm start */
                 w->id[k] = (uint32_t)k;
             }
     w->count = total;
     zero_warm_rows(w);
     pbf_status up = w->backend->upload(w, err);
     if (up != PBF_OK) return up;
+    if (dev_lambda) {
+        up = w->backend->write_rows(w, &row, 1, err);
+        if (up != PBF_OK) return up;
+    }
     pbf_refresh(w);
     pbf_update_stats(w);
     return PBF_OK;
@@ -574,6 +613,7 @@ pbf_snapshot pbf_world_snapshot(const pbf_world *w) {
     s.vz = p.vz;
     s.density = p.density;
     s.id = p.id;
+    s.lambda = pbf_lambda_carried(w) ? pbf_world_lambda(w) : NULL;
     return s;
 }
 
@@ -616,6 +656,8 @@ pbf_status pbf_world_restore(pbf_world *w, const pbf_snapshot *s, pbf_error *err
         for (int a = 0; a < 3; ++a) w->wall_boxes[b].prev_lo[a] = w->wall_boxes[b].lo[a];
     w->backend->boxes_changed(w);
     st = w->backend->upload(w, err);
+    if (st != PBF_OK) return st;
+    st = pbf_set_lambda(w, s->count, s->lambda, err); /* PBF's warm start, or 0 */
     if (st != PBF_OK) return st;
     w->host_stale = 0;
     pbf_update_stats(w);

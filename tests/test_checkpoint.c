@@ -70,7 +70,9 @@ static void test_round_trip_and_continue(void) {
     size_t len = 0;
     uint64_t hash = pbfapp_scene_hash(&sc);
     ENSURE(pbfapp_checkpoint_encode(&s, 3, hash, &buf, &len, &err) == PBF_OK);
-    ENSURE(len == pbfapp_checkpoint_size(s.count));
+    /* the default PBF run carries its multipliers (lambda_warm_start): version 3 */
+    ENSURE(s.lambda != NULL);
+    ENSURE(len == pbfapp_checkpoint_lambda_size(s.count));
     pbfapp_checkpoint c;
     ENSURE(pbfapp_checkpoint_decode(buf, len, "mem", &c, &err) == PBF_OK);
     ENSURE_EQ_INT(c.count, s.count);
@@ -84,7 +86,11 @@ static void test_round_trip_and_continue(void) {
     for (int k = 0; k < 8; ++k)
         ENSURE(memcmp(buf + 64 + (size_t)k * 4 * (size_t)s.count, before[k], (size_t)s.count * 4) ==
                0);
-    ENSURE(len == 64 + 32 * (size_t)s.count + 8);
+    /* version 3: then lambda[n] */
+    ENSURE(buf[8] == PBFAPP_CHECKPOINT_LAMBDA_VERSION);
+    ENSURE(memcmp(buf + 64 + 32 * (size_t)s.count, s.lambda, (size_t)s.count * 4) == 0);
+    ENSURE(c.snapshot.lambda && memcmp(c.snapshot.lambda, s.lambda, (size_t)s.count * 4) == 0);
+    ENSURE(len == 64 + 36 * (size_t)s.count + 8);
     /* a second world restored from the checkpoint continues bit-identically */
     ENSURE(pbfapp_scene_create_world(&sc, &b, &err) == PBF_OK);
     ENSURE(pbf_world_restore(b, &c.snapshot, &err) == PBF_OK);
@@ -110,6 +116,7 @@ static void test_layout_version(void) {
                pbfapp_particle_bytes(), PBFAPP_CHECKPOINT_VERSION);
     ENSURE(PBFAPP_CHECKPOINT_VERSION == 1u && pbfapp_particle_bytes() == 32);
     ENSURE(pbfapp_checkpoint_size(10) == 64u + 320u + 8u);
+    ENSURE(PBFAPP_CHECKPOINT_LAMBDA_VERSION == 3u && pbfapp_checkpoint_lambda_size(10) == 64u + 360u + 8u);
 }
 
 static void test_damage_detected(void) {
@@ -139,10 +146,11 @@ static void test_damage_detected(void) {
     ENSURE_EQ_INT(missed, 0);
     ENSURE(pbfapp_checkpoint_decode(buf, len, "mem", &c, &err) == PBF_OK);
     pbfapp_checkpoint_free(&c);
-    /* a future version is named as such (version 2 is the index of a checkpoint in pieces) */
-    buf[8] = 3;
+    /* a future version is named as such (version 2 is the index of a checkpoint in pieces, 3
+     * a checkpoint with PBF's multipliers) */
+    buf[8] = 4;
     ENSURE(pbfapp_checkpoint_decode(buf, len, "mem", &c, &err) != PBF_OK);
-    ENSURE(strstr(err.message, "format version 3 is newer") != NULL);
+    ENSURE(strstr(err.message, "format version 4 is newer") != NULL);
     free(buf);
     pbf_world_destroy(w);
     pbfapp_scene_free(&sc);

@@ -158,27 +158,54 @@ static void test_bilateral_column(void) {
     pbf_world_destroy(w);
 }
 
-/* Over-relaxing the Jacobi corrections (SOR) converges the column further in 4 iterations. */
-static double column_error_with(float omega, float chebyshev_rho) {
+/* A column settling for 1 s at 4 iterations, from the paper's plain Jacobi solve (warm start 0)
+ * with over-relaxation omega, Chebyshev's rho and the warm start beta: its statistics. */
+static pbf_stats column_with(float omega, float chebyshev_rho, float warm) {
+    pbf_stats st;
+    memset(&st, 0, sizeof st);
+    st.nonfinite = -1;
     pbf_world_def def = pbf_default_world_def();
     def.particle_radius = 0.0125f;
     def.domain_max = (pbf_vec3){0.3f, 0.8f, 0.3f};
     def.pbf.over_relaxation = omega;
     def.pbf.chebyshev_rho = chebyshev_rho;
+    def.pbf.lambda_warm_start = warm;
     pbf_world *w = make(&def);
-    if (!w) return NAN;
+    if (!w) return st;
     if (!add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.3f, 0.5f, 0.3f}, (pbf_vec3){0, 0, 0}))
-        return NAN;
+        return st;
     for (int s = 0; s < 240; ++s) pbf_world_step(w, 1.0f / 240.0f, NULL);
-    pbf_stats st = pbf_world_stats(w);
+    st = pbf_world_stats(w);
     pbf_world_destroy(w);
-    printf("  over_relaxation %.2f, chebyshev_rho %.2f: density error avg %.3f %% max %.3f %%, "
-           "max speed %.4f m/s, escaped %d, non-finite %d\n", omega, chebyshev_rho,
-           st.density_error_avg, st.density_error_max, st.max_speed, st.escaped, st.nonfinite);
+    printf("  over_relaxation %.2f, chebyshev_rho %.2f, lambda_warm_start %.2f: density error avg "
+           "%.3f %% max %.3f %%, max speed %.4f m/s, escaped %d, non-finite %d\n", omega,
+           chebyshev_rho, warm, st.density_error_avg, st.density_error_max, st.max_speed,
+           st.escaped, st.nonfinite);
+    return st;
+}
+/* Over-relaxing the Jacobi corrections (SOR) converges the column further in 4 iterations. */
+static double column_error_with(float omega, float chebyshev_rho) {
+    pbf_stats st = column_with(omega, chebyshev_rho, 0.0f);
     return (st.escaped || st.nonfinite) ? NAN : st.density_error_avg;
 }
 static double column_error(float omega) {
     return column_error_with(omega, 0.0f);
+}
+
+/* The warm start of the multipliers (pbf_warm_lambda): the formula, beta = 0 the paper's solve,
+ * and a column at rest whose compression at 4 iterations about halves at beta = 0.5 (the
+ * multipliers reach 1 / (1 - beta) times the plain ones), its largest error falling too, its
+ * particles no faster. */
+static void test_warm_start(void) {
+    ENSURE(pbf_warm_lambda(-2.0f, -4.0f, 0.5f) == -4.0f);
+    ENSURE(pbf_warm_lambda(-2.0f, -4.0f, 0.0f) == -2.0f);
+    pbf_stats plain = column_with(1.0f, 0.0f, 0.0f), warm = column_with(1.0f, 0.0f, 0.5f);
+    ENSURE(plain.nonfinite == 0 && warm.nonfinite == 0 && plain.escaped == 0 && warm.escaped == 0);
+    ENSURE(warm.density_error_avg < 0.65 * plain.density_error_avg);
+    ENSURE(warm.density_error_avg > 0.35 * plain.density_error_avg);
+    ENSURE(warm.density_error_max < plain.density_error_max);
+    /* no faster than the plain solve's (single surface particles: 0.18 m/s, sqrt(g H) = 2.2 m/s) */
+    ENSURE(warm.max_speed <= 1.1 * plain.max_speed);
 }
 
 static void test_over_relaxation(void) {
@@ -537,6 +564,9 @@ static void test_diagnose(void) {
     pbf_world_def def = pbf_default_world_def();
     def.particle_radius = 0.02f;
     def.domain_max = (pbf_vec3){0.5f, 0.5f, 0.5f};
+    /* the paper's plain solve leaves the lattice compressed after one step (the warm start's
+     * momentum can leave it at or below rest density) */
+    def.pbf.lambda_warm_start = 0.0f;
     pbf_world *w = make(&def);
     ENSURE(w);
     ENSURE(add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.2f, 0.2f, 0.2f}, (pbf_vec3){0, 0, 0}));
@@ -647,6 +677,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_bilateral_column);
     RUN_SUBTEST(test_over_relaxation);
     RUN_SUBTEST(test_chebyshev);
+    RUN_SUBTEST(test_warm_start);
     RUN_SUBTEST(test_dam_break_contained);
     RUN_SUBTEST(test_moving_wall);
     RUN_SUBTEST(test_friction);

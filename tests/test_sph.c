@@ -190,7 +190,8 @@ static void test_resting_column(void) {
     }
 }
 
-/* At the step where PBF (4 iterations) leaves the column about 1 % above rest density on average,
+/* At the step where PBF (4 iterations, its default warm start) leaves the column about 0.5 % above
+ * rest density on average (about 1 % with the paper's plain solve),
  * IISPH's solve reaches its 0.1 % in every step, and the density at the new positions stays
  * within a few tenths of a percent (second half of 1 s, steps of 1/120 s). */
 static void test_iisph_vs_pbf(void) {
@@ -217,7 +218,7 @@ static void test_iisph_vs_pbf(void) {
                s ? "iisph" : "pbf", avg[s], solve, iterations / 60.0);
         pbf_world_destroy(w);
     }
-    ENSURE(avg[0] > 0.8);
+    ENSURE(avg[0] > 0.4);
     ENSURE(avg[1] < 0.3 * avg[0]);
 }
 

@@ -104,6 +104,9 @@ typedef struct pbf_pbf_params {
     float chebyshev_rho;        /* Chebyshev acceleration of the iterations (Wang 2015): the
                                    estimated spectral radius rho of the Jacobi iteration; 0 = plain
                                    Jacobi (the paper) */
+    float lambda_warm_start;    /* beta: each iteration's lambda_i adds beta times the previous
+                                   iteration's, the first the previous step's last (heavy-ball
+                                   momentum carried across steps); 0 = the paper */
     pbf_constraint_mode constraint;
     float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13), for
                                    pairs closer than the rest spacing s (the part of s_corr above
@@ -340,6 +343,10 @@ typedef struct pbf_snapshot {
     int count;
     const float *x, *y, *z, *vx, *vy, *vz, *density;
     const uint32_t *id;
+    /* PBF's multipliers lambda_i of the last step, which its warm start carries to the next
+     * (lambda_warm_start != 0), else NULL; restored as 0 when NULL (the run then differs from
+     * an uninterrupted one in the bits) */
+    const float *lambda;
 } pbf_snapshot;
 
 pbf_snapshot pbf_world_snapshot(const pbf_world *world);

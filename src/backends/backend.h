@@ -99,7 +99,7 @@ typedef struct pbf_backend_ops {
     pbf_status (*write_rows)(pbf_world *w, const int *rows, int nrows, pbf_error *err);
     /* A distributed run's halo updates: set_rows_index puts a list of particle indices on the
      * device, once per step after the grid (slot 0: the particles whose rows are sent, slot 1:
-     * the ghosts that receive); read_rows_at packs rows `rows` (by role, 1 <= nrows <= 3) of that
+     * the ghosts that receive); read_rows_at packs rows `rows` (by role) of that
      * slot's particles word-interleaved to the host (out[k nrows + j] = row j of particle
      * idx[k]), write_rows_at unpacks `in` into them: only the halo's entries cross the bus. Both
      * wait for the device. NULL for the CPU backend. */

@@ -951,7 +951,8 @@ static void global_solve_error(pbf_mpi_domain *d, pbf_stage_id stage) {
 
 /* The rows live on a GPU backend at the end of a step's last stage (roles as gpu_steps.h leaves
  * them): the state and the cell keys, which the next step's migration reads; its first stage
- * (predict, gravity) reads x and v and writes x*; plus the warm starts' rows (end_step_drop). */
+ * (predict, gravity) reads x and v and writes x*; plus the warm starts' rows and PBF's carried
+ * lambda (end_step_drop). */
 static const int live_rows[] = {PBF_F_PX, PBF_F_PY, PBF_F_PZ, PBF_F_VX, PBF_F_VY,
                                 PBF_F_VZ, PBF_F_DENSITY, PBF_F_ID, PBF_F_CELL};
 #define NLIVE ((int)(sizeof live_rows / sizeof live_rows[0]))
@@ -964,12 +965,13 @@ static void end_step_drop(pbf_mpi_domain *d) {
         d->ghosts_in = 0;
         return;
     }
-    /* the live rows, and the warm starts' rows where the solver keeps them (IISPH, DFSPH: read
-     * next step) */
-    int rows[NLIVE + 2], nrows = NLIVE;
+    /* the live rows, the warm starts' rows where the solver keeps them (IISPH, DFSPH: read next
+     * step) and PBF's lambda when its warm start carries it to the next step */
+    int rows[NLIVE + 3], nrows = NLIVE;
     memcpy(rows, live_rows, sizeof live_rows);
     if (pbf_field_in_solver(PBF_F_WARM, &d->w->def)) rows[nrows++] = PBF_F_WARM;
     if (pbf_field_in_solver(PBF_F_WARM_V, &d->w->def)) rows[nrows++] = PBF_F_WARM_V;
+    if (pbf_lambda_carried(d->w)) rows[nrows++] = PBF_F_LAMBDA;
     if (d->gpu && d->ghosts_in && be->merge_rows) {
         /* on the device: the owned particles' indices go there (d->part is free until the next
          * migration), the rows are compacted in place */
@@ -1048,7 +1050,18 @@ static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
         break;
     case PBF_STAGE_PRESSURE_ACCEL: halo_update(d, v, 3); break; /* the next measure reads v_j */
     case PBF_STAGE_COLLIDE: halo_update(d, q, 3); break;        /* lambda, velocity read x*_j */
-    case PBF_STAGE_VELOCITY: halo_update(d, curl, 2); break;    /* XSPH: rho_j; eta: |omega_j| */
+    case PBF_STAGE_VELOCITY: /* XSPH: rho_j; eta: |omega_j| */
+        if (pbf_lambda_carried(w) && w->def.vorticity > 0.0f) {
+            /* PBF's warm start keeps lambda: the CPU's post pass takes |omega_j| from omega_j,
+             * which the curl pass left in x (cpu.c, stage_vorticity_xsph); a GPU's from lambda
+             * (gpu_steps.h) */
+            static const int curl_warm[] = {PBF_F_DENSITY, PBF_F_LAMBDA, PBF_F_PX, PBF_F_PY,
+                                            PBF_F_PZ};
+            halo_update(d, curl_warm, 5);
+        } else {
+            halo_update(d, curl, 2);
+        }
+        break;
     case PBF_STAGE_VORTICITY_XSPH:
         end_step_drop(d);
         d->steps += 1;

@@ -94,6 +94,20 @@ PBF_FN float pbf_chebyshev_lambda(float lambda, float previous, float omega) {
     return omega * lambda + (omega - 1.0f) * previous;
 }
 
+/* Warm start of the multipliers (lambda_warm_start = beta): heavy-ball momentum on the Jacobi
+ * iterations (Polyak 1964), carried from step to step as XPBD carries its multipliers
+ * (Macklin, Mueller & Chentanez 2016): iteration k takes
+ *     lambda_i^k = lambda_i(eq. 11 at the current x*) + beta lambda_i^(k-1)
+ * with lambda_i^(k-1) the previous iteration's, and at the first iteration the last one of the
+ * previous step (0 for a new particle). Since delta p is linear in the multipliers, each
+ * correction adds beta times the previous one: at rest the multipliers reach 1 / (1 - beta)
+ * times what the plain iterations give, and the compression that the fixed iteration count
+ * leaves falls by the factor (1 - beta). beta = 0 is the paper (callers skip the call then, so
+ * that the bits are the paper's whatever the array held). */
+PBF_FN float pbf_warm_lambda(float lambda, float previous, float beta) {
+    return lambda + beta * previous;
+}
+
 /* Speed limit |v| <= vmax (the CFL limit of the step, FleX's maxSpeed). Returns 1 when it cut
  * the velocity, 0 otherwise: every backend counts the cuts (pbf_stats.speed_clamps), so that a
  * limit that changes the motion never does so silently. */

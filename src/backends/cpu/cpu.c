@@ -147,6 +147,7 @@ typedef struct cpu_lists {
     uint32_t *pair_off; /* particle i's first chunk in pair */
     size_t pair_off_cap;
     int pair_ok;      /* pair holds the pairs of the current lists and positions */
+    int omega_norm;   /* the curl pass stored no |omega|: the post pass takes it from omega */
 } cpu_lists;
 enum { WALL_NONE, WALL_AT_X, WALL_AT_PREDICTED };
 #define LISTS(w) ((cpu_lists *)(w)->dev)
@@ -710,22 +711,42 @@ static int stage_predict(pbf_world *w, float dt, float vmax) {
     return bad;
 }
 
+/* The cell sort of the positions x (refresh: in_step 0) or x* (a step), and the permutation of
+ * every SORTED row. No memory is set aside for sorting: the permutation and the reorder scratch
+ * borrow two arrays dead at the time. In a PBF step the velocity is dead (PBF recomputes it from
+ * the positions after its solve, eq. 14 onwards) and is not moved: it lends vx and vy. Between
+ * steps (refresh) x* is dead (x is copied into it after the sort, before the lists are built
+ * from it): it lends qx and qy.
+ * The SPH solvers move their velocity, and recompute density and lambda before they read them:
+ * those two lend themselves. */
 static void stage_grid(pbf_world *w, int in_step) {
-    /* lambda and density are recomputed before they are read again, so their buffers serve
-     * as the sort permutation and the reorder scratch: no memory is set aside for sorting */
-    uint32_t *perm = (uint32_t *)w->lambda;
-    void *scratch = w->density;
-    pbf_grid_build(&w->grid, w->count, w->qx, w->qy, w->qz, w->cell, (uint32_t *)scratch, perm,
-                   w->nthreads);
-    /* PBF recomputes the velocity from the positions after its solve (eq. 14 onwards): the
-     * velocity is dead from the prediction to then, and is not moved */
-    const int v_dead = in_step && w->def.solver == PBF_SOLVER_PBF;
+    const int pbf_step = in_step && w->def.solver == PBF_SOLVER_PBF;
+    int lend[2] = {PBF_F_LAMBDA, PBF_F_DENSITY}, skip[3] = {PBF_F_LAMBDA, -1, -1};
+    const float *X = w->qx, *Y = w->qy, *Z = w->qz;
+    if (pbf_step) {
+        lend[0] = PBF_F_VX, lend[1] = PBF_F_VY;
+        skip[0] = PBF_F_VX, skip[1] = PBF_F_VY, skip[2] = PBF_F_VZ;
+    } else if (!in_step) {
+        X = w->px, Y = w->py, Z = w->pz;
+        lend[0] = PBF_F_QX, lend[1] = PBF_F_QY;
+        skip[0] = PBF_F_QX, skip[1] = PBF_F_QY, skip[2] = PBF_F_QZ;
+    }
+    uint32_t *perm = (uint32_t *)w->field[lend[0]];
+    void *scratch = w->field[lend[1]];
+    pbf_grid_build(&w->grid, w->count, X, Y, Z, w->cell, (uint32_t *)scratch, perm, w->nthreads);
     for (int f = 0; f < PBF_FIELD_COUNT; ++f) { /* every field the registry marks as sorted */
-        if (v_dead && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)) continue;
+        if (f == skip[0] || f == skip[1] || f == skip[2]) continue;
+        /* PBF without the warm start recomputes lambda before reading it */
+        if (f == PBF_F_LAMBDA && !pbf_lambda_carried(w)) continue;
         if ((pbf_fields[f].flags & PBF_FIELD_SORTED) && w->field[f]) /* (a row the solver keeps) */
             permute(w, perm, &scratch, &w->field[f]);
     }
-    w->density = scratch; /* the buffer left over; perm stays in lambda */
+    w->field[lend[1]] = scratch; /* the buffer left over; perm stays in lend[0] */
+    if (!in_step) { /* a refresh: x* = x, the positions the lists are built from */
+        memcpy(w->qx, w->px, (size_t)w->count * sizeof(float));
+        memcpy(w->qy, w->py, (size_t)w->count * sizeof(float));
+        memcpy(w->qz, w->pz, (size_t)w->count * sizeof(float));
+    }
     const pbf_world_hooks *hk = w->hooks;
     build_lists(w, in_step && hk && hk->ghost_mask ? hk->ghost_mask(w, hk->user) : NULL);
 }
@@ -825,6 +846,7 @@ static int stage_lambda(pbf_world *w, float cheb) {
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     const int unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
+    const float beta = w->def.pbf.lambda_warm_start;
     int bad = INT_MAX;
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
@@ -867,6 +889,8 @@ static int stage_lambda(pbf_world *w, float cheb) {
             float lambda = -c / (sum2 + w->eps_abs); /* eq. 11 */
             /* lambda still holds the previous iteration's (each particle reads its own) */
             if (cheb != 1.0f) lambda = pbf_chebyshev_lambda(lambda, w->lambda[i], cheb);
+            /* the warm start: lambda holds the previous iteration's, or the previous step's last */
+            if (beta != 0.0f) lambda = pbf_warm_lambda(lambda, w->lambda[i], beta);
             w->lambda[i] = lambda;
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;
         }
@@ -1075,10 +1099,12 @@ static inline PBF_SIMD_INLINE void curl_pair(pbf_world *w, int i, const float *P
 }
 #endif
 
-/* pre: the neighbour sums from curl_pair, or NULL (computed here). */
+/* pre: the neighbour sums from curl_pair, or NULL (computed here); keep: lambda is carried to
+ * the next step (pbf_lambda_carried), |omega| is not stored. */
 static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const float *P,
                                                  nb_ranges *cache, const int vort,
-                                                 const int cubic, int *bad, const float *pre) {
+                                                 const int cubic, int *bad, const float *pre,
+                                                 const int keep) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const pbf_sph_consts *k = &w->k;
@@ -1120,8 +1146,11 @@ static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const floa
         w->px[i] = wx;
         w->py[i] = wy;
         w->pz[i] = wz;
-        w->lambda[i] = sqrtf(wx * wx + wy * wy + wz * wz); /* |omega|, for the post pass */
-        if (!isfinite(w->lambda[i]) && i < *bad) *bad = i;
+        const float norm = sqrtf(wx * wx + wy * wy + wz * wz);
+        /* |omega|, for the post pass; with lambda carried to the next step the post pass takes
+         * it from omega itself (omega_norm) */
+        if (!keep) w->lambda[i] = norm;
+        if (!isfinite(norm) && i < *bad) *bad = i;
     } else if (!isfinite(r) && i < *bad) {
         *bad = i;
     }
@@ -1130,7 +1159,8 @@ static inline PBF_SIMD_INLINE void curl_particle(pbf_world *w, int i, const floa
 /* The curl pass's worksharing loop, called inside the stage's parallel region with constant
  * flags (one instance each); pairs: particles i, i + 1 at once (AVX-512, PBF's kernel). */
 static inline PBF_SIMD_INLINE void curl_loop(pbf_world *w, int n, const float *PK, const int vort,
-                                             const int cubic, const int pairs, int *bad2) {
+                                             const int cubic, const int pairs, int *bad2,
+                                             const int keep) {
     nb_ranges cache = NB_RANGES_INIT;
     cache.prefetch = PK;
 #if PBF_PAIRS
@@ -1141,15 +1171,16 @@ static inline PBF_SIMD_INLINE void curl_loop(pbf_world *w, int n, const float *P
     for (int i = 0; i < n; ++i) {
         if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
             curl_pair(w, i, PK, &cache, &cache_b, vort, sums);
-            curl_particle(w, i, PK, &cache, vort, cubic, bad2, sums[0]);
+            curl_particle(w, i, PK, &cache, vort, cubic, bad2, sums[0], keep);
         } else {
-            curl_particle(w, i, PK, &cache, vort, cubic, bad2, pairs && (i & 1) ? sums[1] : NULL);
+            curl_particle(w, i, PK, &cache, vort, cubic, bad2, pairs && (i & 1) ? sums[1] : NULL,
+                          keep);
         }
     }
 #else
     (void)pairs;
 #pragma omp for schedule(monotonic : dynamic, 256)
-    for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, vort, cubic, bad2, NULL);
+    for (int i = 0; i < n; ++i) curl_particle(w, i, PK, &cache, vort, cubic, bad2, NULL, keep);
 #endif
 }
 
@@ -1185,6 +1216,10 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
 #else
     const int pairs = 0;
 #endif
+    /* with lambda carried to the next step (and the packed copy, which the post pass then needs)
+     * |omega| is not stored: see stage_vorticity_xsph */
+    const int keep = vort && PK && pbf_lambda_carried(w);
+    LISTS(w)->omega_norm = keep;
     /* four instances of the pass: with vorticity confinement off (epsilon 0) omega is never
      * read, and the pass is the density alone (no velocity gathers, no curl); the kernel is a
      * constant in each (PBF's poly6 / spiky, or the SPH solvers' cubic spline) */
@@ -1192,34 +1227,46 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         if (vort && cubic)
-            curl_loop(w, n, PK, 1, 1, 0, &bad2);
+            curl_loop(w, n, PK, 1, 1, 0, &bad2, 0);
         else if (vort)
-            curl_loop(w, n, PK, 1, 0, pairs, &bad2);
+            curl_loop(w, n, PK, 1, 0, pairs, &bad2, keep);
         else if (cubic)
-            curl_loop(w, n, PK, 0, 1, 0, &bad2);
+            curl_loop(w, n, PK, 0, 1, 0, &bad2, 0);
         else
-            curl_loop(w, n, PK, 0, 0, pairs, &bad2);
+            curl_loop(w, n, PK, 0, 0, pairs, &bad2, 0);
         pbf_denormals_restore(fp_mode);
     }
     return bad < bad2 ? bad : bad2;
 }
 
+/* |omega_i|: stored by the curl pass in lambda, or (onorm: lambda carried to the next step)
+ * from omega_i itself, computed as the curl pass computes it (the same bits). */
+static inline float omega_norm_at(const pbf_world *w, int i, const int onorm) {
+    if (!onorm) return w->lambda[i];
+    const float x = w->px[i], y = w->py[i], z = w->pz[i];
+    return sqrtf(x * x + y * y + z * z);
+}
+
 /* XSPH (eq. 17) and, with vort, vorticity confinement (eq. 16) for particle i; the new
- * velocity into x (omega_i's place). P: the packed (x*, y*, z*, m / rho), or NULL. */
+ * velocity into x (omega_i's place), or with onorm into x* (the neighbours read omega_j, x*_j is
+ * in the packed copy: see stage_vorticity_xsph). P: the packed (x*, y*, z*, m / rho), or NULL. */
 #if PBF_PAIRS
 /* xsph_particle's neighbour sums for particles i and i + 1 (lists built, P the packed copy):
  * sums[p] = {XSPH x, y, z, eta x, y, z} of particle i + p, bit-identical. */
 static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P, nb_ranges *ca,
-                                             nb_ranges *cb, const int vort, float sums[2][6]) {
+                                             nb_ranges *cb, const int vort, float sums[2][6],
+                                             const int onorm) {
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const float *restrict OMEGA = w->lambda;
+    const float *restrict WX = w->px, *restrict WY = w->py, *restrict WZ = w->pz;
     const pbf_sph_consts *k = &w->k;
     const pbf_vf16 h2v = vf16_set1(k->h2);
     const pbf_vf16 vxi = vf16_join(vf_set1(VX[i]), vf_set1(VX[i + 1]));
     const pbf_vf16 vyi = vf16_join(vf_set1(VY[i]), vf_set1(VY[i + 1]));
     const pbf_vf16 vzi = vf16_join(vf_set1(VZ[i]), vf_set1(VZ[i + 1]));
-    const pbf_vf16 wi =
-        vort ? vf16_join(vf_set1(OMEGA[i]), vf_set1(OMEGA[i + 1])) : vf16_set1(0.0f);
+    const pbf_vf16 wi = vort ? vf16_join(vf_set1(omega_norm_at(w, i, onorm)),
+                                         vf_set1(omega_norm_at(w, i + 1, onorm)))
+                             : vf16_set1(0.0f);
     pbf_vf16 ex = vf16_set1(0.0f), ey = ex, ez = ex, sx = ex, sy = ex, sz = ex;
     FOR_NEIGHBOURS_PAIR(w, i, ca, cb, w->qx, w->qy, w->qz,
         pbf_vf16 xj, yj, zj, mj;
@@ -1233,8 +1280,15 @@ static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P
         sy += vf16_and(wk * (vf16_gather_idx(VY, jv) - vyi), in);
         sz += vf16_and(wk * (vf16_gather_idx(VZ, jv) - vzi), in);
         if (vort) {
-            pbf_vf16 f =
-                vf16_and(vj * (vf16_gather_idx(OMEGA, jv) - wi), in) * v16_spiky(k, r2, in);
+            pbf_vf16 wj;
+            if (onorm) {
+                const pbf_vf16 ox = vf16_gather_idx(WX, jv), oy = vf16_gather_idx(WY, jv),
+                               oz = vf16_gather_idx(WZ, jv);
+                wj = (pbf_vf16)_mm512_sqrt_ps((__m512)(ox * ox + oy * oy + oz * oz));
+            } else {
+                wj = vf16_gather_idx(OMEGA, jv);
+            }
+            pbf_vf16 f = vf16_and(vj * (wj - wi), in) * v16_spiky(k, r2, in);
             ex += vf16_and(f * dx, in);
             ey += vf16_and(f * dy, in);
             ez += vf16_and(f * dz, in);
@@ -1255,7 +1309,8 @@ static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P
 static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const float *P,
                                                  nb_ranges *cache, const int vort,
                                                  const int cubic, float dt, float vmax, int *bad,
-                                                 int64_t *clamps, const float *pre) {
+                                                 int64_t *clamps, const float *pre,
+                                                 const int onorm) {
     const float eps = w->def.vorticity, c = w->def.xsph_viscosity;
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
@@ -1267,7 +1322,8 @@ static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const floa
     const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
     const float vxs = VX[i], vys = VY[i], vzs = VZ[i];
     const pbf_vf vxi = vf_set1(vxs), vyi = vf_set1(vys), vzi = vf_set1(vzs);
-    const pbf_vf wi = vf_set1(vort ? OMEGA[i] : 0.0f);
+    const float *restrict WX = w->px, *restrict WY = w->py, *restrict WZ = w->pz;
+    const pbf_vf wi = vf_set1(vort ? omega_norm_at(w, i, onorm) : 0.0f);
     float hs[6] = {0}; /* the neighbour sums: XSPH, then eta */
     if (pre) {
         for (int a = 0; a < 6; ++a) hs[a] = pre[a];
@@ -1288,7 +1344,14 @@ static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const floa
         sz += vf_and(wk * (LOAD(VZ) - vzi), in);
         if (vort) {
             /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-            pbf_vf f = vf_and(vj * (LOAD(OMEGA) - wi), in) * v_kgrad(k, r2, in, cubic);
+            pbf_vf wj;
+            if (onorm) {
+                const pbf_vf ox = LOAD(WX), oy = LOAD(WY), oz = LOAD(WZ);
+                wj = vf_sqrt(ox * ox + oy * oy + oz * oz);
+            } else {
+                wj = LOAD(OMEGA);
+            }
+            pbf_vf f = vf_and(vj * (wj - wi), in) * v_kgrad(k, r2, in, cubic);
             ex += vf_and(f * dx, in);
             ey += vf_and(f * dy, in);
             ez += vf_and(f * dz, in);
@@ -1311,16 +1374,19 @@ static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const floa
         }
     }
     if (pbf_limit_speed(&vx, &vy, &vz, vmax)) *clamps += counted_clamp(w, i);
-    w->px[i] = vx;
-    w->py[i] = vy;
-    w->pz[i] = vz;
+    float *restrict OX = onorm ? w->qx : w->px, *restrict OY = onorm ? w->qy : w->py,
+                    *restrict OZ = onorm ? w->qz : w->pz;
+    OX[i] = vx;
+    OY[i] = vy;
+    OZ[i] = vz;
     if (!isfinite(vx + vy + vz) && i < *bad) *bad = i;
 }
 
 /* The XSPH pass's worksharing loop, as curl_loop. */
 static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *PK, const int vort,
                                              const int cubic, const int pairs, float dt,
-                                             float vmax, int *bad, int64_t *clamps) {
+                                             float vmax, int *bad, int64_t *clamps,
+                                             const int onorm) {
     nb_ranges cache = NB_RANGES_INIT;
     cache.prefetch = PK;
 #if PBF_PAIRS
@@ -1330,18 +1396,18 @@ static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *P
 #pragma omp for schedule(monotonic : dynamic, 256)
     for (int i = 0; i < n; ++i) {
         if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
-            xsph_pair(w, i, PK, &cache, &cache_b, vort, sums);
-            xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps, sums[0]);
+            xsph_pair(w, i, PK, &cache, &cache_b, vort, sums, onorm);
+            xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps, sums[0], onorm);
         } else {
             xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps,
-                          pairs && (i & 1) ? sums[1] : NULL);
+                          pairs && (i & 1) ? sums[1] : NULL, onorm);
         }
     }
 #else
     (void)pairs;
 #pragma omp for schedule(monotonic : dynamic, 256)
     for (int i = 0; i < n; ++i)
-        xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps, NULL);
+        xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps, NULL, onorm);
 #endif
 }
 
@@ -1370,26 +1436,44 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
 #else
     const int pairs = 0;
 #endif
+    /* lambda carried to the next step: |omega| from omega, the new velocity into x* (x*_j is
+     * read from the packed copy, which the curl pass had too when it set omega_norm) */
+    const int onorm = vort && LISTS(w)->omega_norm && PK;
+    LISTS(w)->omega_norm = 0;
     /* four instances: without vorticity confinement (epsilon 0) no |omega_j| is gathered; the
      * kernel is a constant in each, as in the curl pass */
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad) reduction(+ : clamps)
     {
         const unsigned fp_mode = pbf_denormals_off();
         if (vort && cubic)
-            xsph_loop(w, n, PK, 1, 1, 0, dt, vmax, &bad, &clamps);
+            xsph_loop(w, n, PK, 1, 1, 0, dt, vmax, &bad, &clamps, 0);
         else if (vort)
-            xsph_loop(w, n, PK, 1, 0, pairs, dt, vmax, &bad, &clamps);
+            xsph_loop(w, n, PK, 1, 0, pairs, dt, vmax, &bad, &clamps, onorm);
         else if (cubic)
-            xsph_loop(w, n, PK, 0, 1, 0, dt, vmax, &bad, &clamps);
+            xsph_loop(w, n, PK, 0, 1, 0, dt, vmax, &bad, &clamps, 0);
         else
-            xsph_loop(w, n, PK, 0, 0, pairs, dt, vmax, &bad, &clamps);
+            xsph_loop(w, n, PK, 0, 0, pairs, dt, vmax, &bad, &clamps, 0);
         pbf_denormals_restore(fp_mode);
     }
     w->solve.speed_clamps += clamps;
-    /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
-    swapf(&w->px, &w->qx);
-    swapf(&w->py, &w->qy);
-    swapf(&w->pz, &w->qz);
+    if (onorm) {
+        /* the new velocity is in x*, omega in x: x* back into x from the packed copy (the
+         * pass read its own x* before writing over it, the neighbours' from the copy) */
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+        for (int i = 0; i < n; ++i) {
+            w->px[i] = PK[4 * i + 0];
+            w->py[i] = PK[4 * i + 1];
+            w->pz[i] = PK[4 * i + 2];
+        }
+    } else {
+        /* the curl pass stored |omega| in lambda over the carried multipliers (no packed copy
+         * there): the next step's solve starts from lambda = 0, as the paper's */
+        if (vort && pbf_lambda_carried(w)) memset(w->lambda, 0, (size_t)n * sizeof(float));
+        /* rotate roles: x <- x*, v <- new velocity, x* and the old velocity become free */
+        swapf(&w->px, &w->qx);
+        swapf(&w->py, &w->qy);
+        swapf(&w->pz, &w->qz);
+    }
     /* now q* holds the new velocity and p holds x*; move the velocity into v */
     swapf(&w->qx, &w->vx);
     swapf(&w->qy, &w->vy);
@@ -2102,10 +2186,7 @@ static int stage_iisph_pressure(pbf_world *w, float dt) {
 
 static void cpu_refresh(pbf_world *w) {
     if (w->count == 0) return;
-    memcpy(w->qx, w->px, (size_t)w->count * sizeof(float));
-    memcpy(w->qy, w->py, (size_t)w->count * sizeof(float));
-    memcpy(w->qz, w->pz, (size_t)w->count * sizeof(float));
-    stage_grid(w, 0); /* between steps: the velocity is live */
+    stage_grid(w, 0); /* between steps: the velocity is live; x* lends the sort its scratch */
     const int n = w->count;
 #pragma omp parallel num_threads(w->nthreads)
     {

@@ -116,6 +116,7 @@ typedef struct pbf_gpu_params {
     float inv_wdq;  /* 1 / W(dq) */
     float omega;    /* over-relaxation of delta p */
     float chebyshev; /* this iteration's Chebyshev weight of lambda (pbf_chebyshev_omega) */
+    float lambda_warm; /* lambda_warm_start: PBF's warm start of lambda (pbf_warm_lambda); 0: none */
     float vorticity, xsph;
     int scorr_n;
     int unilateral;

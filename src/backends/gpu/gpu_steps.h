@@ -111,6 +111,10 @@ typedef struct pbf_gpu_dev {
     int halo_n[3];
     pbf_gpu_mem merge_in; /* merge_rows: the particles received */
     size_t merge_in_cap;
+    /* PBF's carried lambda from the velocity stage to the end of the post pass, with vorticity
+     * confinement, while |omega| takes its buffer (pbf_gpu_stage): one float per particle */
+    pbf_gpu_mem wnorm;
+    size_t wnorm_cap;
     size_t wg, scan_wg, stats_wg; /* per-particle kernels, the scan's, the statistics' */
 } pbf_gpu_dev;
 
@@ -250,23 +254,31 @@ static inline void pbf_gpu_grid(pbf_world *w, pbf_gpu_dev *g, int map, int in_st
     const pbf_gpu_params P = pbf_gpu_params_of(w, g, NULL);
     const unsigned int ncells = w->grid.ncells, n1 = ncells + 1;
     pbf_gpu_fill(g, g->cell_start, 0, (int)n1, 0);
-    pbf_gpu_mem rank = PBF_GPU_FB(SX), perm = PBF_GPU_FB(LAMBDA);
+    /* the permutation's buffer: PBF's step sorts x* and leaves v, dead, to q0 (vx lends it);
+     * a refresh that must move lambda (PBF's warm start) sorts x and copies it into x* after
+     * (qx lends it); otherwise lambda, recomputed before it is read */
+    const int carried = pbf_lambda_carried(w), refresh = !in_step && map < 0 && carried;
+    const pbf_gpu_mem perm = in_step ? PBF_GPU_FB(VX) : refresh ? PBF_GPU_FB(QX) : PBF_GPU_FB(LAMBDA);
+    const pbf_gpu_mem cx = refresh ? PBF_GPU_FB(PX) : PBF_GPU_FB(QX),
+                      cy = refresh ? PBF_GPU_FB(PY) : PBF_GPU_FB(QY),
+                      cz = refresh ? PBF_GPU_FB(PZ) : PBF_GPU_FB(QZ);
+    pbf_gpu_mem rank = PBF_GPU_FB(SX);
     const size_t n = (size_t)w->count;
     if (g->fp64) {
         const double o[3] = {w->grid.origin[0], w->grid.origin[1], w->grid.origin[2]};
         const double inv = w->grid.inv_cell;
         PBF_GPU_LAUNCH(g, PBF_GK_CELLS, n, g->wg, PBF_GPU_A(P), PBF_GPU_A(o[0]), PBF_GPU_A(o[1]),
-                       PBF_GPU_A(o[2]), PBF_GPU_A(inv), PBF_GPU_A(PBF_GPU_FB(QX)),
-                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
-                       PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(rank), PBF_GPU_A(g->cell_start));
+                       PBF_GPU_A(o[2]), PBF_GPU_A(inv), PBF_GPU_A(cx), PBF_GPU_A(cy),
+                       PBF_GPU_A(cz), PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(rank),
+                       PBF_GPU_A(g->cell_start));
     } else {
         const float o[3] = {(float)w->grid.origin[0], (float)w->grid.origin[1],
                             (float)w->grid.origin[2]};
         const float inv = (float)w->grid.inv_cell;
         PBF_GPU_LAUNCH(g, PBF_GK_CELLS, n, g->wg, PBF_GPU_A(P), PBF_GPU_A(o[0]), PBF_GPU_A(o[1]),
-                       PBF_GPU_A(o[2]), PBF_GPU_A(inv), PBF_GPU_A(PBF_GPU_FB(QX)),
-                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)),
-                       PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(rank), PBF_GPU_A(g->cell_start));
+                       PBF_GPU_A(o[2]), PBF_GPU_A(inv), PBF_GPU_A(cx), PBF_GPU_A(cy),
+                       PBF_GPU_A(cz), PBF_GPU_A(PBF_GPU_FB(CELL)), PBF_GPU_A(rank),
+                       PBF_GPU_A(g->cell_start));
     }
     pbf_gpu_scan(g, 0, g->cell_start, n1);
     PBF_GPU_LAUNCH(g, PBF_GK_SCATTER, n, g->wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(CELL)),
@@ -280,7 +292,9 @@ static inline void pbf_gpu_grid(pbf_world *w, pbf_gpu_dev *g, int map, int in_st
     int sorted[PBF_FIELD_COUNT], ns = 0;
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if ((pbf_fields[f].flags & PBF_FIELD_SORTED) && g->field[f] &&
-            !(in_step && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)))
+            !(in_step && (f == PBF_F_VX || f == PBF_F_VY || f == PBF_F_VZ)) &&
+            !(refresh && (f == PBF_F_QX || f == PBF_F_QY || f == PBF_F_QZ)) &&
+            !(f == PBF_F_LAMBDA && !carried))
             sorted[ns++] = f;
     const int count = w->count;
     for (int s = 0; s < ns; s += 4) {
@@ -306,6 +320,8 @@ static inline void pbf_gpu_grid(pbf_world *w, pbf_gpu_dev *g, int map, int in_st
     PBF_GPU_FB(SZ) = pool[3];
     for (int a = 0; a < 3 && in_step; ++a) /* q0 */
         pbf_gpu_copy(g, g->field[PBF_F_VX + a], g->field[PBF_F_QX + a], n * sizeof(float));
+    for (int a = 0; a < 3 && refresh; ++a) /* x* = x */
+        pbf_gpu_copy(g, g->field[PBF_F_QX + a], g->field[PBF_F_PX + a], n * sizeof(float));
     if (g->lists) pbf_gpu_build_lists(w, g);
 }
 
@@ -434,6 +450,26 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
     const int sph = w->def.solver != PBF_SOLVER_PBF;
     /* a distributed run's ghosts (their speed-limit cuts are their owners'), or none */
     pbf_gpu_mem ghost = g->ghost_on ? g->ghost : (pbf_gpu_mem)0;
+    /* PBF's warm start carries lambda to the next step, but the curl pass puts |omega| there
+     * for the post pass (and a distributed run's halo sends it to the ghosts from there): with
+     * vorticity confinement lambda waits in a buffer of its own (wnorm) from the velocity stage
+     * to the end of the post pass (the GPU's other buffers are all in use there; the CPU instead
+     * takes |omega| from omega, see cpu.c). Without it the curl leaves lambda alone. */
+    pbf_gpu_mem wn = (pbf_gpu_mem)0;
+    if ((stage == PBF_STAGE_VELOCITY || stage == PBF_STAGE_VORTICITY_XSPH) &&
+        pbf_lambda_carried(w) && w->def.vorticity > 0.0f) {
+        const size_t need = (size_t)w->count * sizeof(float);
+        if (need > g->wnorm_cap) {
+            const size_t cap = (need + need / 4 + 256) / 16 * 16;
+            if (g->wnorm) pbf_gpu_free(g, g->wnorm);
+            g->wnorm = pbf_gpu_alloc(g, cap);
+            g->wnorm_cap = g->wnorm ? cap : 0;
+        }
+        if (g->wnorm && need > 0) wn = g->wnorm;
+        else if (need > 0) pbf_gpu_fail(g);
+    }
+    if (wn && stage == PBF_STAGE_VELOCITY)
+        pbf_gpu_copy(g, wn, PBF_GPU_FB(LAMBDA), n * sizeof(float));
     const float one = 1.0f, zero = 0.0f, inv_rho0 = P.inv_rho0, minus_one = -1.0f;
     g->stats_ready = 0;
     w->host_stale = 1;
@@ -516,6 +552,7 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(PX)),
                        PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(ghost),
                        PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+        if (wn) pbf_gpu_copy(g, PBF_GPU_FB(LAMBDA), wn, n * sizeof(float)); /* lambda back */
         for (int a = 0; a < 3; ++a) {
             pbf_gpu_mem x = g->field[PBF_F_PX + a], q = g->field[PBF_F_QX + a],
                         q0 = g->field[PBF_F_VX + a], v = g->field[PBF_F_SX + a];
@@ -754,12 +791,12 @@ static inline int pbf_gpu_pack(pbf_gpu_dev *g, int slot, const int *rows, int nr
 
 /* The backend's read_rows_at / write_rows_at (backend.h): rows `rows` (by role, as
  * pbf_gpu_rows) of the slot's particles, packed word-interleaved, to the host (to_device = 0:
- * buf[k nrows + j] = row j of particle idx[k]) or from it into those particles; 1 <= nrows <= 3.
- * Only 4 nrows bytes per listed particle cross the bus. 0 if the device failed. */
+ * buf[k nrows + j] = row j of particle idx[k]) or from it into those particles, three rows a
+ * launch. Only 4 nrows bytes per listed particle cross the bus. 0 if the device failed. */
 static inline int pbf_gpu_rows_at(pbf_world *w, pbf_gpu_dev *g, int slot, const int *rows,
                                   int nrows, void *buf, int to_device) {
     (void)w;
-    if (slot < 0 || slot > 1 || nrows < 1 || nrows > 3) {
+    if (slot < 0 || slot > 1 || nrows < 1) {
         pbf_gpu_fail(g);
         return 0;
     }
@@ -771,15 +808,18 @@ static inline int pbf_gpu_rows_at(pbf_world *w, pbf_gpu_dev *g, int slot, const 
         pbf_gpu_read(g, g->halo_buf, 0, bytes, buf, 1);
         return !pbf_gpu_failed(g);
     }
-    pbf_gpu_mem r[3];
-    if (!pbf_gpu_row_group(g, rows, 0, nrows, r) ||
-        !pbf_gpu_reserve(g, &g->halo_buf, &g->halo_buf_cap, bytes))
-        return 0;
+    if (!pbf_gpu_reserve(g, &g->halo_buf, &g->halo_buf_cap, bytes)) return 0;
     const int direct = 0;
     pbf_gpu_write(g, g->halo_buf, bytes, buf);
-    PBF_GPU_LAUNCH(g, PBF_GK_UNPACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nrows),
-                   PBF_GPU_A(direct), PBF_GPU_A(g->halo_idx[slot]), PBF_GPU_A(g->halo_buf),
-                   PBF_GPU_A(r[0]), PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
+    for (int s = 0; s < nrows; s += 3) {
+        const int nf = nrows - s < 3 ? nrows - s : 3;
+        pbf_gpu_mem r[3];
+        if (!pbf_gpu_row_group(g, rows, s, nf, r)) return 0;
+        PBF_GPU_LAUNCH(g, PBF_GK_UNPACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nf),
+                       PBF_GPU_A(nrows), PBF_GPU_A(s), PBF_GPU_A(direct),
+                       PBF_GPU_A(g->halo_idx[slot]), PBF_GPU_A(g->halo_buf), PBF_GPU_A(r[0]),
+                       PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
+    }
     pbf_gpu_wait(g);
     g->stats_ready = 0;
     return !pbf_gpu_failed(g);
@@ -810,7 +850,7 @@ static inline int pbf_gpu_merge(pbf_gpu_dev *g, const int *rows, int nrows, cons
         !pbf_gpu_reserve(g, &g->merge_in, &g->merge_in_cap, in_bytes > 0 ? in_bytes : 4))
         return 0;
     if (in_bytes > 0) pbf_gpu_write(g, g->merge_in, in_bytes, in);
-    const int direct = 1;
+    const int direct = 1, zero = 0;
     for (int s = 0; s < nrows; s += 3) {
         const int nf = nrows - s < 3 ? nrows - s : 3;
         pbf_gpu_mem r[3];
@@ -820,8 +860,9 @@ static inline int pbf_gpu_merge(pbf_gpu_dev *g, const int *rows, int nrows, cons
                        PBF_GPU_A(g->merge_in), PBF_GPU_A(r[0]), PBF_GPU_A(r[1]), PBF_GPU_A(r[2]),
                        PBF_GPU_A(g->halo_buf));
         PBF_GPU_LAUNCH(g, PBF_GK_UNPACK_ROWS, (size_t)n, g->wg, PBF_GPU_A(n), PBF_GPU_A(nf),
-                       PBF_GPU_A(direct), PBF_GPU_A(g->halo_idx[2]), PBF_GPU_A(g->halo_buf),
-                       PBF_GPU_A(r[0]), PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
+                       PBF_GPU_A(nf), PBF_GPU_A(zero), PBF_GPU_A(direct),
+                       PBF_GPU_A(g->halo_idx[2]), PBF_GPU_A(g->halo_buf), PBF_GPU_A(r[0]),
+                       PBF_GPU_A(r[1]), PBF_GPU_A(r[2]));
     }
     pbf_gpu_wait(g); /* `in` is the caller's */
     g->stats_ready = 0;

@@ -312,8 +312,8 @@ PBF_KERNEL pbf_k_gather(int n, const PBF_GLOBAL unsigned int *perm, int nf,
 /* A distributed run (src/mpi/domain.c) moves only some particles' entries between the device and
  * the host. pack: the rows r0..r(nf-1) of the particles idx[0..n) into out, word-interleaved
  * (out[k stride + off + j] = rj[idx[k]]: a record of `stride` words per particle, filled nf at a
- * time). unpack: the reverse (in[k nf + j]) into the particles idx[k], or with `direct` into
- * particles 0..n-1. merge: out[k nf + j] = rj[src[k]] where src[k] >= 0, else word off + j of
+ * time). unpack: the reverse (in[k stride + off + j]) into the particles idx[k], or with
+ * `direct` into particles 0..n-1. merge: out[k nf + j] = rj[src[k]] where src[k] >= 0, else word off + j of
  * record -src[k] - 1 of `in` (a particle received); then an unpack with `direct` puts them in
  * place (the migration's merge by key, the ghosts' removal). nf <= 3 (an unused row may alias
  * r0). */
@@ -329,15 +329,17 @@ PBF_KERNEL pbf_k_pack_rows(int n, int nf, int stride, int off, const PBF_GLOBAL 
     if (nf > 2) o[2] = r2[i];
 }
 
-PBF_KERNEL pbf_k_unpack_rows(int n, int nf, int direct, const PBF_GLOBAL int *idx,
-                             const PBF_GLOBAL unsigned int *in, PBF_GLOBAL unsigned int *r0,
-                             PBF_GLOBAL unsigned int *r1, PBF_GLOBAL unsigned int *r2) {
+PBF_KERNEL pbf_k_unpack_rows(int n, int nf, int stride, int off, int direct,
+                             const PBF_GLOBAL int *idx, const PBF_GLOBAL unsigned int *in,
+                             PBF_GLOBAL unsigned int *r0, PBF_GLOBAL unsigned int *r1,
+                             PBF_GLOBAL unsigned int *r2) {
     const int k = PBF_GID;
     if (k >= n) return;
     const int i = direct ? k : idx[k];
-    r0[i] = in[k * nf];
-    if (nf > 1) r1[i] = in[k * nf + 1];
-    if (nf > 2) r2[i] = in[k * nf + 2];
+    const PBF_GLOBAL unsigned int *rec = in + (size_t)k * (size_t)stride + (size_t)off;
+    r0[i] = rec[0];
+    if (nf > 1) r1[i] = rec[1];
+    if (nf > 2) r2[i] = rec[2];
 }
 
 PBF_KERNEL pbf_k_merge_rows(int n, int nf, int stride, int off, const PBF_GLOBAL int *src,
@@ -485,7 +487,8 @@ PBF_DEVICE_FN void pbf_gpu_density_grad_sums(const pbf_gpu_params *P, const PBF_
 }
 
 /* rho_i (eq. 2) with the wall, C_i (eq. 1, clamped at 0 when unilateral), lambda_i (eq. 11),
- * Chebyshev-accelerated (pbf_chebyshev_lambda) when P.chebyshev != 1. */
+ * Chebyshev-accelerated (pbf_chebyshev_lambda) when P.chebyshev != 1, warm-started
+ * (pbf_warm_lambda) when P.lambda_warm != 0. */
 PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                         const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
                         const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
@@ -509,6 +512,8 @@ PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     float lam = -cc / (sum2 + P.eps_abs); /* eq. 11 */
     /* lambda still holds the previous iteration's (each work-item reads its own) */
     if (P.chebyshev != 1.0f) lam = pbf_chebyshev_lambda(lam, lambda[i], P.chebyshev);
+    /* the warm start: lambda holds the previous iteration's, or the previous step's last */
+    if (P.lambda_warm != 0.0f) lam = pbf_warm_lambda(lam, lambda[i], P.lambda_warm);
     lambda[i] = lam;
     if (!isfinite(lam)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
@@ -649,7 +654,9 @@ PBF_KERNEL pbf_k_curl(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     sy[i] = wy;
     sz[i] = wz;
     const float w = PBF_SQRTF(wx * wx + wy * wy + wz * wz);
-    omega[i] = w;
+    /* without vorticity confinement |omega| is never read: lambda, which `omega` is then when
+     * PBF's warm start carries it to the next step (P.lambda_warm), keeps its values */
+    if (P.vorticity > 0.0f || P.lambda_warm == 0.0f) omega[i] = w;
     if (!isfinite(w)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
 

@@ -606,7 +606,7 @@ static void ocl_release(pbf_world *w) {
     cl_mem others[] = {d->g.cell_start, d->g.F,       d->g.G,       d->g.boxes,  d->g.bad,
                        d->g.bad_info,   d->g.partial, d->g.nbr_off, d->g.nbr_idx, d->g.solve_out,
                        d->g.ghost,      d->g.halo_idx[0], d->g.halo_idx[1], d->g.halo_idx[2],
-                       d->g.halo_buf,   d->g.merge_in};
+                       d->g.halo_buf,   d->g.merge_in,    d->g.wnorm};
     for (size_t i = 0; i < sizeof others / sizeof others[0]; ++i)
         if (others[i]) clReleaseMemObject(others[i]);
     for (int l = 0; l < PBF_GPU_MAX_SCAN_LEVELS; ++l)
