@@ -249,11 +249,15 @@ pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err);
 pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err);
 
 /* world.c: PBF's warm start (lambda_warm_start, pbf_warm_lambda) carries each particle's
- * multiplier to the next step: lambda is then part of the state. pbf_world_lambda gives it on the
- * host (NULL when not carried); pbf_set_lambda sets it for the first `count` particles from
+ * multiplier to the next step: lambda is then part of the state. pbf_carried_row: the row a
+ * solver carries to the next step beyond the state, which snapshots and checkpoints keep
+ * (pbf_snapshot.lambda): PBF's lambda with its warm start, IISPH's last pressure (PBF_F_WARM) with
+ * its warm start; -1: none (DFSPH's two warm rows are not kept). pbf_world_lambda gives that row
+ * on the host (NULL when none); pbf_set_lambda sets it for the first `count` particles from
  * `src`, or to 0 when src is NULL (on a GPU backend through its host row, which every backend
  * keeps then, and write_rows). */
 int pbf_lambda_carried(const pbf_world *w);
+int pbf_carried_row(const pbf_world *w);
 const float *pbf_world_lambda(const pbf_world *w);
 pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *err);
 

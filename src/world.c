@@ -43,10 +43,10 @@ size_t pbf_bytes_per_particle(void) {
 static int on_host(const pbf_world *w, int f) {
     if ((pbf_fields[f].flags & PBF_FIELD_SPH) && w->def.solver == PBF_SOLVER_PBF) return 0;
     if (!pbf_field_in_solver(f, &w->def)) return 0;
-    /* PBF's carried lambda: a host row on every backend (snapshots, restores, new particles) */
+    /* the carried row (pbf_carried_row): a host row on every backend (snapshots, restores, new
+     * particles) */
     return w->backend->host_keep == 0 || w->host_rows ||
-           (pbf_fields[f].flags & w->backend->host_keep) != 0 ||
-           (f == PBF_F_LAMBDA && pbf_lambda_carried(w));
+           (pbf_fields[f].flags & w->backend->host_keep) != 0 || f == pbf_carried_row(w);
 }
 
 /* Bytes per particle of the host arrays the world keeps. */
@@ -57,10 +57,12 @@ static size_t host_bytes_per_particle(const pbf_world *w) {
 }
 
 /* A new state: the warm-start rows (fields.h) of every particle start at 0 (a device's at the
- * backend's upload). */
-static void zero_warm_rows(pbf_world *w) {
+ * backend's upload), but row `keep` (a restore sets the carried row from the snapshot, which may
+ * point at it: pbf_world_snapshot). */
+static void zero_warm_rows(pbf_world *w, int keep) {
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-        if ((pbf_fields[f].flags & (PBF_FIELD_WARM | PBF_FIELD_WARM_V)) && w->field[f] && w->count)
+        if ((pbf_fields[f].flags & (PBF_FIELD_WARM | PBF_FIELD_WARM_V)) && w->field[f] &&
+            w->count && f != keep)
             memset(w->field[f], 0, (size_t)w->count * 4);
 }
 
@@ -138,23 +140,31 @@ int pbf_lambda_carried(const pbf_world *w) {
     return w->def.solver == PBF_SOLVER_PBF && w->def.pbf.lambda_warm_start != 0.0f;
 }
 
+int pbf_carried_row(const pbf_world *w) {
+    if (pbf_lambda_carried(w)) return PBF_F_LAMBDA;
+    if (w->def.solver == PBF_SOLVER_IISPH && pbf_field_in_solver(PBF_F_WARM, &w->def))
+        return PBF_F_WARM;
+    return -1;
+}
+
 const float *pbf_world_lambda(const pbf_world *w) {
-    if (!pbf_lambda_carried(w) || !w->lambda) return NULL;
+    const int row = pbf_carried_row(w);
+    if (row < 0 || !w->field[row]) return NULL;
     if (w->backend->read_rows && w->count > 0) { /* a device's: its host row, brought up to date */
-        const int row = PBF_F_LAMBDA;
         if (w->backend->read_rows((pbf_world *)w, &row, 1, NULL) != PBF_OK) return NULL;
     }
-    return w->lambda;
+    return w->field[row];
 }
 
 pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *err) {
-    if (!pbf_lambda_carried(w) || count <= 0 || !w->lambda) return PBF_OK;
-    if (src)
-        memcpy(w->lambda, src, (size_t)count * sizeof(float));
-    else
-        memset(w->lambda, 0, (size_t)count * sizeof(float));
+    const int row = pbf_carried_row(w);
+    if (row < 0 || count <= 0 || !w->field[row]) return PBF_OK;
+    if (src) {
+        if (src != w->field[row]) /* (a snapshot of this world points at it) */
+            memcpy(w->field[row], src, (size_t)count * sizeof(float));
+    } else
+        memset(w->field[row], 0, (size_t)count * sizeof(float));
     if (!w->backend->write_rows) return PBF_OK;
-    const int row = PBF_F_LAMBDA;
     return w->backend->write_rows(w, &row, 1, err);
 }
 
@@ -425,7 +435,7 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
                 w->id[k] = (uint32_t)k;
             }
     w->count = total;
-    zero_warm_rows(w);
+    zero_warm_rows(w, -1);
     pbf_status up = w->backend->upload(w, err);
     if (up != PBF_OK) return up;
     if (dev_lambda) {
@@ -613,7 +623,7 @@ pbf_snapshot pbf_world_snapshot(const pbf_world *w) {
     s.vz = p.vz;
     s.density = p.density;
     s.id = p.id;
-    s.lambda = pbf_lambda_carried(w) ? pbf_world_lambda(w) : NULL;
+    s.lambda = pbf_world_lambda(w); /* the carried row, or NULL */
     return s;
 }
 
@@ -650,14 +660,14 @@ pbf_status pbf_world_restore(pbf_world *w, const pbf_snapshot *s, pbf_error *err
     w->count = s->count;
     w->time = s->time;
     w->steps = s->steps;
-    zero_warm_rows(w);
+    zero_warm_rows(w, s->lambda ? pbf_carried_row(w) : -1);
     pbf_boxes_update(w, w->time);
     for (int b = 0; b < w->nboxes; ++b)
         for (int a = 0; a < 3; ++a) w->wall_boxes[b].prev_lo[a] = w->wall_boxes[b].lo[a];
     w->backend->boxes_changed(w);
     st = w->backend->upload(w, err);
     if (st != PBF_OK) return st;
-    st = pbf_set_lambda(w, s->count, s->lambda, err); /* PBF's warm start, or 0 */
+    st = pbf_set_lambda(w, s->count, s->lambda, err); /* the carried row, or 0 */
     if (st != PBF_OK) return st;
     w->host_stale = 0;
     pbf_update_stats(w);

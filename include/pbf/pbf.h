@@ -343,9 +343,11 @@ typedef struct pbf_snapshot {
     int count;
     const float *x, *y, *z, *vx, *vy, *vz, *density;
     const uint32_t *id;
-    /* PBF's multipliers lambda_i of the last step, which its warm start carries to the next
-     * (lambda_warm_start != 0), else NULL; restored as 0 when NULL (the run then differs from
-     * an uninterrupted one in the bits) */
+    /* The per-particle row the solver carries to the next step: PBF's multipliers lambda_i of
+     * the last step with its warm start (lambda_warm_start != 0), IISPH's pressure of the last
+     * substep with its warm start (iisph_warm_start != 0), else NULL; restored as 0 when NULL
+     * (the run then differs from an uninterrupted one in the bits; so does DFSPH's with
+     * dfsph_warm_start, whose two rows are not kept) */
     const float *lambda;
 } pbf_snapshot;
 
