@@ -8,12 +8,13 @@
  *  - Particles are reordered every step by grid cell (linear cell order, x fastest), so the
  *    particles of a cell are contiguous and the three cells of a row (x-1, x, x+1) form ONE
  *    contiguous index range: a neighbour query is 9 contiguous ranges.
- *  - The CPU backend builds neighbour lists once per step (2 bytes per neighbour); the GPU
+ *  - The CPU backend builds neighbour lists once per step (1.5 bytes per neighbour); the GPU
  *    backends loop over the 9 ranges and store nothing per neighbour.
  *
- * Memory per particle (capacity): the registry's 17 arrays of 4 bytes (68 B), plus on the CPU the
- * neighbour lists (2 bytes per neighbour, about 35 neighbours at rest: ~70 B), plus 4 bytes per
- * grid cell.
+ * Memory per particle (capacity): the registry's rows of 4 bytes that the solver keeps (PBF: 13
+ * of the 18, 52 B; the SPH solvers add the scratch triple and IISPH/DFSPH their warm rows), plus
+ * on the CPU the packed neighbour copy (16 B) and the neighbour lists (1.5 bytes per neighbour,
+ * about 30 at rest: ~45 B), plus 4 bytes per grid cell. ARCHITECTURE.md itemises it.
  */
 #ifndef PBF_INTERNAL_H
 #define PBF_INTERNAL_H
