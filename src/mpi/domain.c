@@ -101,7 +101,7 @@ struct pbf_mpi_domain {
     int hs_total, hr_total; /* entries of hs_idx and hr_idx (halo_lists) */
     int halo_at;       /* GPU: the device holds this step's halo lists (set_rows_index) */
     /* GPU migration (exchange with dev): the particles packed, in the send buffer's order; the
-     * particles that stay; per particle after the merge, its source (mig_src in exchange) */
+     * particles that stay; per particle after the merge, its source (exchange) */
     int *sidx, *stay, *msrc;
     size_t sidx_cap, stay_cap, msrc_cap;
     int key_is_cell;   /* 0: `cell` holds the place in the world every process started from (no
