@@ -61,7 +61,7 @@
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
 
-#define BENCH_MAX_PARTICLES 10000000LL
+#define BENCH_MAX_PARTICLES 1000000000LL
 #define BENCH_MAX_CASES 4
 #define BENCH_MAX_THREADS 16 /* entries of --threads */
 #define BENCH_MAX_SETS 64
@@ -189,7 +189,7 @@ void pbfapp_bench_print_help(FILE *f) {
         "                        medium  r = 0.0125 m,  39^3 =  59,319 particles\n"
         "                        large   r = 0.00625 m, 79^3 = 493,039 particles\n"
         "  --particles N       a cube of ceil(cbrt(N))^3 particles at r = 0.025 m, the box\n"
-        "                      and block of 'small' scaled by side/19 (N <= 10,000,000);\n"
+        "                      and block of 'small' scaled by side/19 (N <= 1,000,000,000);\n"
         "                      replaces the default cases (add --case to run both)\n"
         "  --dt S              time step, s (default 0.005, as the peer)\n"
         "  --iterations N      solver iterations per step (default 4, as the peer)\n"
@@ -1230,7 +1230,7 @@ int pbfapp_bench_command(int argc, char **argv) {
                 case_list = v;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--particles", &v)) != 0) {
             if (m < 0 || !parse_long(v, 1, BENCH_MAX_PARTICLES, &n))
-                rc = usage("--particles %s: expected a whole number from 1 to 10000000",
+                rc = usage("--particles %s: expected a whole number from 1 to 1000000000",
                            m < 0 ? "" : v);
             else
                 particles = n;

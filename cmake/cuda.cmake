@@ -46,8 +46,11 @@ target_include_directories(pbf_cuda PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJ
 target_compile_definitions(pbf_cuda PRIVATE PBF_HAVE_CUDA=1 PBF_LANES=${PBF_CUDA_LANES})
 # no fused multiply-add, as -ffp-contract=off on the host, and IEEE division and square root: the
 # CUDA results are then compared with the CPU's at the tolerance the tests state
+# (-maxrregcount=80: the neighbour kernels keep their lanes' sums in registers, up to 142 per
+# thread; capped at 80 more of them run at once, and PBF's step at 1M particles on an NVIDIA H200
+# measured 17.6 ms against 19.6 uncapped)
 target_compile_options(pbf_cuda PRIVATE
-                       $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false;-prec-div=true;-prec-sqrt=true;-ftz=false>)
+                       $<$<COMPILE_LANGUAGE:CUDA>:--fmad=false;-prec-div=true;-prec-sqrt=true;-ftz=false;-maxrregcount=80>)
 set_target_properties(pbf_cuda PROPERTIES POSITION_INDEPENDENT_CODE ON
                       CUDA_ARCHITECTURES "${CMAKE_CUDA_ARCHITECTURES}")
 # `pbf` was created before CUDA was enabled: give it the architectures too (it links the objects)

@@ -29,7 +29,7 @@
 #include "sph/walls.h"
 
 #define PBF_ARRAY_PADDING 8 /* elements after the last particle of every array (PBF_LANES) */
-#define PBF_MAX_CELLS (1u << 27)  /* 512 MiB of cell starts at most */
+#define PBF_MAX_CELLS (1u << 30)  /* 4 GiB of cell starts at most */
 
 /* Zeroed memory for the large per-particle arrays (big_alloc.c), 64-byte aligned, freed with
  * pbf_big_free. From PBF_BIG_MIN bytes on Linux: a 2 MiB-aligned anonymous mapping whose whole

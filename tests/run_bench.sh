@@ -183,7 +183,7 @@ ok_if "medium = 59319 particles" \
 
 # Usage errors.
 for args in "--bogus" "--no-limits=1" "--case huge" "--threads 0" "--threads 1,,2" "--particles 0" \
-    "--particles 10000001" "--dt 0" "--steps x" "--set nope=1" "--set particle_radius=0.03"; do
+    "--particles 1000000001" "--dt 0" "--steps x" "--set nope=1" "--set particle_radius=0.03"; do
     rc=0
     # shellcheck disable=SC2086
     "${pbf}" bench ${args} >/dev/null 2>"${tmp}/usage.txt" || rc=$?

@@ -72,13 +72,28 @@ PBF_FN float pbf_gpu_face2(float d) { return d > 0.0f ? d * d : 0.0f; }
 /* How the loops run, without changing a result (a masked lane adds an exact 0):
  *   PBF_TEST_BLOCK  candidates tested per block, without branches: 8 on a CPU device (one vector
  *                   compare; the arrays are padded for the reads past a range), 1 on a GPU
- *   PBF_LANES_ALL   1: every lane of a chunk, masked (vector code on a CPU device); 0: only the
- *                   lanes holding a neighbour (a GPU's threads do no work for empty lanes) */
+ *   PBF_LANES_ALL   1: every lane of a chunk, masked: a loop of constant trip count, unrolled, so
+ *                   the lanes' sums and the chunk's indices stay in registers (on a GPU a lane
+ *                   array indexed at run time lives in local memory: 192 bytes of stack per
+ *                   thread in the lambda kernel, measured slower on an NVIDIA H200) and vector
+ *                   code on a CPU device; 0: only the lanes holding a neighbour */
 #ifndef PBF_TEST_BLOCK
 #define PBF_TEST_BLOCK 1u
 #endif
 #ifndef PBF_LANES_ALL
-#define PBF_LANES_ALL 0
+#define PBF_LANES_ALL 1
+#endif
+/* a found neighbour's index into lane cnt_ of the chunk: with every lane run, by a select in each
+ * lane (constant indices: registers), else by a store at the run-time index */
+#if PBF_LANES_ALL
+#define PBF_IDX_PUSH(v)                                                                            \
+    {                                                                                              \
+        const unsigned int v_ = (v);                                                               \
+        for (int q_ = 0; q_ < PBF_LANES; ++q_) idx_[q_] = q_ == cnt_ ? v_ : idx_[q_];              \
+        ++cnt_;                                                                                    \
+    }
+#else
+#define PBF_IDX_PUSH(v) idx_[cnt_++] = (v)
 #endif
 #define PBF_LANE_ZERO(a)                                                                           \
     for (int l_ = 0; l_ < PBF_LANES; ++l_) (a)[l_] = 0.0f
@@ -106,13 +121,13 @@ PBF_FN float pbf_gpu_hsum(const float *a) {
  * the candidates; the same neighbours in the same order). The distance to a face of the
  * particle's own cell counts as 0 when the particle lies outside it (border cells also hold the
  * particles beyond the grid) or is NaN. */
-#define PBF_LANES_RUN_(...)                                                                        \
+#define PBF_LANES_RUN_(BODY)                                                                       \
     for (int l = 0; l < (PBF_LANES_ALL ? PBF_LANES : cnt_); ++l) {                                 \
         const unsigned int j = idx_[l];                                                            \
         const int valid = l < cnt_;                                                                \
-        __VA_ARGS__                                                                                \
+        BODY()                                                                                     \
     }
-#define PBF_SEARCH_NEIGHBOURS(P, start, cell, self, q0x, q0y, q0z, x0, y0, z0, ...)                \
+#define PBF_SEARCH_NEIGHBOURS(P, start, cell, self, q0x, q0y, q0z, x0, y0, z0, BODY)               \
     {                                                                                              \
         unsigned int idx_[PBF_LANES];                                                              \
         int cnt_ = 0;                                                                              \
@@ -156,9 +171,9 @@ PBF_FN float pbf_gpu_hsum(const float *a) {
                                       : 0u;                                                        \
                         }                                                                          \
                         for (; m_ != 0u; m_ &= m_ - 1u) { /* ascending */                          \
-                            idx_[cnt_++] = c_ + PBF_LOWEST_BIT(m_);                                \
+                            PBF_IDX_PUSH(c_ + PBF_LOWEST_BIT(m_));                                 \
                             if (cnt_ == PBF_LANES) {                                               \
-                                PBF_LANES_RUN_(__VA_ARGS__)                                        \
+                                PBF_LANES_RUN_(BODY)                                               \
                                 cnt_ = 0;                                                          \
                             }                                                                      \
                         }                                                                          \
@@ -167,7 +182,7 @@ PBF_FN float pbf_gpu_hsum(const float *a) {
             }                                                                                      \
         }                                                                                          \
         if (cnt_ > 0) {                                                                            \
-            PBF_LANES_RUN_(__VA_ARGS__)                                                            \
+            PBF_LANES_RUN_(BODY)                                                                   \
         }                                                                                          \
     }
 
@@ -183,7 +198,7 @@ PBF_FN float pbf_gpu_hsum(const float *a) {
 #define PBF_LISTS 0
 #endif
 #if PBF_LISTS
-#define PBF_FOR_NEIGHBOURS(P, idx, off, self, q0x, q0y, q0z, x0, y0, z0, ...)                      \
+#define PBF_FOR_NEIGHBOURS(P, idx, off, self, q0x, q0y, q0z, x0, y0, z0, BODY)                     \
     {                                                                                              \
         unsigned int idx_[PBF_LANES];                                                              \
         const unsigned int b_ = (off)[self], e_ = (off)[(self) + 1];                               \
@@ -191,7 +206,7 @@ PBF_FN float pbf_gpu_hsum(const float *a) {
             const int cnt_ = e_ - c_ < (unsigned int)PBF_LANES ? (int)(e_ - c_) : PBF_LANES;       \
             for (int l_ = 0; l_ < PBF_LANES; ++l_)                                                 \
                 idx_[l_] = l_ < cnt_ ? (idx)[c_ + (unsigned int)l_] : (unsigned int)(self);        \
-            PBF_LANES_RUN_(__VA_ARGS__)                                                            \
+            PBF_LANES_RUN_(BODY)                                                                   \
         }                                                                                          \
     }
 #else
@@ -378,10 +393,11 @@ PBF_KERNEL pbf_k_list_count(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const int i = PBF_GID;
     if (i >= P.n) return;
     unsigned int c = 0u;
-    PBF_SEARCH_NEIGHBOURS(P, start, cell, i, qx, qy, qz, qx[i], qy[i], qz[i],
-        (void)j;
+    #define PBF_NBR_BODY()                                                                         \
+        (void)j;                                                                                   \
         c += valid ? 1u : 0u;
-    )
+    PBF_SEARCH_NEIGHBOURS(P, start, cell, i, qx, qy, qz, qx[i], qy[i], qz[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
     counts[i] = c;
 }
 
@@ -393,9 +409,10 @@ PBF_KERNEL pbf_k_list_fill(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const int i = PBF_GID;
     if (i >= P.n) return;
     unsigned int o = off[i];
-    PBF_SEARCH_NEIGHBOURS(P, start, cell, i, qx, qy, qz, qx[i], qy[i], qz[i],
+    #define PBF_NBR_BODY()                                                                         \
         if (valid) idx[o++] = j;
-    )
+    PBF_SEARCH_NEIGHBOURS(P, start, cell, i, qx, qy, qz, qx[i], qy[i], qz[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
 }
 
 /* ---- the stages ----------------------------------------------------------------------------- */
@@ -438,12 +455,13 @@ PBF_KERNEL pbf_k_density(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
     float rho[PBF_LANES];
     PBF_LANE_ZERO(rho);
-    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const int in = valid && r2 < k.h2;
+    #define PBF_NBR_BODY()                                                                         \
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];                             \
+        const float r2 = dx * dx + dy * dy + dz * dz;                                              \
+        const int in = valid && r2 < k.h2;                                                         \
         rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;
-    )
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
     density[i] = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
 }
 
@@ -467,18 +485,19 @@ PBF_DEVICE_FN void pbf_gpu_density_grad_sums(const pbf_gpu_params *P, const PBF_
     PBF_LANE_ZERO(gy);
     PBF_LANE_ZERO(gz);
     PBF_LANE_ZERO(s2);
-    PBF_FOR_NEIGHBOURS((*P), start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const int in = valid && r2 < k.h2;
-        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;
-        const float f = k.volume * (in ? pbf_kernel_grad(&k, r2) : 0.0f);
-        const float ax = in ? f * dx : 0.0f, ay = in ? f * dy : 0.0f, az = in ? f * dz : 0.0f;
-        gx[l] += ax;
-        gy[l] += ay;
-        gz[l] += az;
+    #define PBF_NBR_BODY()                                                                         \
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];                             \
+        const float r2 = dx * dx + dy * dy + dz * dz;                                              \
+        const int in = valid && r2 < k.h2;                                                         \
+        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;                                                \
+        const float f = k.volume * (in ? pbf_kernel_grad(&k, r2) : 0.0f);                          \
+        const float ax = in ? f * dx : 0.0f, ay = in ? f * dy : 0.0f, az = in ? f * dz : 0.0f;     \
+        gx[l] += ax;                                                                               \
+        gy[l] += ay;                                                                               \
+        gz[l] += az;                                                                               \
         s2[l] += ax * ax + ay * ay + az * az;
-    )
+    PBF_FOR_NEIGHBOURS((*P), start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
     *rho_sum = pbf_gpu_hsum(rho);
     g[0] = pbf_gpu_hsum(gx);
     g[1] = pbf_gpu_hsum(gy);
@@ -552,11 +571,15 @@ PBF_KERNEL pbf_k_delta_p(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     ay[l] += in ? f * dy : 0.0f;                                                                   \
     az[l] += in ? f * dz : 0.0f;
     if (P.scorr_n == 4) {
-        PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-                           PBF_DELTA_P_LANE(4))
+        #define PBF_NBR_BODY()                                                                     \
+            PBF_DELTA_P_LANE(4)
+        PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+        #undef PBF_NBR_BODY
     } else {
-        PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-                           PBF_DELTA_P_LANE(P.scorr_n))
+        #define PBF_NBR_BODY()                                                                     \
+            PBF_DELTA_P_LANE(P.scorr_n)
+        PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+        #undef PBF_NBR_BODY
     }
 #undef PBF_DELTA_P_LANE
     /* over-relaxation of the Jacobi step (SOR): omega = 1 is the paper; the wall's term with its
@@ -634,20 +657,21 @@ PBF_KERNEL pbf_k_curl(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     PBF_LANE_ZERO(ox);
     PBF_LANE_ZERO(oy);
     PBF_LANE_ZERO(oz);
-    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const int in = valid && r2 < k.h2;
-        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;
-        /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */
-        const float f = k.volume * (in ? pbf_kernel_grad(&k, r2) : 0.0f);
-        const float gx = f * dx, gy = f * dy, gz = f * dz;
-        const float ux = in ? vx[j] - vxi : 0.0f, uy = in ? vy[j] - vyi : 0.0f,
-                    uz = in ? vz[j] - vzi : 0.0f;
-        ox[l] += in ? gy * uz - gz * uy : 0.0f;
-        oy[l] += in ? gz * ux - gx * uz : 0.0f;
+    #define PBF_NBR_BODY()                                                                         \
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];                             \
+        const float r2 = dx * dx + dy * dy + dz * dz;                                              \
+        const int in = valid && r2 < k.h2;                                                         \
+        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;                                                \
+        /* omega_i = sum_j V grad_i W_ij x (v_j - v_i)  (eq. 15) */                                \
+        const float f = k.volume * (in ? pbf_kernel_grad(&k, r2) : 0.0f);                          \
+        const float gx = f * dx, gy = f * dy, gz = f * dz;                                         \
+        const float ux = in ? vx[j] - vxi : 0.0f, uy = in ? vy[j] - vyi : 0.0f,                    \
+                    uz = in ? vz[j] - vzi : 0.0f;                                                  \
+        ox[l] += in ? gy * uz - gz * uy : 0.0f;                                                    \
+        oy[l] += in ? gz * ux - gx * uz : 0.0f;                                                    \
         oz[l] += in ? gx * uy - gy * ux : 0.0f;
-    )
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
     density[i] = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
     const float wx = pbf_gpu_hsum(ox), wy = pbf_gpu_hsum(oy), wz = pbf_gpu_hsum(oz);
     sx[i] = wx;
@@ -688,22 +712,23 @@ PBF_KERNEL pbf_k_vorticity_xsph(const pbf_gpu_params P, const PBF_GLOBAL float *
     PBF_LANE_ZERO(ax);
     PBF_LANE_ZERO(ay);
     PBF_LANE_ZERO(az);
-    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const int in = valid && r2 < k.h2;
-        const float vj = in ? k.mass / density[j] : 0.0f;
-        /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
-        const float wk = vj * (in ? pbf_kernel_w(&k, r2) : 0.0f);
-        ax[l] += in ? wk * (vx[j] - vxs) : 0.0f;
-        ay[l] += in ? wk * (vy[j] - vys) : 0.0f;
-        az[l] += in ? wk * (vz[j] - vzs) : 0.0f;
-        /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
-        const float f = (in ? vj * (omega[j] - wi) : 0.0f) * (in ? pbf_kernel_grad(&k, r2) : 0.0f);
-        ex[l] += in ? f * dx : 0.0f;
-        ey[l] += in ? f * dy : 0.0f;
+    #define PBF_NBR_BODY()                                                                         \
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];                             \
+        const float r2 = dx * dx + dy * dy + dz * dz;                                              \
+        const int in = valid && r2 < k.h2;                                                         \
+        const float vj = in ? k.mass / density[j] : 0.0f;                                          \
+        /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */              \
+        const float wk = vj * (in ? pbf_kernel_w(&k, r2) : 0.0f);                                  \
+        ax[l] += in ? wk * (vx[j] - vxs) : 0.0f;                                                   \
+        ay[l] += in ? wk * (vy[j] - vys) : 0.0f;                                                   \
+        az[l] += in ? wk * (vz[j] - vzs) : 0.0f;                                                   \
+        /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */         \
+        const float f = (in ? vj * (omega[j] - wi) : 0.0f) * (in ? pbf_kernel_grad(&k, r2) : 0.0f);  \
+        ex[l] += in ? f * dx : 0.0f;                                                               \
+        ey[l] += in ? f * dy : 0.0f;                                                               \
         ez[l] += in ? f * dz : 0.0f;
-    )
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
     float ux = vxs + P.xsph * pbf_gpu_hsum(ax), uy = vys + P.xsph * pbf_gpu_hsum(ay),
           uz = vzs + P.xsph * pbf_gpu_hsum(az);
     const float hx = pbf_gpu_hsum(ex), hy = pbf_gpu_hsum(ey), hz = pbf_gpu_hsum(ez);
@@ -775,20 +800,21 @@ PBF_KERNEL pbf_k_wcsph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *
     PBF_LANE_ZERO(ax);
     PBF_LANE_ZERO(ay);
     PBF_LANE_ZERO(az);
-    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const int in = valid && r2 < k.h2;
-        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;
-        /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */
-        const float vr =
-            in ? (vxi - vx[j]) * dx + (vyi - vy[j]) * dy + (vzi - vz[j]) * dz : 0.0f;
-        const float nvr = 0.0f - vr, mx = nvr > 0.0f ? nvr : 0.0f;
-        const float f = in ? nu * (0.0f - mx) / (r2 + eps_h2) * pbf_kernel_grad(&k, r2) : 0.0f;
-        ax[l] += in ? f * dx : 0.0f;
-        ay[l] += in ? f * dy : 0.0f;
+    #define PBF_NBR_BODY()                                                                         \
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];                             \
+        const float r2 = dx * dx + dy * dy + dz * dz;                                              \
+        const int in = valid && r2 < k.h2;                                                         \
+        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;                                                \
+        /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */   \
+        const float vr =                                                                           \
+            in ? (vxi - vx[j]) * dx + (vyi - vy[j]) * dy + (vzi - vz[j]) * dz : 0.0f;              \
+        const float nvr = 0.0f - vr, mx = nvr > 0.0f ? nvr : 0.0f;                                 \
+        const float f = in ? nu * (0.0f - mx) / (r2 + eps_h2) * pbf_kernel_grad(&k, r2) : 0.0f;    \
+        ax[l] += in ? f * dx : 0.0f;                                                               \
+        ay[l] += in ? f * dy : 0.0f;                                                               \
         az[l] += in ? f * dz : 0.0f;
-    )
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
     const float r = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
     density[i] = r;
     const float ki = pbf_wcsph_k(r * P.inv_rho0, P.wcsph_b, P.wcsph_gamma, k.rest_density, P.dt);
@@ -838,15 +864,16 @@ PBF_DEVICE_FN float pbf_gpu_density_rate(const pbf_gpu_params *P, const PBF_GLOB
     const float vxi = vx[i], vyi = vy[i], vzi = vz[i];
     float ds[PBF_LANES];
     PBF_LANE_ZERO(ds);
-    PBF_FOR_NEIGHBOURS((*P), start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const int in = valid && r2 < k.h2;
-        const float f = k.volume * (in ? pbf_kernel_grad(&k, r2) : 0.0f);
-        const float ux = in ? vxi - vx[j] : 0.0f, uy = in ? vyi - vy[j] : 0.0f,
-                    uz = in ? vzi - vz[j] : 0.0f;
+    #define PBF_NBR_BODY()                                                                         \
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];                             \
+        const float r2 = dx * dx + dy * dy + dz * dz;                                              \
+        const int in = valid && r2 < k.h2;                                                         \
+        const float f = k.volume * (in ? pbf_kernel_grad(&k, r2) : 0.0f);                          \
+        const float ux = in ? vxi - vx[j] : 0.0f, uy = in ? vyi - vy[j] : 0.0f,                    \
+                    uz = in ? vzi - vz[j] : 0.0f;                                                  \
         ds[l] += (in ? f * dx : 0.0f) * ux + (in ? f * dy : 0.0f) * uy + (in ? f * dz : 0.0f) * uz;
-    )
+    PBF_FOR_NEIGHBOURS((*P), start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
     return pbf_gpu_hsum(ds) + vxi * gw[0] + vyi * gw[1] + vzi * gw[2];
 }
 
@@ -927,20 +954,21 @@ PBF_KERNEL pbf_k_pressure_accel(const pbf_gpu_params P, const PBF_GLOBAL float *
     PBF_LANE_ZERO(ax);
     PBF_LANE_ZERO(ay);
     PBF_LANE_ZERO(az);
-    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];
-        if (predicted) {
-            dx -= P.dt * vx[j];
-            dy -= P.dt * vy[j];
-            dz -= P.dt * vz[j];
-        }
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const int in = valid && r2 < k.h2;
-        const float f = in ? (ki + kk[j]) * k.volume * pbf_kernel_grad(&k, r2) : 0.0f;
-        ax[l] += in ? f * dx : 0.0f;
-        ay[l] += in ? f * dy : 0.0f;
+    #define PBF_NBR_BODY()                                                                         \
+        float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];                                   \
+        if (predicted) {                                                                           \
+            dx -= P.dt * vx[j];                                                                    \
+            dy -= P.dt * vy[j];                                                                    \
+            dz -= P.dt * vz[j];                                                                    \
+        }                                                                                          \
+        const float r2 = dx * dx + dy * dy + dz * dz;                                              \
+        const int in = valid && r2 < k.h2;                                                         \
+        const float f = in ? (ki + kk[j]) * k.volume * pbf_kernel_grad(&k, r2) : 0.0f;             \
+        ax[l] += in ? f * dx : 0.0f;                                                               \
+        ay[l] += in ? f * dy : 0.0f;                                                               \
         az[l] += in ? f * dz : 0.0f;
-    )
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
     float ux = vx[i] - (pbf_gpu_hsum(ax) + ki * gw[0]) * P.inv_dt;
     float uy = vy[i] - (pbf_gpu_hsum(ay) + ki * gw[1]) * P.inv_dt;
     float uz = vz[i] - (pbf_gpu_hsum(az) + ki * gw[2]) * P.inv_dt;
@@ -1005,13 +1033,14 @@ PBF_KERNEL pbf_k_pcisph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float 
     const float xi = p[0], yi = p[1], zi = p[2];
     float rho[PBF_LANES];
     PBF_LANE_ZERO(rho);
-    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i],
-        const float dx = xi - qx[j] - dt * vx[j], dy = yi - qy[j] - dt * vy[j],
-                    dz = zi - qz[j] - dt * vz[j];
-        const float r2 = dx * dx + dy * dy + dz * dz;
-        const int in = valid && r2 < k.h2;
+    #define PBF_NBR_BODY()                                                                         \
+        const float dx = xi - qx[j] - dt * vx[j], dy = yi - qy[j] - dt * vy[j],                    \
+                    dz = zi - qz[j] - dt * vz[j];                                                  \
+        const float r2 = dx * dx + dy * dy + dz * dz;                                              \
+        const int in = valid && r2 < k.h2;                                                         \
         rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;
-    )
+    PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
     const float e = k.volume * pbf_gpu_hsum(rho) + wall - 1.0f;
     err[i] = e;
     if (!isfinite(e)) PBF_ATOMIC_MIN_I32(&bad[slot], i);

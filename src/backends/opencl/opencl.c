@@ -655,9 +655,9 @@ static pbf_status build(ocl_state *d, cl_device_id dev, pbf_error *err) {
     d->g.lists = cpu;
     snprintf(
         options, sizeof options,
-        "-cl-std=CL1.2 -DPBF_LANES=%d -DPBF_TEST_BLOCK=%uu -DPBF_LANES_ALL=%d "
+        "-cl-std=CL1.2 -DPBF_LANES=%d -DPBF_TEST_BLOCK=%uu -DPBF_LANES_ALL=1 "
         "-DPBF_LISTS=%d -DPBF_SCAN_WG=%zu -DPBF_STATS_WG=%zu%s%s",
-        PBF_LANES, cpu ? 8u : 1u, cpu, cpu, d->g.scan_wg, d->g.stats_wg, d->g.fp64 ? " -DPBF_CELL_FP64=1" : "",
+        PBF_LANES, cpu ? 8u : 1u, cpu, d->g.scan_wg, d->g.stats_wg, d->g.fp64 ? " -DPBF_CELL_FP64=1" : "",
         (single & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) ? " -cl-fp32-correctly-rounded-divide-sqrt"
                                                        : "");
     e = clBuildProgram(d->program, 1, &dev, options, NULL, NULL);
