@@ -37,6 +37,8 @@ import subprocess
 import sys
 import tempfile
 
+from pbf_run_output import parse_run
+
 here = os.path.dirname(os.path.abspath(__file__))
 p = argparse.ArgumentParser()
 p.add_argument("--pbf", default=os.path.join(here, "..", "build", "pbf"))
@@ -77,20 +79,8 @@ def run(np_, length, extra=(), mpi_args=()):
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if r.returncode != 0:
         sys.exit("failed: %s\n%s" % (" ".join(cmd), r.stdout[-3000:]))
-    m = re.search(r"mean ([0-9.]+) ms/step over ([0-9]+) steps", r.stdout)
-    res = {"ms_per_step": float(m.group(1)), "steps": int(m.group(2)), "cpu_s_whole_run": cpu}
-    m = re.search(r"done: [0-9]+ frames, ([0-9]+) particles", r.stdout)
-    res["particles"] = int(m.group(1))
-    m = re.search(r"particles per process ([0-9]+)\.\.([0-9]+), ([0-9]+) rebalances, up to "
-                  r"([0-9]+) neighbours; per process and step ([0-9]+) ghosts, ([0-9.]+) "
-                  r"messages; sent per particle and step: ([0-9.]+) B migration and ghosts, "
-                  r"([0-9.]+) B halo updates", r.stdout)
-    if m:
-        res.update(rank_particles_min=int(m.group(1)), rank_particles_max=int(m.group(2)),
-                   rebalances=int(m.group(3)), neighbours=int(m.group(4)),
-                   ghosts_per_process=int(m.group(5)), messages_per_process=float(m.group(6)),
-                   migration_bytes_per_particle=float(m.group(7)),
-                   halo_bytes_per_particle=float(m.group(8)))
+    res = parse_run(r.stdout)
+    res["cpu_s_whole_run"] = cpu
     return res
 
 

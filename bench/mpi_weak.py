@@ -23,11 +23,12 @@ import datetime
 import json
 import os
 import platform
-import re
 import socket
 import subprocess
 import sys
 import tempfile
+
+from pbf_run_output import parse_run
 
 here = os.path.dirname(os.path.abspath(__file__))
 p = argparse.ArgumentParser()
@@ -72,22 +73,9 @@ def run(np_, shares):
                        universal_newlines=True)
     if r.returncode != 0:
         sys.exit("failed: %s\n%s" % (" ".join(cmd), r.stdout[-3000:]))
-    m = re.search(r"mean ([0-9.]+) ms/step over ([0-9]+) steps", r.stdout)
     res = {"processes": max(np_, 1), "mpi": np_ > 0, "shares": shares,
-           "ms_per_step": float(m.group(1)), "steps": int(m.group(2)),
            "oversubscribed": np_ > cores}
-    m = re.search(r"done: [0-9]+ frames, ([0-9]+) particles", r.stdout)
-    res["particles"] = int(m.group(1))
-    m = re.search(r"particles per process ([0-9]+)\.\.([0-9]+), ([0-9]+) rebalances, up to "
-                  r"([0-9]+) neighbours; per process and step ([0-9]+) ghosts, ([0-9.]+) "
-                  r"messages; sent per particle and step: ([0-9.]+) B migration and ghosts, "
-                  r"([0-9.]+) B halo updates", r.stdout)
-    if m:
-        res.update(rank_particles_min=int(m.group(1)), rank_particles_max=int(m.group(2)),
-                   neighbours=int(m.group(4)), ghosts_per_process=int(m.group(5)),
-                   messages_per_process=float(m.group(6)),
-                   migration_bytes_per_particle=float(m.group(7)),
-                   halo_bytes_per_particle=float(m.group(8)))
+    res.update(parse_run(r.stdout))
     print("%-7s P = %2d, %2d shares, %9d particles: %9.1f ms/step" %
           ("mpirun" if np_ else "serial", res["processes"], shares, res["particles"],
            res["ms_per_step"]), flush=True)
@@ -110,10 +98,9 @@ def independent(n):
     ms = []
     for pr in procs_:
         text = pr.communicate()[0]
-        m = re.search(r"mean ([0-9.]+) ms/step over ([0-9]+) steps", text)
-        if pr.returncode != 0 or not m:
+        if pr.returncode != 0:
             sys.exit("failed: independent serial run\n" + text[-3000:])
-        ms.append(float(m.group(1)))
+        ms.append(parse_run(text)["ms_per_step"])
     res = {"processes": n, "mpi": False, "independent": True, "shares": 1,
            "ms_per_step": max(ms), "ms_per_step_each": ms}
     print("%d independent serial runs at once: %.1f .. %.1f ms/step" % (n, min(ms), max(ms)),
