@@ -51,7 +51,7 @@ if has bench; then
         for n in 1000000 10000000; do
             timeout 90 "${PBF}" bench --device "${dev}" --particles "${n}" --steps 50 --quiet \
                 --json "${out}/bench_${dev}_${n}.json" > "${out}/bench_${dev}_${n}.log" 2>&1
-            note "bench ${dev} ${n}: rc $? $(grep -m1 -E 'ms/step|mean' "${out}/bench_${dev}_${n}.log")"
+            note "bench ${dev} ${n}: rc $? $(awk '/^custom/{print $5 " ms/step"; exit}' "${out}/bench_${dev}_${n}.log")"
         done
     done
     timeout 120 "${PBF}" bench --device cuda --case small,medium,large --quiet \
@@ -90,7 +90,7 @@ fi
 
 if has mpi; then
     PYTHONUNBUFFERED=1 timeout 420 python3 bench/mpi_weak.py --pbf "${PBF}" --procs 1,2,4,8,16 \
-        --per-process 1000000 --frames 1 --strong-shares 4 --json "${out}/mpi_weak.json" \
+        --per-process 1000000 --frames 1 --strong-shares 4 --independent --json "${out}/mpi_weak.json" \
         > "${out}/mpi_weak.log" 2>&1
     note "mpi weak: rc $?"
     grep -E "^(serial|mpirun)" "${out}/mpi_weak.log" | sed 's/^/  /' | tee -a "${summary}"

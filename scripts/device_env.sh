@@ -24,8 +24,8 @@ rm -rf "${PBF_BUILD}"
 cp -a /tmp/pbf_dev/build "${PBF_BUILD}"
 PBF="${PBF_BUILD}/pbf"
 export PBF_BUILD PBF
-# a library that machine has (its own Open MPI, libpng, ...) is taken from there: the bundle's
-# copy stays only where it has none (a mix of two builds of Open MPI does not run)
+# a library that machine has (libpng, libgomp, ...) is taken from there, the bundle's copy only
+# where it has none; Open MPI's always from the bundle (its own and the build's do not mix)
 for _f in /tmp/pbf_dev/lib/*; do
     case "$(basename "${_f}")" in
         libmpi*|libopen-*|libpmix*|libmca_common*|liboshmem*|libhwloc*|libevent*) continue ;;
