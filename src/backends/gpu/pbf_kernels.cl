@@ -120,7 +120,11 @@ PBF_FN float pbf_gpu_hsum(const float *a) {
  * covering their rounding, see opencl.c) cannot hold such a j and is skipped (about a quarter of
  * the candidates; the same neighbours in the same order). The distance to a face of the
  * particle's own cell counts as 0 when the particle lies outside it (border cells also hold the
- * particles beyond the grid) or is NaN. */
+ * particles beyond the grid) or is NaN.
+ * The body is the name of a macro without parameters that the caller defines just before and
+ * undefines after (`#define PBF_NBR_BODY() ...`): OpenCL C has no variadic macros (NVIDIA's
+ * compiler refuses them; tests/run_opencl_c_strict.sh checks), and a name not followed by `(`
+ * passes through the macros below unexpanded, its commas included, until BODY() expands it. */
 #define PBF_LANES_RUN_(BODY)                                                                       \
     for (int l = 0; l < (PBF_LANES_ALL ? PBF_LANES : cnt_); ++l) {                                 \
         const unsigned int j = idx_[l];                                                            \
