@@ -540,6 +540,34 @@ static inline const cell_cache *cell_info(const pbf_mpi_domain *d, cell_cache *c
     return cc;
 }
 
+/* A run of the merge: len particles to [k, k + len) of every row, from the records received
+ * at rec (rec >= 0: the record's index in rbuf) or from the row itself at `from` (forward: the
+ * particles that stayed, moved down). */
+typedef struct merge_run {
+    size_t k;
+    int rec, from, len;
+} merge_run;
+#define MERGE_RUNS 1024
+
+/* The runs applied row by row, the rows in parallel (each row's runs in order). */
+static void apply_runs(pbf_world *w, const int *fld, int W, const uint32_t *rbuf,
+                       const merge_run *run, int nrun) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(w->nthreads)
+    for (int f = 0; f < W; ++f) {
+        uint32_t *a = w->field[fld[f]];
+        for (int q = 0; q < nrun; ++q) {
+            const merge_run *u = &run[q];
+            if (u->rec < 0) {
+                memmove(a + u->k, a + u->from, (size_t)u->len * sizeof *a);
+            } else {
+                const uint32_t *rec = rbuf + (size_t)u->rec * W + f;
+                uint32_t *dst = a + u->k;
+                for (int j = 0; j < u->len; ++j) dst[j] = rec[(size_t)j * W];
+            }
+        }
+    }
+}
+
 /* Sends every particle to the owner of its cell pcell[i] and, with `ghosts`, to the processes
  * that need it as a ghost; each process then holds what it received merged by key (rows `fld`,
  * nf of them, the key the row key_word). Collective. The particles that stay on this process
@@ -560,18 +588,27 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
     /* part[i]: the owner times 4, plus 2 when this process keeps the particle (it owns it or
      * needs it as a ghost), plus 1 when a process other than the owner needs it as a ghost */
     memset(d->scount, 0, (size_t)P * sizeof *d->scount);
-    cell_cache cc;
-    cc.valid = 0;
-    for (int i = 0; i < n; ++i) {
-        const cell_cache *ci = cell_info(d, &cc, d->pcell[i], ghosts);
-        int keep = ci->owner == me;
-        d->scount[ci->owner] += 1;
-        for (int k = 0; k < ci->nt; ++k) {
-            d->scount[ci->t[k]] += 1;
-            keep |= ci->t[k] == me;
+    /* in parallel: each thread its own cache (integer counts: the same for any thread count) */
+    int *scount = d->scount, *part = d->part, nleave = 0;
+    const uint32_t *pcell = d->pcell;
+#pragma omp parallel num_threads(w->nthreads)
+    {
+        cell_cache tc;
+        tc.valid = 0;
+#pragma omp for schedule(static) reduction(+ : scount[:P], nleave)
+        for (int i = 0; i < n; ++i) {
+            const cell_cache *ci = cell_info(d, &tc, pcell[i], ghosts);
+            int keep = ci->owner == me;
+            scount[ci->owner] += 1;
+            for (int k = 0; k < ci->nt; ++k) {
+                scount[ci->t[k]] += 1;
+                keep |= ci->t[k] == me;
+            }
+            part[i] = 4 * ci->owner + 2 * keep + (ci->nt > 0);
+            nleave += !keep;
         }
-        d->part[i] = 4 * ci->owner + 2 * keep + (ci->nt > 0);
     }
+    cell_cache cc;
     const int nstay = d->scount[me];
     d->scount[me] = 0; /* not sent: kept in place */
     size_t stotal = 0;
@@ -608,8 +645,7 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
     } while (0)
     memcpy(d->cursor, d->sdispl, (size_t)P * sizeof *d->cursor);
     cc.valid = 0;
-    int nleave = 0;
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < n && stotal > 0; ++i) { /* (nothing to pack: no pass) */
         const int o = d->part[i] >> 2;
         if (o != me) PACK_TO(d->cursor[o]++, i);
         if (d->part[i] & 1) {
@@ -617,7 +653,6 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
             for (int k = 0; k < ci->nt; ++k)
                 if (ci->t[k] != me) PACK_TO(d->cursor[ci->t[k]]++, i);
         }
-        nleave += !(d->part[i] & 2);
     }
 #undef PACK_TO
     if (dev) {
@@ -642,23 +677,19 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
         int k = 0;
         for (int i = 0; i < n; ++i)
             if (d->part[i] & 2) d->stay[k++] = i;
-    } else if (nleave > 0) {
-        int k = 0;
-        for (int i = 0; i < n; ++i) {
-            if (!(d->part[i] & 2)) continue;
-            if (k != i)
-                for (int f = 0; f < W; ++f) {
-                    uint32_t *a = w->field[fld[f]];
-                    a[k] = a[i];
-                }
-            ++k;
-        }
-    }
-    if (!dev && rtotal > 0 && nstay > 0)
+    } else if (nleave > 0 || rtotal > 0) {
+        /* row by row, the rows in parallel (each row's moves in order: in place) */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(w->nthreads)
         for (int f = 0; f < W; ++f) {
             uint32_t *a = w->field[fld[f]];
-            memmove(a + rtotal, a, (size_t)nstay * sizeof *a);
+            if (nleave > 0) {
+                int k = 0;
+                for (int i = 0; i < n; ++i)
+                    if (part[i] & 2) a[k++] = a[i];
+            }
+            if (rtotal > 0 && nstay > 0) memmove(a + rtotal, a, (size_t)nstay * sizeof *a);
         }
+    }
     /* merge the sources by key (keys of different sources differ; each source is ascending):
      * runs from the source with the smallest head key, up to the next source's head key; the
      * source `me` is the particles that stayed, at [rtotal, total) */
@@ -674,6 +705,8 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
 #define KEY_AT(r, j)                                                                               \
     ((r) == me ? (dev ? key_row[d->stay[j]] : stay_key[j])                                        \
                : d->rbuf[((size_t)d->rdispl[r] + (size_t)(j)) * W + key_word])
+    merge_run run[MERGE_RUNS];
+    int nrun = 0;
     for (size_t k = 0; k < total && !(nsrc == 1 && src[0] == me);) {
         int best = -1, second = -1;
         for (int q = 0; q < nsrc; ++q) {
@@ -698,20 +731,17 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
             for (int j = 0; j < len; ++j)
                 d->msrc[k + (size_t)j] = best == me ? d->stay[head[best] + j]
                                                     : -(d->rdispl[best] + head[best] + j) - 1;
-        } else if (best == me) { /* forward: the destination never passes the source */
-            for (int f = 0; f < W; ++f) {
-                uint32_t *a = w->field[fld[f]];
-                memmove(a + k, a + rtotal + (size_t)head[best], (size_t)len * sizeof *a);
-            }
         } else {
-            const uint32_t *rec = d->rbuf + ((size_t)d->rdispl[best] + (size_t)head[best]) * W;
-            for (int f = 0; f < W; ++f) {
-                uint32_t *dst = (uint32_t *)w->field[fld[f]] + k;
-                for (int j = 0; j < len; ++j) dst[j] = rec[(size_t)j * W + f];
-            }
+            run[nrun++] = (merge_run){k, best == me ? -1 : d->rdispl[best] + head[best],
+                                      best == me ? (int)rtotal + head[best] : 0, len};
         }
         k += (size_t)len;
         head[best] = end;
+        /* the runs so far, applied (the keys still to read lie beyond their destinations) */
+        if (nrun == MERGE_RUNS || (k >= total && nrun > 0)) {
+            apply_runs(w, fld, W, d->rbuf, run, nrun);
+            nrun = 0;
+        }
     }
 #undef KEY_AT
 #undef COUNT_OF
@@ -745,7 +775,10 @@ static void migrate(pbf_mpi_domain *d) {
     const int n = w->count;
     int fail = !grow((void **)&d->pcell, &d->pcell_cap, (size_t)n, sizeof *d->pcell);
     if (agree_failed(d, fail)) return;
-    for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->qx[i], w->qy[i], w->qz[i]);
+    uint32_t *pc = d->pcell;
+    const float *qx = w->qx, *qy = w->qy, *qz = w->qz;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) pc[i] = pbf_grid_cell_of(&w->grid, qx[i], qy[i], qz[i]);
     maybe_rebalance(d, n);
     exchange(d, 1, d->fields, d->nfields, d->key_word, dev);
     if (!dev && !d->failed) dev_rows(d, d->fields, d->nfields, 1);
@@ -759,9 +792,15 @@ static int mark_ghosts(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
     const int n = w->count;
     if (!grow((void **)&d->ghost, &d->ghost_cap, (size_t)n + 1, sizeof *d->ghost)) return 0;
-    cell_cache cc;
-    cc.valid = 0;
-    for (int i = 0; i < n; ++i) d->ghost[i] = cell_info(d, &cc, w->cell[i], 0)->owner != d->rank;
+    unsigned char *ghost = d->ghost;
+    const uint32_t *cell = w->cell;
+#pragma omp parallel num_threads(w->nthreads)
+    {
+        cell_cache cc;
+        cc.valid = 0;
+#pragma omp for schedule(static)
+        for (int i = 0; i < n; ++i) ghost[i] = cell_info(d, &cc, cell[i], 0)->owner != d->rank;
+    }
     d->ghosts_in = 1;
     d->nghosts = -1; /* counted by halo_lists */
     return 1;
@@ -782,17 +821,26 @@ static void halo_lists(pbf_mpi_domain *d) {
     memset(d->hs_n, 0, (size_t)P * sizeof *d->hs_n);
     memset(d->hr_n, 0, (size_t)P * sizeof *d->hr_n);
     if (agree_failed(d, !d->ghosts_in && !mark_ghosts(d))) return;
-    /* (a cell's particles are all owned or all ghosts: the cache holds either kind) */
-    cell_cache cc;
-    cc.valid = 0;
-    for (int i = 0; i < n; ++i) {
-        const cell_cache *ci = cell_info(d, &cc, w->cell[i], !d->ghost[i]);
-        if (d->ghost[i]) {
-            d->hr_n[ci->owner] += 1;
-            continue;
+    /* (a cell's particles are all owned or all ghosts: the cache holds either kind); in
+     * parallel, each thread its own cache (integer counts: the same for any thread count) */
+    int *hs_n = d->hs_n, *hr_n = d->hr_n;
+    const unsigned char *ghost = d->ghost;
+    const uint32_t *cell = w->cell;
+#pragma omp parallel num_threads(w->nthreads)
+    {
+        cell_cache tc;
+        tc.valid = 0;
+#pragma omp for schedule(static) reduction(+ : hs_n[:P], hr_n[:P])
+        for (int i = 0; i < n; ++i) {
+            const cell_cache *ci = cell_info(d, &tc, cell[i], !ghost[i]);
+            if (ghost[i]) {
+                hr_n[ci->owner] += 1;
+                continue;
+            }
+            for (int k = 0; k < ci->nt; ++k) hs_n[ci->t[k]] += 1;
         }
-        for (int k = 0; k < ci->nt; ++k) d->hs_n[ci->t[k]] += 1;
     }
+    cell_cache cc;
     size_t ns = 0, nr = 0;
     for (int r = 0; r < P; ++r) {
         d->hs_off[r] = (int)ns;
@@ -892,6 +940,13 @@ static int is_ghost(const pbf_world *w, int i, void *user) {
     return d->ghosts_in && d->ghost[i];
 }
 
+/* The ghosts mask while this process holds ghosts, else NULL. */
+static const unsigned char *ghosts_now(const pbf_world *w, void *user) {
+    const pbf_mpi_domain *d = user;
+    (void)w;
+    return d->ghosts_in && d->nghosts != 0 ? d->ghost : NULL;
+}
+
 /* Drops the ghosts: keeps the owned particles in memory order. */
 static void drop_ghosts(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
@@ -914,20 +969,23 @@ static void drop_ghosts(pbf_mpi_domain *d) {
         w->count = k;
         return;
     }
-    /* the runs of owned particles, moved down array by array */
+    /* the runs of owned particles, moved down row by row, the rows in parallel */
+    const unsigned char *ghost = d->ghost;
     int k = 0;
-    for (int i = 0; i < n;) {
-        while (i < n && d->ghost[i]) ++i;
-        int e = i;
-        while (e < n && !d->ghost[e]) ++e;
-        if (k != i)
-            for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-                if (w->field[f]) {
-                    uint32_t *a = w->field[f];
-                    memmove(a + k, a + i, (size_t)(e - i) * sizeof *a);
-                }
-        k += e - i;
-        i = e;
+    for (int i = 0; i < n; ++i) k += !ghost[i];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(w->nthreads)
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
+        uint32_t *a = w->field[f];
+        if (!a) continue;
+        int to = 0;
+        for (int i = 0; i < n;) {
+            while (i < n && ghost[i]) ++i;
+            int e = i;
+            while (e < n && !ghost[e]) ++e;
+            if (to != i) memmove(a + to, a + i, (size_t)(e - i) * sizeof *a);
+            to += e - i;
+            i = e;
+        }
     }
     w->count = k;
     d->ghosts_in = 0;
@@ -1283,6 +1341,7 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
     d->hooks.after_stage = after_stage;
     d->hooks.reduce_stats = reduce_stats;
     d->hooks.is_ghost = is_ghost;
+    d->hooks.ghosts = ghosts_now;
     d->hooks.ghost_mask = ghost_mask;
     d->hooks.user = d;
     w->hooks = &d->hooks;
