@@ -626,7 +626,7 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
     fail = stotal * (size_t)W > INT_MAX || rtotal * (size_t)W > INT_MAX || total > INT_MAX - 64;
     fail = fail || !grow((void **)&d->sbuf, &d->scap, stotal * (size_t)W, sizeof *d->sbuf) ||
            !grow((void **)&d->rbuf, &d->rcap, rtotal * (size_t)W, sizeof *d->rbuf);
-    if (!fail && (int)total + 1 > w->capacity) {
+    if (!fail && (int)total > w->capacity) { /* (capacity: rows of that many particles) */
         int64_t want = (int64_t)total + (int64_t)total / 4 + 64;
         fail = want > INT_MAX || pbf_world_reserve(w, (int)want, NULL) != PBF_OK;
     }
