@@ -13,7 +13,9 @@ scene, the domain, mpirun's start) and the first frame's writing alike; also `pb
 mean ms/step (wall clock around the steps). Configurations are interleaved, --repeats times
 (a burst of load on a shared machine hits each alike), and the median is kept. With --base, a
 second pbf binary (before a change) runs the same configurations, interleaved with the first.
-mpirun runs with --bind-to none (a serial run is not bound either).
+mpirun runs with --bind-to none (a serial run is not bound either). With a pbf whose MPI summary
+line gives it, the decomposition's own time per step (the wall time in its hooks: on one process
+its passes over the particles, nothing to wait for), per run: the least noisy of the figures.
 """
 import argparse
 import datetime
@@ -65,9 +67,11 @@ def run(binary, mpi, frames):
     t = re.search(r"TIME ([0-9.]+) ([0-9.]+)", r.stdout)
     m = re.search(r"mean ([0-9.]+) ms/step over ([0-9]+) steps", r.stdout)
     n = re.search(r"done: [0-9]+ frames, ([0-9]+) particles", r.stdout)
+    dd = re.search(r"decomposition ([0-9.]+) ms per step", r.stdout)
     return {"user_s": float(t.group(1)), "wall_s": float(t.group(2)),
             "ms_per_step": float(m.group(1)), "steps": int(m.group(2)),
-            "particles": int(n.group(1))}
+            "particles": int(n.group(1)),
+            "decomposition_ms_per_step": float(dd.group(1)) if dd else None}
 
 
 configs = [(b, mpi) for b in bins for mpi in (0, 1)]
@@ -78,10 +82,14 @@ for k in range(a.repeats):
         loads.append(os.getloadavg()[0])
         ra, rb = run(bins[c[0]], c[1], a.frames_a), run(bins[c[0]], c[1], a.frames_b)
         s = {"user_ms_per_step": 1000.0 * (rb["user_s"] - ra["user_s"]) / (rb["steps"] - ra["steps"]),
-             "ms_per_step": rb["ms_per_step"], "runs": [ra, rb]}
+             "ms_per_step": rb["ms_per_step"], "runs": [ra, rb],
+             "decomposition_ms_per_step": rb["decomposition_ms_per_step"]}
         samples[c].append(s)
-        print("repeat %d %-4s %-6s user %.1f ms/step, pbf's mean %.1f ms/step" %
-              (k + 1, c[0], "np1" if c[1] else "serial", s["user_ms_per_step"], s["ms_per_step"]),
+        print("repeat %d %-4s %-6s user %.1f ms/step, pbf's mean %.1f ms/step%s" %
+              (k + 1, c[0], "np1" if c[1] else "serial", s["user_ms_per_step"], s["ms_per_step"],
+               ", decomposition %.2f ms/step (%d steps), %.2f (%d steps)" % (
+                   ra["decomposition_ms_per_step"], ra["steps"], rb["decomposition_ms_per_step"],
+                   rb["steps"]) if ra["decomposition_ms_per_step"] is not None else ""),
               flush=True)
 
 out = {}
@@ -95,6 +103,11 @@ for b in bins:
             "ms_per_step": statistics.median(x["ms_per_step"] for x in s),
             "ms_per_step_all": [x["ms_per_step"] for x in s],
             "particles": s[0]["runs"][0]["particles"]}
+        if mpi and s[0]["decomposition_ms_per_step"] is not None:
+            for j, fr in ((0, a.frames_a), (1, a.frames_b)):
+                v = [x["runs"][j]["decomposition_ms_per_step"] for x in s]
+                row["np1"]["decomposition_ms_per_step_%d_frames" % fr] = statistics.median(v)
+                row["np1"]["decomposition_ms_per_step_%d_frames_all" % fr] = v
     for key in ("user_ms_per_step", "ms_per_step"):
         d = row["np1"][key] - row["serial"][key]
         row["np1_overhead_" + key] = {"ms": d, "percent": 100.0 * d / row["serial"][key]}

@@ -798,6 +798,12 @@ static int mark_ghosts(pbf_mpi_domain *d) {
     if (!grow((void **)&d->ghost, &d->ghost_cap, (size_t)n + 1, sizeof *d->ghost)) return 0;
     unsigned char *ghost = d->ghost;
     const uint32_t *cell = w->cell;
+    if (d->nnbr == 0) { /* a ghost comes from a neighbour (its cell touches this box): none */
+        memset(ghost, 0, (size_t)n);
+        d->ghosts_in = 1;
+        d->nghosts = -1;
+        return 1;
+    }
 #pragma omp parallel num_threads(w->nthreads)
     {
         cell_cache cc;
