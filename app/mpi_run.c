@@ -632,6 +632,8 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     MPI_Allreduce(MPI_IN_PLACE, bytes, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     int max_nbr = info.neighbours;
     MPI_Allreduce(MPI_IN_PLACE, &max_nbr, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    double hook_s = info.hook_seconds; /* the most of any process */
+    MPI_Allreduce(MPI_IN_PLACE, &hook_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     double wall = pbfapp_now() - t_start;
     if (rc == 0 && !opt->quiet && c->root) {
         char wall_s[32];
@@ -651,7 +653,9 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
                info.rank_particles_max, (long long)info.rebalances, max_nbr, bytes[2] / pst,
                bytes[3] / pst, bytes[0] / ps, bytes[1] / ps);
         if (bytes[4] > 0.0) printf("; %.1f B between device and host", bytes[4] / ps);
-        printf("\n");
+        printf("; decomposition %.2f ms per step (its passes and exchanges, waits included; the "
+               "most of a process)\n",
+               info.steps > 0 ? 1000.0 * hook_s / (double)info.steps : 0.0);
     }
     pbf_mpi_domain_destroy(dom);
     pbf_world_destroy(world);

@@ -90,7 +90,7 @@ def collectives(P):
 def model(N, P, shape, speedup=1.0, dd_speedup=1.0):
     """Per process and step on the busiest process of a cube of N particles. speedup: how much
     faster than one core a process computes; dd_speedup: its decomposition work (1: one thread,
-    as domain.c is now)."""
+    as domain.c had it before its passes were threaded)."""
     e = N ** (1 / 3)
     n = N / P
     if shape == "slabs":

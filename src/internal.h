@@ -218,6 +218,10 @@ typedef struct pbf_world_hooks {
     /* 1 if particle i (memory order, after the grid stage) is a ghost: its speed-limit cuts are
      * counted by its owner, not here */
     int (*is_ghost)(const pbf_world *w, int i, void *user);
+    /* The same for every particle at once: per particle (memory order) nonzero for a ghost, or
+     * NULL when this process holds none now (the passes over every particle read the mask
+     * instead of calling is_ghost per particle) */
+    const unsigned char *(*ghosts)(const pbf_world *w, void *user);
     /* Called by the grid stage of a step after its sort, before the neighbour lists: a mask in
      * the new memory order, nonzero for a ghost (or NULL). Nothing reads a ghost's own
      * neighbour sums (the halo updates overwrite them before they are read), so the CPU backend

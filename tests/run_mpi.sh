@@ -4,6 +4,7 @@
 #   - 1, 2, 3 and 4 processes (recursive coordinate bisection, the default) write frames and
 #     checkpoints byte-identical to the single-process run's, and stats.jsonl lines equal to its
 #     own apart from ms, plus ranks and the particle counts per process;
+#   - 2 and 4 processes of 3 threads each: frames byte-identical too;
 #   - 4 processes in slabs (mpi_decomposition = slabs): byte-identical too, and with more ghosts
 #     per process than bisection's boxes; 8 processes (6 frames): boxes cut across all three
 #     axes (a box with 7 or more neighbours: faces, edges and corners), byte-identical;
@@ -93,6 +94,15 @@ import json, sys
 s = [json.loads(l) for l in open("np2/stats.jsonl")]
 sys.exit(0 if all(x["rank_particles_min"] > 0 for x in s) else 1)'
 check "mpirun -np 2: balanced slabs, no process empty" $?
+
+# threads within each process: the decomposition's passes (cells, owners, ghost targets, the
+# rows' compaction, merge and ghost removal) run on the process's threads; the same files
+for n in 2 4; do
+    mp "${n}" run "${scene}" --out th${n} --set threads=3 --frames 12 --checkpoint-every 6 -q
+    check "mpirun -np ${n}, 3 threads per process: exit 0" $?
+    same_files th${n}
+    check "mpirun -np ${n}, 3 threads per process: frames and checkpoint byte-identical to the single-process run" $?
+done
 
 # slabs against bisection's boxes: the same files, more ghosts
 mp 4 run "${scene}" --out sl4 --set mpi_decomposition=slabs --checkpoint-every 6 --set threads=1 \

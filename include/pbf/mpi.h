@@ -159,6 +159,10 @@ typedef struct pbf_mpi_info {
                                   device and the host (both ways; rows, halo entries and their
                                   indices, cells, ghost mask, the solves' measured rows),
                                   summed over steps; 0 on the CPU */
+    double hook_seconds;       /* wall time this process spent in the decomposition's hooks
+                                  (after the stages, and the ghost mask of the grid stage): its
+                                  passes over the particles and its exchanges, waiting for
+                                  other processes included; summed over steps */
 } pbf_mpi_info;
 
 pbf_mpi_info pbf_mpi_domain_info(const pbf_mpi_domain *domain);

@@ -84,6 +84,9 @@ struct pbf_mpi_domain {
     int *leaf;         /* per process: its leaf */
     int *boxes;        /* per process: lo[3], hi[3] of the last decomposition (rebalancing) */
     int *nbr, nnbr;    /* the processes whose boxes lie within one cell of this one's */
+    int *nslot;        /* per process: its place in nbr, or -1 */
+    int *hcnt;         /* halo_lists: per chunk of particles, per neighbour, counts then cursors */
+    size_t hcnt_cap;
     int *lo, *hist;    /* slabs: bounds (process r: layers [lo[r], lo[r + 1])), counts per layer */
     /* bisection's scratch: per particle its node, per node its slot among the active nodes */
     int *part, *slot, *active, *next;
@@ -131,6 +134,7 @@ struct pbf_mpi_domain {
     int count_min, count_max;
     int64_t rebalances, steps;
     double migrated_bytes, halo_bytes, ghosts, messages, device_bytes;
+    double hook_seconds; /* wall time in the hooks that run the decomposition */
 };
 
 pbf_mpi_options pbf_mpi_default_options(void) {
@@ -470,6 +474,8 @@ static void finish_decomposition(pbf_mpi_domain *d) {
         for (int a = 0; a < 3; ++a) near = near && b->lo[a] <= me->hi[a] && me->lo[a] <= b->hi[a];
         if (near) d->nbr[d->nnbr++] = r;
     }
+    for (int r = 0; r < d->size; ++r) d->nslot[r] = -1;
+    for (int q = 0; q < d->nnbr; ++q) d->nslot[d->nbr[q]] = q;
 }
 
 /* The decomposition of the cells pc[0..n) (see bisect for `global`). 0 when out of memory. */
@@ -540,6 +546,34 @@ static inline const cell_cache *cell_info(const pbf_mpi_domain *d, cell_cache *c
     return cc;
 }
 
+/* A run of the merge: len particles to [k, k + len) of every row, from the records received
+ * at rec (rec >= 0: the record's index in rbuf) or from the row itself at `from` (forward: the
+ * particles that stayed, moved down). */
+typedef struct merge_run {
+    size_t k;
+    int rec, from, len;
+} merge_run;
+#define MERGE_RUNS 1024
+
+/* The runs applied row by row, the rows in parallel (each row's runs in order). */
+static void apply_runs(pbf_world *w, const int *fld, int W, const uint32_t *rbuf,
+                       const merge_run *run, int nrun) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(w->nthreads)
+    for (int f = 0; f < W; ++f) {
+        uint32_t *a = w->field[fld[f]];
+        for (int q = 0; q < nrun; ++q) {
+            const merge_run *u = &run[q];
+            if (u->rec < 0) {
+                memmove(a + u->k, a + u->from, (size_t)u->len * sizeof *a);
+            } else {
+                const uint32_t *rec = rbuf + (size_t)u->rec * W + f;
+                uint32_t *dst = a + u->k;
+                for (int j = 0; j < u->len; ++j) dst[j] = rec[(size_t)j * W];
+            }
+        }
+    }
+}
+
 /* Sends every particle to the owner of its cell pcell[i] and, with `ghosts`, to the processes
  * that need it as a ghost; each process then holds what it received merged by key (rows `fld`,
  * nf of them, the key the row key_word). Collective. The particles that stay on this process
@@ -560,18 +594,27 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
     /* part[i]: the owner times 4, plus 2 when this process keeps the particle (it owns it or
      * needs it as a ghost), plus 1 when a process other than the owner needs it as a ghost */
     memset(d->scount, 0, (size_t)P * sizeof *d->scount);
-    cell_cache cc;
-    cc.valid = 0;
-    for (int i = 0; i < n; ++i) {
-        const cell_cache *ci = cell_info(d, &cc, d->pcell[i], ghosts);
-        int keep = ci->owner == me;
-        d->scount[ci->owner] += 1;
-        for (int k = 0; k < ci->nt; ++k) {
-            d->scount[ci->t[k]] += 1;
-            keep |= ci->t[k] == me;
+    /* in parallel: each thread its own cache (integer counts: the same for any thread count) */
+    int *scount = d->scount, *part = d->part, nleave = 0;
+    const uint32_t *pcell = d->pcell;
+#pragma omp parallel num_threads(w->nthreads)
+    {
+        cell_cache tc;
+        tc.valid = 0;
+#pragma omp for schedule(static) reduction(+ : scount[:P], nleave)
+        for (int i = 0; i < n; ++i) {
+            const cell_cache *ci = cell_info(d, &tc, pcell[i], ghosts);
+            int keep = ci->owner == me;
+            scount[ci->owner] += 1;
+            for (int k = 0; k < ci->nt; ++k) {
+                scount[ci->t[k]] += 1;
+                keep |= ci->t[k] == me;
+            }
+            part[i] = 4 * ci->owner + 2 * keep + (ci->nt > 0);
+            nleave += !keep;
         }
-        d->part[i] = 4 * ci->owner + 2 * keep + (ci->nt > 0);
     }
+    cell_cache cc;
     const int nstay = d->scount[me];
     d->scount[me] = 0; /* not sent: kept in place */
     size_t stotal = 0;
@@ -589,37 +632,33 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
     fail = stotal * (size_t)W > INT_MAX || rtotal * (size_t)W > INT_MAX || total > INT_MAX - 64;
     fail = fail || !grow((void **)&d->sbuf, &d->scap, stotal * (size_t)W, sizeof *d->sbuf) ||
            !grow((void **)&d->rbuf, &d->rcap, rtotal * (size_t)W, sizeof *d->rbuf);
-    if (!fail && (int)total + 1 > w->capacity) {
+    if (!fail && (int)total > w->capacity) { /* (capacity: rows of that many particles) */
         int64_t want = (int64_t)total + (int64_t)total / 4 + 64;
         fail = want > INT_MAX || pbf_world_reserve(w, (int)want, NULL) != PBF_OK;
     }
-    fail = fail || (dev && (!grow((void **)&d->sidx, &d->sidx_cap, stotal + 1, sizeof *d->sidx) ||
-                            !grow((void **)&d->stay, &d->stay_cap, (size_t)n + 1, sizeof *d->stay) ||
+    fail = fail || !grow((void **)&d->sidx, &d->sidx_cap, stotal + 1, sizeof *d->sidx) ||
+           (dev && (!grow((void **)&d->stay, &d->stay_cap, (size_t)n + 1, sizeof *d->stay) ||
                             !grow((void **)&d->msrc, &d->msrc_cap, total + 1, sizeof *d->msrc)));
     if (agree_failed(d, fail)) return;
-    /* pack in memory order: every destination receives its particles in ascending key order
-     * (dev: their indices, gathered on the device below) */
-#define PACK_TO(slot, i)                                                                           \
-    do {                                                                                           \
-        if (dev)                                                                                   \
-            d->sidx[(slot)] = (i);                                                                 \
-        else                                                                                       \
-            pack(w, fld, W, d->sbuf + (size_t)(slot) * W, (i));                                    \
-    } while (0)
+    /* the particles sent, in memory order: every destination receives its particles in ascending
+     * key order; their indices (sidx), then packed in parallel (dev: gathered on the device) */
     memcpy(d->cursor, d->sdispl, (size_t)P * sizeof *d->cursor);
     cc.valid = 0;
-    int nleave = 0;
-    for (int i = 0; i < n; ++i) {
-        const int o = d->part[i] >> 2;
-        if (o != me) PACK_TO(d->cursor[o]++, i);
-        if (d->part[i] & 1) {
-            const cell_cache *ci = cell_info(d, &cc, d->pcell[i], ghosts);
+    for (int i = 0; i < n && stotal > 0; ++i) { /* (nothing to send: no pass) */
+        const int o = part[i] >> 2;
+        if (o != me) d->sidx[d->cursor[o]++] = i;
+        if (part[i] & 1) {
+            const cell_cache *ci = cell_info(d, &cc, pcell[i], ghosts);
             for (int k = 0; k < ci->nt; ++k)
-                if (ci->t[k] != me) PACK_TO(d->cursor[ci->t[k]]++, i);
+                if (ci->t[k] != me) d->sidx[d->cursor[ci->t[k]]++] = i;
         }
-        nleave += !(d->part[i] & 2);
     }
-#undef PACK_TO
+    if (!dev) {
+        const int *sidx = d->sidx;
+        uint32_t *sbuf = d->sbuf;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) if (stotal > 4096)
+        for (size_t q = 0; q < stotal; ++q) pack(w, fld, W, sbuf + q * W, sidx[q]);
+    }
     if (dev) {
         const int bad = stotal > 0 && w->backend->gather_rows(w, fld, W, d->sidx, (int)stotal,
                                                               d->sbuf, NULL) != PBF_OK;
@@ -642,23 +681,19 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
         int k = 0;
         for (int i = 0; i < n; ++i)
             if (d->part[i] & 2) d->stay[k++] = i;
-    } else if (nleave > 0) {
-        int k = 0;
-        for (int i = 0; i < n; ++i) {
-            if (!(d->part[i] & 2)) continue;
-            if (k != i)
-                for (int f = 0; f < W; ++f) {
-                    uint32_t *a = w->field[fld[f]];
-                    a[k] = a[i];
-                }
-            ++k;
-        }
-    }
-    if (!dev && rtotal > 0 && nstay > 0)
+    } else if (nleave > 0 || rtotal > 0) {
+        /* row by row, the rows in parallel (each row's moves in order: in place) */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(w->nthreads)
         for (int f = 0; f < W; ++f) {
             uint32_t *a = w->field[fld[f]];
-            memmove(a + rtotal, a, (size_t)nstay * sizeof *a);
+            if (nleave > 0) {
+                int k = 0;
+                for (int i = 0; i < n; ++i)
+                    if (part[i] & 2) a[k++] = a[i];
+            }
+            if (rtotal > 0 && nstay > 0) memmove(a + rtotal, a, (size_t)nstay * sizeof *a);
         }
+    }
     /* merge the sources by key (keys of different sources differ; each source is ascending):
      * runs from the source with the smallest head key, up to the next source's head key; the
      * source `me` is the particles that stayed, at [rtotal, total) */
@@ -674,6 +709,8 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
 #define KEY_AT(r, j)                                                                               \
     ((r) == me ? (dev ? key_row[d->stay[j]] : stay_key[j])                                        \
                : d->rbuf[((size_t)d->rdispl[r] + (size_t)(j)) * W + key_word])
+    merge_run run[MERGE_RUNS];
+    int nrun = 0;
     for (size_t k = 0; k < total && !(nsrc == 1 && src[0] == me);) {
         int best = -1, second = -1;
         for (int q = 0; q < nsrc; ++q) {
@@ -698,20 +735,17 @@ static void exchange(pbf_mpi_domain *d, int ghosts, const int *fld, int nf, int 
             for (int j = 0; j < len; ++j)
                 d->msrc[k + (size_t)j] = best == me ? d->stay[head[best] + j]
                                                     : -(d->rdispl[best] + head[best] + j) - 1;
-        } else if (best == me) { /* forward: the destination never passes the source */
-            for (int f = 0; f < W; ++f) {
-                uint32_t *a = w->field[fld[f]];
-                memmove(a + k, a + rtotal + (size_t)head[best], (size_t)len * sizeof *a);
-            }
         } else {
-            const uint32_t *rec = d->rbuf + ((size_t)d->rdispl[best] + (size_t)head[best]) * W;
-            for (int f = 0; f < W; ++f) {
-                uint32_t *dst = (uint32_t *)w->field[fld[f]] + k;
-                for (int j = 0; j < len; ++j) dst[j] = rec[(size_t)j * W + f];
-            }
+            run[nrun++] = (merge_run){k, best == me ? -1 : d->rdispl[best] + head[best],
+                                      best == me ? (int)rtotal + head[best] : 0, len};
         }
         k += (size_t)len;
         head[best] = end;
+        /* the runs so far, applied (the keys still to read lie beyond their destinations) */
+        if (nrun == MERGE_RUNS || (k >= total && nrun > 0)) {
+            apply_runs(w, fld, W, d->rbuf, run, nrun);
+            nrun = 0;
+        }
     }
 #undef KEY_AT
 #undef COUNT_OF
@@ -745,7 +779,10 @@ static void migrate(pbf_mpi_domain *d) {
     const int n = w->count;
     int fail = !grow((void **)&d->pcell, &d->pcell_cap, (size_t)n, sizeof *d->pcell);
     if (agree_failed(d, fail)) return;
-    for (int i = 0; i < n; ++i) d->pcell[i] = pbf_grid_cell_of(&w->grid, w->qx[i], w->qy[i], w->qz[i]);
+    uint32_t *pc = d->pcell;
+    const float *qx = w->qx, *qy = w->qy, *qz = w->qz;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) pc[i] = pbf_grid_cell_of(&w->grid, qx[i], qy[i], qz[i]);
     maybe_rebalance(d, n);
     exchange(d, 1, d->fields, d->nfields, d->key_word, dev);
     if (!dev && !d->failed) dev_rows(d, d->fields, d->nfields, 1);
@@ -759,9 +796,21 @@ static int mark_ghosts(pbf_mpi_domain *d) {
     pbf_world *w = d->w;
     const int n = w->count;
     if (!grow((void **)&d->ghost, &d->ghost_cap, (size_t)n + 1, sizeof *d->ghost)) return 0;
-    cell_cache cc;
-    cc.valid = 0;
-    for (int i = 0; i < n; ++i) d->ghost[i] = cell_info(d, &cc, w->cell[i], 0)->owner != d->rank;
+    unsigned char *ghost = d->ghost;
+    const uint32_t *cell = w->cell;
+    if (d->nnbr == 0) { /* a ghost comes from a neighbour (its cell touches this box): none */
+        memset(ghost, 0, (size_t)n);
+        d->ghosts_in = 1;
+        d->nghosts = -1;
+        return 1;
+    }
+#pragma omp parallel num_threads(w->nthreads)
+    {
+        cell_cache cc;
+        cc.valid = 0;
+#pragma omp for schedule(static)
+        for (int i = 0; i < n; ++i) ghost[i] = cell_info(d, &cc, cell[i], 0)->owner != d->rank;
+    }
     d->ghosts_in = 1;
     d->nghosts = -1; /* counted by halo_lists */
     return 1;
@@ -771,8 +820,11 @@ static int mark_ghosts(pbf_mpi_domain *d) {
 static const unsigned char *ghost_mask(pbf_world *w, void *user) {
     pbf_mpi_domain *d = user;
     (void)w;
+    const double t0 = MPI_Wtime();
     d->ghosts_in = 0;
-    return mark_ghosts(d) ? d->ghost : NULL;
+    const int ok = mark_ghosts(d);
+    d->hook_seconds += MPI_Wtime() - t0;
+    return ok ? d->ghost : NULL;
 }
 
 static void halo_lists(pbf_mpi_domain *d) {
@@ -781,18 +833,38 @@ static void halo_lists(pbf_mpi_domain *d) {
     d->halo_at = 0;
     memset(d->hs_n, 0, (size_t)P * sizeof *d->hs_n);
     memset(d->hr_n, 0, (size_t)P * sizeof *d->hr_n);
-    if (agree_failed(d, !d->ghosts_in && !mark_ghosts(d))) return;
-    /* (a cell's particles are all owned or all ghosts: the cache holds either kind) */
-    cell_cache cc;
-    cc.valid = 0;
-    for (int i = 0; i < n; ++i) {
-        const cell_cache *ci = cell_info(d, &cc, w->cell[i], !d->ghost[i]);
-        if (d->ghost[i]) {
-            d->hr_n[ci->owner] += 1;
-            continue;
+    /* per chunk of particles (one per thread) and neighbour: the entries sent and received */
+    const int K = d->nnbr, C = w->nthreads < 1 + n / 256 ? (w->nthreads > 1 ? w->nthreads : 1) : 1 + n / 256;
+    int fail = !d->ghosts_in && !mark_ghosts(d);
+    fail = fail || !grow((void **)&d->hcnt, &d->hcnt_cap, (size_t)C * 2 * (size_t)K + 1, sizeof *d->hcnt);
+    if (agree_failed(d, fail)) return;
+    /* (a cell's particles are all owned or all ghosts: the cache holds either kind; every
+     * process that sends or receives a ghost is a neighbour: its box touches the cell) */
+    const unsigned char *ghost = d->ghost;
+    const uint32_t *cell = w->cell;
+    const int *nslot = d->nslot;
+    int *hcnt = d->hcnt;
+#pragma omp parallel for schedule(static, 1) num_threads(C)
+    for (int c = 0; c < C; ++c) {
+        int *cs = hcnt + (size_t)c * 2 * K, *cr = cs + K;
+        for (int q = 0; q < 2 * K; ++q) cs[q] = 0;
+        cell_cache tc;
+        tc.valid = 0;
+        const int i1 = (int)((int64_t)n * (c + 1) / C);
+        for (int i = (int)((int64_t)n * c / C); i < i1 && K > 0; ++i) {
+            const cell_cache *ci = cell_info(d, &tc, cell[i], !ghost[i]);
+            if (ghost[i]) {
+                cr[nslot[ci->owner]] += 1;
+                continue;
+            }
+            for (int k = 0; k < ci->nt; ++k) cs[nslot[ci->t[k]]] += 1;
         }
-        for (int k = 0; k < ci->nt; ++k) d->hs_n[ci->t[k]] += 1;
     }
+    for (int q = 0; q < K; ++q)
+        for (int c = 0; c < C; ++c) {
+            d->hs_n[d->nbr[q]] += hcnt[(size_t)c * 2 * K + q];
+            d->hr_n[d->nbr[q]] += hcnt[(size_t)c * 2 * K + K + q];
+        }
     size_t ns = 0, nr = 0;
     for (int r = 0; r < P; ++r) {
         d->hs_off[r] = (int)ns;
@@ -801,27 +873,43 @@ static void halo_lists(pbf_mpi_domain *d) {
         nr += (size_t)d->hr_n[r];
     }
     /* buffers for up to 3 words per particle (the widest halo update) */
-    int fail = !grow((void **)&d->hs_idx, &d->hs_cap, ns, sizeof *d->hs_idx) ||
-               !grow((void **)&d->hr_idx, &d->hr_cap, nr, sizeof *d->hr_idx) ||
-               !grow((void **)&d->sbuf, &d->scap, 3 * ns, sizeof *d->sbuf) ||
-               !grow((void **)&d->rbuf, &d->rcap, 3 * nr, sizeof *d->rbuf);
+    fail = !grow((void **)&d->hs_idx, &d->hs_cap, ns, sizeof *d->hs_idx) ||
+           !grow((void **)&d->hr_idx, &d->hr_cap, nr, sizeof *d->hr_idx) ||
+           !grow((void **)&d->sbuf, &d->scap, 3 * ns, sizeof *d->sbuf) ||
+           !grow((void **)&d->rbuf, &d->rcap, 3 * nr, sizeof *d->rbuf);
     if (agree_failed(d, fail)) return;
     d->ghosts += (double)nr;
     d->nghosts = (int)nr;
     d->hs_total = (int)ns;
     d->hr_total = (int)nr;
     if (ns > 0 || nr > 0) { /* else no neighbour, or none near */
-        int *cs = d->cursor, *cr = d->wcount; /* scratch cursors */
-        memcpy(cs, d->hs_off, (size_t)P * sizeof *cs);
-        memcpy(cr, d->hr_off, (size_t)P * sizeof *cr);
-        cc.valid = 0;
-        for (int i = 0; i < n; ++i) {
-            const cell_cache *ci = cell_info(d, &cc, w->cell[i], !d->ghost[i]);
-            if (d->ghost[i]) {
-                d->hr_idx[cr[ci->owner]++] = i;
-                continue;
+        /* each chunk's cursors: its neighbour's offset plus the chunks before it */
+        for (int q = 0; q < K; ++q) {
+            int as = d->hs_off[d->nbr[q]], ar = d->hr_off[d->nbr[q]];
+            for (int c = 0; c < C; ++c) {
+                int *cs = hcnt + (size_t)c * 2 * K, *cr = cs + K;
+                const int ms = cs[q], mr = cr[q];
+                cs[q] = as;
+                cr[q] = ar;
+                as += ms;
+                ar += mr;
             }
-            for (int k = 0; k < ci->nt; ++k) d->hs_idx[cs[ci->t[k]]++] = i;
+        }
+        int *hs_idx = d->hs_idx, *hr_idx = d->hr_idx;
+#pragma omp parallel for schedule(static, 1) num_threads(C)
+        for (int c = 0; c < C; ++c) {
+            int *cs = hcnt + (size_t)c * 2 * K, *cr = cs + K;
+            cell_cache tc;
+            tc.valid = 0;
+            const int i1 = (int)((int64_t)n * (c + 1) / C);
+            for (int i = (int)((int64_t)n * c / C); i < i1; ++i) {
+                const cell_cache *ci = cell_info(d, &tc, cell[i], !ghost[i]);
+                if (ghost[i]) {
+                    hr_idx[cr[nslot[ci->owner]]++] = i;
+                    continue;
+                }
+                for (int k = 0; k < ci->nt; ++k) hs_idx[cs[nslot[ci->t[k]]]++] = i;
+            }
         }
     }
     /* GPU: the two lists to the device, which then packs and unpacks the halo's entries only */
@@ -849,8 +937,18 @@ static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
         const int bad = be->read_rows_at(w, 0, f, nf, d->sbuf, NULL) != PBF_OK;
         d->device_bytes += 4.0 * nf * d->hs_total;
         if (agree_failed(d, bad)) return;
-    } else if (!dev_rows(d, f, nf, 0))
+    } else if (!dev_rows(d, f, nf, 0)) {
         return;
+    } else {
+        /* every sender's entries at once: hs_idx and sbuf list them neighbour after neighbour
+         * (hs_off); in parallel, each entry its own words */
+        const int ns = d->hs_total;
+        const int *idx = d->hs_idx;
+        uint32_t *b = d->sbuf;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) if (ns > 4096)
+        for (int k = 0; k < ns; ++k)
+            for (int j = 0; j < nf; ++j) b[(size_t)k * nf + j] = ((const uint32_t *)w->field[f[j]])[idx[k]];
+    }
     for (int k = 0; k < d->nnbr; ++k) {
         const int r = d->nbr[k];
         if (d->hr_n[r] > 0)
@@ -861,9 +959,6 @@ static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
         const int r = d->nbr[q];
         if (d->hs_n[r] == 0) continue;
         uint32_t *b = d->sbuf + (size_t)d->hs_off[r] * nf;
-        const int *idx = d->hs_idx + d->hs_off[r];
-        for (int k = 0; k < d->hs_n[r] && !at; ++k)
-            for (int j = 0; j < nf; ++j) b[k * nf + j] = ((const uint32_t *)w->field[f[j]])[idx[k]];
         MPI_Isend(b, d->hs_n[r] * nf, MPI_UINT32_T, r, TAG_HALO, d->comm, &d->req[nreq++]);
         d->halo_bytes += 4.0 * nf * d->hs_n[r];
         d->messages += 1;
@@ -875,13 +970,13 @@ static void halo_update(pbf_mpi_domain *d, const int *f, int nf) {
         agree_failed(d, bad);
         return;
     }
-    for (int q = 0; q < d->nnbr; ++q) {
-        const int r = d->nbr[q];
-        const uint32_t *b = d->rbuf + (size_t)d->hr_off[r] * nf;
-        const int *idx = d->hr_idx + d->hr_off[r];
-        for (int k = 0; k < d->hr_n[r]; ++k)
-            for (int j = 0; j < nf; ++j) ((uint32_t *)w->field[f[j]])[idx[k]] = b[k * nf + j];
-    }
+    /* every ghost at once (hr_idx and rbuf alike, neighbour after neighbour) */
+    const int nr = d->hr_total;
+    const int *idx = d->hr_idx;
+    const uint32_t *b = d->rbuf;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads) if (nr > 4096)
+    for (int k = 0; k < nr; ++k)
+        for (int j = 0; j < nf; ++j) ((uint32_t *)w->field[f[j]])[idx[k]] = b[(size_t)k * nf + j];
     dev_rows(d, f, nf, 1);
 }
 
@@ -890,6 +985,13 @@ static int is_ghost(const pbf_world *w, int i, void *user) {
     const pbf_mpi_domain *d = user;
     (void)w;
     return d->ghosts_in && d->ghost[i];
+}
+
+/* The ghosts mask while this process holds ghosts, else NULL. */
+static const unsigned char *ghosts_now(const pbf_world *w, void *user) {
+    const pbf_mpi_domain *d = user;
+    (void)w;
+    return d->ghosts_in && d->nghosts != 0 ? d->ghost : NULL;
 }
 
 /* Drops the ghosts: keeps the owned particles in memory order. */
@@ -914,20 +1016,23 @@ static void drop_ghosts(pbf_mpi_domain *d) {
         w->count = k;
         return;
     }
-    /* the runs of owned particles, moved down array by array */
+    /* the runs of owned particles, moved down row by row, the rows in parallel */
+    const unsigned char *ghost = d->ghost;
     int k = 0;
-    for (int i = 0; i < n;) {
-        while (i < n && d->ghost[i]) ++i;
-        int e = i;
-        while (e < n && !d->ghost[e]) ++e;
-        if (k != i)
-            for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-                if (w->field[f]) {
-                    uint32_t *a = w->field[f];
-                    memmove(a + k, a + i, (size_t)(e - i) * sizeof *a);
-                }
-        k += e - i;
-        i = e;
+    for (int i = 0; i < n; ++i) k += !ghost[i];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(w->nthreads)
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
+        uint32_t *a = w->field[f];
+        if (!a) continue;
+        int to = 0;
+        for (int i = 0; i < n;) {
+            while (i < n && ghost[i]) ++i;
+            int e = i;
+            while (e < n && !ghost[e]) ++e;
+            if (to != i) memmove(a + to, a + i, (size_t)(e - i) * sizeof *a);
+            to += e - i;
+            i = e;
+        }
     }
     w->count = k;
     d->ghosts_in = 0;
@@ -1002,8 +1107,16 @@ static void end_step_drop(pbf_mpi_domain *d) {
     if (d->gpu) d->device_bytes += 4.0 * nrows * d->w->count;
 }
 
+static void stage_hook(pbf_world *w, pbf_stage_id stage, pbf_mpi_domain *d);
+
 static void after_stage(pbf_world *w, pbf_stage_id stage, void *user) {
     pbf_mpi_domain *d = user;
+    const double t0 = MPI_Wtime();
+    stage_hook(w, stage, d);
+    d->hook_seconds += MPI_Wtime() - t0;
+}
+
+static void stage_hook(pbf_world *w, pbf_stage_id stage, pbf_mpi_domain *d) {
     if (d->failed) { /* the same on every process (agree_failed): no more exchanges */
         if (stage == PBF_STAGE_VORTICITY_XSPH) end_step_drop(d); /* local */
         return;
@@ -1098,7 +1211,7 @@ void pbf_mpi_domain_destroy(pbf_mpi_domain *d) {
                     &d->active, &d->next, &d->bbox, &d->scount, &d->sdispl, &d->rcount,
                     &d->rdispl, &d->cursor, &d->wcount, &d->wdispl, &d->wrcount, &d->wrdispl,
                     &d->hs_n, &d->hs_off, &d->hr_n, &d->hr_off, &d->hs_idx, &d->hr_idx,
-                    &d->sidx, &d->stay, &d->msrc};
+                    &d->sidx, &d->stay, &d->msrc, &d->nslot, &d->hcnt};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i) free(*ints[i]);
     free(d->tree);
     free(d->bhist);
@@ -1169,7 +1282,8 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
         d->bbox = calloc(6 * P, sizeof(int));
         int **per_rank[] = {&d->scount, &d->sdispl, &d->rcount, &d->rdispl, &d->cursor,
                             &d->wcount, &d->wdispl, &d->wrcount, &d->wrdispl, &d->hs_n,
-                            &d->hs_off, &d->hr_n, &d->hr_off, &d->leaf, &d->nbr, &d->active};
+                            &d->hs_off, &d->hr_n, &d->hr_off, &d->leaf, &d->nbr, &d->active,
+                            &d->nslot};
         int **two_per_rank[] = {&d->slot, &d->next};
         int ok = d->lo && d->hist && d->tree && d->boxes && d->bbox;
         for (size_t i = 0; i < sizeof per_rank / sizeof per_rank[0]; ++i) {
@@ -1283,6 +1397,7 @@ static pbf_status create_domain(pbf_world *w, MPI_Comm comm, const pbf_mpi_optio
     d->hooks.after_stage = after_stage;
     d->hooks.reduce_stats = reduce_stats;
     d->hooks.is_ghost = is_ghost;
+    d->hooks.ghosts = ghosts_now;
     d->hooks.ghost_mask = ghost_mask;
     d->hooks.user = d;
     w->hooks = &d->hooks;
@@ -1455,5 +1570,6 @@ pbf_mpi_info pbf_mpi_domain_info(const pbf_mpi_domain *d) {
     i.messages = d->messages;
     i.steps = d->steps;
     i.device_bytes = d->device_bytes;
+    i.hook_seconds = d->hook_seconds;
     return i;
 }

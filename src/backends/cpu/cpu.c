@@ -1502,7 +1502,8 @@ static double mean_excess(pbf_world *w, const float *a, float scale, float offse
     int size = (n + EXCESS_CHUNKS - 1) / EXCESS_CHUNKS;
     if (size < 4096) size = 4096;
     const int chunks = (n + size - 1) / size;
-    const pbf_world_hooks *hk = w->hooks && w->hooks->is_ghost ? w->hooks : NULL;
+    const pbf_world_hooks *hk = w->hooks;
+    const unsigned char *ghost = hk && hk->ghosts ? hk->ghosts(w, hk->user) : NULL;
     double part[EXCESS_CHUNKS];
     int counted[EXCESS_CHUNKS];
 #pragma omp parallel for schedule(static) num_threads(w->nthreads)
@@ -1511,7 +1512,7 @@ static double mean_excess(pbf_world *w, const float *a, float scale, float offse
         double sum = 0.0;
         int m = 0;
         for (int i = i0; i < i1; ++i) {
-            if (hk && hk->is_ghost(w, i, hk->user)) continue;
+            if (ghost && ghost[i]) continue;
             float e = a[i] * scale + offset;
             if (e > 0.0f) sum += e;
             ++m;

@@ -395,9 +395,10 @@ static inline void pbf_gpu_measure(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id st
             if (g->field[r] == a) f = r;
         float *h = f >= 0 ? (float *)w->field[f] : NULL;
         if (h && n > 0) pbf_gpu_read(g, a, 0, (size_t)n * sizeof(float), h, 1);
+        const unsigned char *ghost = hk->ghosts ? hk->ghosts(w, hk->user) : NULL;
         double sum = 0.0, count = 0.0;
         for (int i = 0; h && i < n && !pbf_gpu_failed(g); ++i) {
-            if (hk->is_ghost(w, i, hk->user)) continue;
+            if (ghost && ghost[i]) continue;
             const float e = h[i] * scale + offset;
             if (e > 0.0f) sum += e;
             count += 1.0;
