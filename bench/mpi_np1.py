@@ -29,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 
+from pbf_run_output import parse_run
+
 here = os.path.dirname(os.path.abspath(__file__))
 p = argparse.ArgumentParser()
 p.add_argument("--pbf", default=os.path.join(here, "..", "build", "pbf"))
@@ -65,13 +67,10 @@ def run(binary, mpi, frames):
     if r.returncode != 0:
         sys.exit("failed: %s\n%s" % (" ".join(cmd), r.stdout[-3000:]))
     t = re.search(r"TIME ([0-9.]+) ([0-9.]+)", r.stdout)
-    m = re.search(r"mean ([0-9.]+) ms/step over ([0-9]+) steps", r.stdout)
-    n = re.search(r"done: [0-9]+ frames, ([0-9]+) particles", r.stdout)
-    dd = re.search(r"decomposition ([0-9.]+) ms per step", r.stdout)
-    return {"user_s": float(t.group(1)), "wall_s": float(t.group(2)),
-            "ms_per_step": float(m.group(1)), "steps": int(m.group(2)),
-            "particles": int(n.group(1)),
-            "decomposition_ms_per_step": float(dd.group(1)) if dd else None}
+    res = {"user_s": float(t.group(1)), "wall_s": float(t.group(2))}
+    res.update({k: v for k, v in parse_run(r.stdout).items()
+                if k in ("ms_per_step", "steps", "particles", "decomposition_ms_per_step")})
+    return res
 
 
 configs = [(b, mpi) for b in bins for mpi in (0, 1)]

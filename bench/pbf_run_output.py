@@ -1,6 +1,7 @@
 """The figures `pbf run` prints, read back by the benchmark scripts (bench/mpi_scaling.py,
-bench/mpi_weak.py): the mean time per step, the particle count and, under mpirun, the MPI
-summary line (`pbf: MPI: ...`: the balance, the ghosts, the messages and the bytes sent)."""
+bench/mpi_weak.py, bench/mpi_np1.py): the mean time per step, the particle count and, under mpirun, the MPI
+summary line (`pbf: MPI: ...`: the balance, the ghosts, the messages, the bytes sent and the
+decomposition's own time per step)."""
 import re
 
 
@@ -19,4 +20,6 @@ def parse_run(text):
                    ghosts_per_process=int(m.group(5)), messages_per_process=float(m.group(6)),
                    migration_bytes_per_particle=float(m.group(7)),
                    halo_bytes_per_particle=float(m.group(8)))
+    m = re.search(r"decomposition ([0-9.]+) ms per step", text)
+    res["decomposition_ms_per_step"] = float(m.group(1)) if m else None
     return res
