@@ -660,6 +660,37 @@ static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, 
             *(cb) = t_;                                                                            \
         }                                                                                          \
     } while (0)
+
+/* FOR_NEIGHBOURS_PAIR with DFSPH's per-pair cache (FOR_PAIRS on two particles): BODY sees the
+ * chunk's cached gradient factors `ps` of particle i (lanes 0-7) and i + 1 (lanes 8-15), +0 in
+ * the lanes of a particle whose list has ended (its chunk 0 decodes with no lane valid), so that
+ * every sum adds the same terms in the same order as FOR_PAIRS, then only exact zeros. */
+#define FOR_PAIRS_PAIR(w, i, ca, cb, ...)                                                          \
+    do {                                                                                           \
+        const nb_ranges *ra_ = ranges_of((w), (i), (ca));                                          \
+        const nb_ranges *rb_ =                                                                     \
+            (w)->cell[(i) + 1] == ra_->cell ? ra_ : ranges_of((w), (i) + 1, (cb));                 \
+        uint32_t na_, nb2_;                                                                        \
+        const uint8_t *lca_ = list_of((w), (i), &na_), *lcb_ = list_of((w), (i) + 1, &nb2_);       \
+        const uint32_t nmax_ = na_ > nb2_ ? na_ : nb2_;                                            \
+        const float *pca_ = LISTS(w)->pair + (size_t)LISTS(w)->pair_off[i] * PBF_LANES;            \
+        const float *pcb_ = LISTS(w)->pair + (size_t)LISTS(w)->pair_off[(i) + 1] * PBF_LANES;      \
+        uint32_t jv[16];                                                                           \
+        for (uint32_t k_ = 0; k_ < nmax_; k_ += 8) {                                               \
+            const uint32_t la_ = k_ < na_ ? na_ - k_ : 0;                                          \
+            const uint32_t lb_ = k_ < nb2_ ? nb2_ - k_ : 0;                                        \
+            decode_chunk(lca_ + (la_ ? CODE_BYTES(k_) : 0), ra_->begin, la_, jv);                  \
+            decode_chunk(lcb_ + (lb_ ? CODE_BYTES(k_) : 0), rb_->begin, lb_, jv + 8);              \
+            const pbf_vf16 ps = vf16_join(la_ ? vf_load(pca_ + k_) : vf_set1(0.0f),                \
+                                          lb_ ? vf_load(pcb_ + k_) : vf_set1(0.0f));               \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+        if (rb_ != ra_) {                                                                          \
+            const nb_ranges t_ = *(ca);                                                            \
+            *(ca) = *(cb);                                                                         \
+            *(cb) = t_;                                                                            \
+        }                                                                                          \
+    } while (0)
 #endif
 
 static double mean_excess(pbf_world *w, const float *a, float scale, float offset);
@@ -1874,6 +1905,68 @@ static inline PBF_SIMD_INLINE float density_rate_pairs(pbf_world *w, int i, cons
     return vf_hsum(dsum) + VX[i] * gw[0] + VY[i] * gw[1] + VZ[i] * gw[2];
 }
 
+#if PBF_PAIRS
+/* The neighbour sums of density_rate_pairs of particles i and i + 1 (out[0], out[1]; without the
+ * wall term, which each particle adds), bit-identical to it. */
+static inline PBF_SIMD_INLINE void density_rate_pairs2(pbf_world *w, int i, const float *P,
+                                                      const float *PV, nb_ranges *ca,
+                                                      nb_ranges *cb, float out[2]) {
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const pbf_vf16 vol = vf16_set1(w->k.volume), zero = vf16_set1(0.0f);
+    const pbf_vf16 vxi = vf16_join(vf_set1(VX[i]), vf_set1(VX[i + 1]));
+    const pbf_vf16 vyi = vf16_join(vf_set1(VY[i]), vf_set1(VY[i + 1]));
+    const pbf_vf16 vzi = vf16_join(vf_set1(VZ[i]), vf_set1(VZ[i + 1]));
+    const pbf_vf16 xi = vf16_join(vf_set1(QX[i]), vf_set1(QX[i + 1]));
+    const pbf_vf16 yi = vf16_join(vf_set1(QY[i]), vf_set1(QY[i + 1]));
+    const pbf_vf16 zi = vf16_join(vf_set1(QZ[i]), vf_set1(QZ[i + 1]));
+    pbf_vf16 dsum = zero;
+    FOR_PAIRS_PAIR(w, i, ca, cb,
+        pbf_vf16 xj, yj, zj, vxj, vyj, vzj;
+        load_packed16(P, jv, &xj, &yj, &zj, NULL);
+        const pbf_vf16 pdx = xi - xj, pdy = yi - yj, pdz = zi - zj;
+        load_packed16(PV, jv, &vxj, &vyj, &vzj, NULL);
+        const pbf_vi16 in = ps != zero;
+        pbf_vf16 f = vol * ps;
+        pbf_vf16 ux = vf16_and(vxi - vxj, in), uy = vf16_and(vyi - vyj, in),
+                 uz = vf16_and(vzi - vzj, in);
+        dsum += vf16_and(f * pdx, in) * ux + vf16_and(f * pdy, in) * uy + vf16_and(f * pdz, in) * uz;
+    );
+    out[0] = vf_hsum(vf16_lo(dsum));
+    out[1] = vf_hsum(vf16_hi(dsum));
+}
+
+/* The neighbour sums of pressure_accel (from the pair cache) of particles i and i + 1 (a[0],
+ * a[1]), bit-identical to it. */
+static inline PBF_SIMD_INLINE void accel_pairs2(pbf_world *w, int i, const float *P,
+                                               nb_ranges *ca, nb_ranges *cb, float a[2][3]) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict K = w->lambda;
+    const pbf_vf16 vol = vf16_set1(w->k.volume), zero = vf16_set1(0.0f);
+    const pbf_vf16 xi = vf16_join(vf_set1(QX[i]), vf_set1(QX[i + 1]));
+    const pbf_vf16 yi = vf16_join(vf_set1(QY[i]), vf_set1(QY[i + 1]));
+    const pbf_vf16 zi = vf16_join(vf_set1(QZ[i]), vf_set1(QZ[i + 1]));
+    const pbf_vf16 vki = vf16_join(vf_set1(K[i]), vf_set1(K[i + 1]));
+    pbf_vf16 ax = zero, ay = zero, az = zero;
+    FOR_PAIRS_PAIR(w, i, ca, cb,
+        pbf_vf16 xj, yj, zj, kj;
+        load_packed16(P, jv, &xj, &yj, &zj, &kj);
+        const pbf_vf16 pdx = xi - xj, pdy = yi - yj, pdz = zi - zj;
+        const pbf_vi16 in = ps != zero;
+        pbf_vf16 f = vf16_and((vki + kj) * vol * ps, in);
+        ax += vf16_and(f * pdx, in);
+        ay += vf16_and(f * pdy, in);
+        az += vf16_and(f * pdz, in);
+    );
+    a[0][0] = vf_hsum(vf16_lo(ax));
+    a[1][0] = vf_hsum(vf16_hi(ax));
+    a[0][1] = vf_hsum(vf16_lo(ay));
+    a[1][1] = vf_hsum(vf16_hi(ay));
+    a[0][2] = vf_hsum(vf16_lo(az));
+    a[1][2] = vf_hsum(vf16_hi(az));
+}
+#endif
+
 /* DFSPH: the source term of the divergence (divergence != 0) or density solve from the current
  * velocities, k_i = factor_i * source_i, and the average source as the solve's error.
  * With the warm start (dfsph_warm_start > 0): `start` computes the solve's first k_i from the
@@ -1897,12 +1990,27 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+        nb_ranges cache_b = NB_RANGES_INIT;
+        const int two = pairs && P && PV;
+        float d2[2] = {0};
+#endif
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
             sph_wall_get(w, i, WALL_AT_X, p, gw);
-            const float d = pairs ? density_rate_pairs(w, i, gw, P, PV, &cache)
-                                  : density_rate(w, i, gw, P, PV, &cache);
+            float d;
+#if PBF_PAIRS
+            /* the schedule's chunks of 256 start even: i even takes i and i + 1 */
+            if (two && (i & 1) == 0 && i + 1 < n) {
+                density_rate_pairs2(w, i, P, PV, &cache, &cache_b, d2);
+                d = d2[0] + w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
+            } else if (two && (i & 1)) {
+                d = d2[1] + w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
+            } else
+#endif
+            d = pairs ? density_rate_pairs(w, i, gw, P, PV, &cache)
+                      : density_rate(w, i, gw, P, PV, &cache);
             float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence);
             if (start) {
                 w->lambda[i] = keep ? pbf_dfsph_warm_k(frac, WK[i], c, w->sx[i], full, dt) : 0.0f;
@@ -1951,6 +2059,11 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+        nb_ranges cache_b = NB_RANGES_INIT;
+        const int two = pairs && P;
+        float a2[2][3] = {{0}};
+#endif
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
@@ -1965,6 +2078,18 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
             const pbf_vf vki = vf_set1(ki);
             sph_wall_get(w, i, wall_at, g, gw);
             pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
+            float sx, sy, sz;
+#if PBF_PAIRS
+            /* the schedule's chunks of 256 start even: i even takes i and i + 1 (whose sums
+             * read no velocity, which this pass writes) */
+            if (two && (i & 1) == 0 && i + 1 < n) {
+                accel_pairs2(w, i, P, &cache, &cache_b, a2);
+                sx = a2[0][0], sy = a2[0][1], sz = a2[0][2];
+            } else if (two && (i & 1)) {
+                sx = a2[1][0], sy = a2[1][1], sz = a2[1][2];
+            } else
+#endif
+            {
             if (pairs) {
                 FOR_PAIRS(w, i, &cache,
                     pbf_vf xj, yj, zj, kj;
@@ -1994,9 +2119,11 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
                 ay += vf_and(f * dy, in);
                 az += vf_and(f * dz, in);
             );
-            float vx = VX[i] - (vf_hsum(ax) + ki * gw[0]) * inv_dt;
-            float vy = VY[i] - (vf_hsum(ay) + ki * gw[1]) * inv_dt;
-            float vz = VZ[i] - (vf_hsum(az) + ki * gw[2]) * inv_dt;
+            sx = vf_hsum(ax), sy = vf_hsum(ay), sz = vf_hsum(az);
+            }
+            float vx = VX[i] - (sx + ki * gw[0]) * inv_dt;
+            float vy = VY[i] - (sy + ki * gw[1]) * inv_dt;
+            float vz = VZ[i] - (sz + ki * gw[2]) * inv_dt;
             if (viscous) { /* WCSPH's artificial viscosity, from its pressure stage */
                 vx += w->sx[i];
                 vy += w->sy[i];
