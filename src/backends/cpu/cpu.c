@@ -148,6 +148,7 @@ typedef struct cpu_lists {
     size_t pair_off_cap;
     int pair_ok;      /* pair holds the pairs of the current lists and positions */
     int omega_norm;   /* the curl pass stored no |omega|: the post pass takes it from omega */
+    int rate_ok;      /* DFSPH: sz holds D_i of the current velocities (see stage_dfsph_source) */
 } cpu_lists;
 enum { WALL_NONE, WALL_AT_X, WALL_AT_PREDICTED };
 #define LISTS(w) ((cpu_lists *)(w)->dev)
@@ -1819,16 +1820,54 @@ static inline PBF_SIMD_INLINE void density_grad_sums_pairs(pbf_world *w, int i, 
     *s2_sum = vf_hsum(s2);
 }
 
-/* DFSPH: density (walls included) and the factor of eq. 11 into sx; the step's pair cache. */
+/* The divergence solve's first D_i (density_rate_pairs, bit-identical: the same terms in the same
+ * lanes and order) from the pairs the factor pass has just cached for particle i (pc, its first
+ * chunk); the wall term is the caller's. */
+static inline PBF_SIMD_INLINE float rate_from_pairs(pbf_world *w, int i, const float *P,
+                                                    const float *PV, const nb_ranges *nb,
+                                                    const float *pc) {
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const pbf_vf vol = vf_set1(w->k.volume), zero = vf_set1(0.0f);
+    const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
+    const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    const uint32_t f_ = LISTS(w)->start[i];
+    const uint32_t s_ = LISTS(w)->block_start[(unsigned)i / LIST_BLOCK] + (f_ & ~1u);
+    const uint32_t n_ = list_end(w, i) - s_ - (f_ & 1u);
+    const uint8_t *c_ = LISTS(w)->nbr + CODE_BYTES(s_);
+    uint32_t jv[PBF_LANES];
+    pbf_vf dsum = zero;
+    for (uint32_t k_ = 0; k_ < n_; k_ += PBF_LANES, pc += PBF_LANES) {
+        decode_chunk(c_ + CODE_BYTES(k_), nb->begin, n_ - k_, jv);
+        const pbf_vf ps = vf_load(pc);
+        pbf_vf xj, yj, zj, vxj, vyj, vzj;
+        load_neighbours(P, jv, QX, QY, QZ, NULL, &xj, &yj, &zj, NULL);
+        const pbf_vf pdx = xi - xj, pdy = yi - yj, pdz = zi - zj;
+        load_neighbours(PV, jv, VX, VY, VZ, NULL, &vxj, &vyj, &vzj, NULL);
+        const pbf_vi in = ps != zero;
+        pbf_vf f = vol * ps;
+        pbf_vf ux = vf_and(vxi - vxj, in), uy = vf_and(vyi - vyj, in), uz = vf_and(vzi - vzj, in);
+        dsum += vf_and(f * pdx, in) * ux + vf_and(f * pdy, in) * uy + vf_and(f * pdz, in) * uz;
+    }
+    return vf_hsum(dsum);
+}
+
+/* DFSPH: density (walls included) and the factor of eq. 11 into sx; the step's pair cache; and,
+ * where the divergence solve's first measure follows with the same velocities (no warm start,
+ * which applies a pressure first; not distributed, whose hooks exchange between stages), that
+ * measure's D_i into sz (rate_ok), read there instead of a pass of its own. */
 static int stage_dfsph_factor(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float eps = 1e-6f * w->lattice_grad2;
     int bad = INT_MAX;
-    const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
     float *WC = sph_wall_begin(w);
     float *PC = pair_reserve(w) ? LISTS(w)->pair : NULL;
     const uint32_t *PO = LISTS(w)->pair_off;
+    const int rate = PC && !w->hooks && !(w->def.dfsph.warm_start > 0.0f) && w->sz;
+    const float *P = NULL, *PV = NULL;
+    sph_pack(w, NULL, rate, &P, &PV);
+    const int store = rate && P && PV;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -1838,10 +1877,13 @@ static int stage_dfsph_factor(pbf_world *w) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
             sph_wall_put(WC, i, wall, gw);
-            if (PC)
+            if (PC) {
                 density_grad_sums_pairs(w, i, &rho, g, &s2, P, &cache,
                                         PC + (size_t)PO[i] * PBF_LANES);
-            else
+                if (store) /* as density_rate_pairs adds the wall term */
+                    w->sz[i] = rate_from_pairs(w, i, P, PV, &cache, PC + (size_t)PO[i] * PBF_LANES) +
+                               w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
+            } else
                 density_grad_sums(w, i, &rho, g, &s2, P, &cache, w->k.cubic != 0.0f);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
@@ -1852,6 +1894,7 @@ static int stage_dfsph_factor(pbf_world *w) {
     }
     if (WC) LISTS(w)->wall_at = WALL_AT_X;
     if (PC) LISTS(w)->pair_ok = 1;
+    LISTS(w)->rate_ok = store;
     return bad;
 }
 
@@ -1974,7 +2017,8 @@ static inline PBF_SIMD_INLINE void accel_pairs2(pbf_world *w, int i, const float
  * (pbf_dfsph_warm_k; the pressure acceleration that follows applies it) and measures nothing;
  * the measuring stage sums the k_i the solve applied (the start's, then each iteration's: lambda
  * holds the last one applied) in sz, and keeps kappa_i = sum / dt^2 for the next substep. */
-static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start, int iteration) {
+static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start, int iteration,
+                              int rate_ok) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
@@ -1984,8 +2028,14 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
     const float full = 2.0f / w->lattice_grad2;
     int bad = INT_MAX;
     const int pairs = LISTS(w)->pair_ok;
-    const float *P = NULL, *PV;
-    sph_pack(w, NULL, 1, &P, &PV);
+    /* D_i of these velocities is in sz already (the factor pass's, or the divergence solve's
+     * last measure's for the density solve's first: no stage between changes the velocities) */
+    const int reuse = rate_ok && !start && !keep;
+    /* keep D_i for the density solve's first measure (see stage_dfsph_factor) */
+    const int store = divergence && !start && !keep && !w->hooks && w->sz;
+    float *restrict SZ = w->sz;
+    const float *P = NULL, *PV = NULL;
+    if (!reuse) sph_pack(w, NULL, 1, &P, &PV);
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -2000,6 +2050,9 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
             sph_wall_get(w, i, WALL_AT_X, p, gw);
             float d;
+            if (reuse) {
+                d = SZ[i];
+            } else
 #if PBF_PAIRS
             /* the schedule's chunks of 256 start even: i even takes i and i + 1 */
             if (two && (i & 1) == 0 && i + 1 < n) {
@@ -2011,6 +2064,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
 #endif
             d = pairs ? density_rate_pairs(w, i, gw, P, PV, &cache)
                       : density_rate(w, i, gw, P, PV, &cache);
+            if (store) SZ[i] = d;
             float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence);
             if (start) {
                 w->lambda[i] = keep ? pbf_dfsph_warm_k(frac, WK[i], c, w->sx[i], full, dt) : 0.0f;
@@ -2028,6 +2082,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
         pbf_denormals_restore(fp_mode);
     }
     if (!start) w->solve_error = 100.0 * mean_excess(w, w->sy, 1.0f, 0.0f);
+    LISTS(w)->rate_ok = store;
     return bad;
 }
 
@@ -2379,6 +2434,9 @@ static void stage_stats(pbf_world *w) {
 
 int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     if (!sph_wall_keeps(stage)) LISTS(w)->wall_at = WALL_NONE;
+    /* sz holds D_i only up to the next stage: DFSPH's measures read it, every stage drops it */
+    const int rate_ok = LISTS(w)->rate_ok;
+    LISTS(w)->rate_ok = 0;
     if (stage != PBF_STAGE_DIVERGENCE && stage != PBF_STAGE_DENSITY_ADV &&
         stage != PBF_STAGE_DFSPH_WARM_V && stage != PBF_STAGE_DFSPH_WARM &&
         stage != PBF_STAGE_PRESSURE_ACCEL)
@@ -2395,10 +2453,10 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     case PBF_STAGE_GRAVITY: return stage_gravity(w, c->dt, c->vmax);
     case PBF_STAGE_WCSPH_PRESSURE: return stage_wcsph_pressure(w, c->dt);
     case PBF_STAGE_DFSPH_FACTOR: return stage_dfsph_factor(w);
-    case PBF_STAGE_DIVERGENCE: return stage_dfsph_source(w, c->dt, 1, 0, c->iteration);
-    case PBF_STAGE_DENSITY_ADV: return stage_dfsph_source(w, c->dt, 0, 0, c->iteration);
-    case PBF_STAGE_DFSPH_WARM_V: return stage_dfsph_source(w, c->dt, 1, 1, 0);
-    case PBF_STAGE_DFSPH_WARM: return stage_dfsph_source(w, c->dt, 0, 1, 0);
+    case PBF_STAGE_DIVERGENCE: return stage_dfsph_source(w, c->dt, 1, 0, c->iteration, rate_ok);
+    case PBF_STAGE_DENSITY_ADV: return stage_dfsph_source(w, c->dt, 0, 0, c->iteration, rate_ok);
+    case PBF_STAGE_DFSPH_WARM_V: return stage_dfsph_source(w, c->dt, 1, 1, 0, 0);
+    case PBF_STAGE_DFSPH_WARM: return stage_dfsph_source(w, c->dt, 0, 1, 0, 0);
     case PBF_STAGE_PCISPH_INIT: return stage_pcisph_init(w, c->dt);
     case PBF_STAGE_PCISPH_PRESSURE: return stage_pcisph_pressure(w, c->dt);
     case PBF_STAGE_IISPH_DIAGONAL: return stage_iisph_diagonal(w, c->dt);
