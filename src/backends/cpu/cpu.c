@@ -676,6 +676,8 @@ static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, 
         const uint32_t nmax_ = na_ > nb2_ ? na_ : nb2_;                                            \
         const float *pca_ = LISTS(w)->pair + (size_t)LISTS(w)->pair_off[i] * PBF_LANES;            \
         const float *pcb_ = LISTS(w)->pair + (size_t)LISTS(w)->pair_off[(i) + 1] * PBF_LANES;      \
+        for (int q_ = 0; q_ < 6; ++q_) /* the next pairs' factors, a few particles ahead */       \
+            __builtin_prefetch((const char *)pcb_ + 640 + 64 * q_);                                \
         uint32_t jv[16];                                                                           \
         for (uint32_t k_ = 0; k_ < nmax_; k_ += 8) {                                               \
             const uint32_t la_ = k_ < na_ ? na_ - k_ : 0;                                          \
