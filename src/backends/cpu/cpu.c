@@ -149,6 +149,7 @@ typedef struct cpu_lists {
     int pair_ok;      /* pair holds the pairs of the current lists and positions */
     int omega_norm;   /* the curl pass stored no |omega|: the post pass takes it from omega */
     int rate_ok;      /* DFSPH: sz holds D_i of the current velocities (see stage_dfsph_source) */
+    int xv_packed;    /* DFSPH: pack holds x* and sph_v the velocities (see sph_pack_k) */
 } cpu_lists;
 enum { WALL_NONE, WALL_AT_X, WALL_AT_PREDICTED };
 #define LISTS(w) ((cpu_lists *)(w)->dev)
@@ -1647,6 +1648,19 @@ static void sph_pack(pbf_world *w, const float *K, int with_v, const float **P, 
     if (PV) *PV = B;
 }
 
+/* DFSPH's solves move no particle, so the x* of pack stay; sph_v holds the velocities where the
+ * pressure acceleration wrote its new ones there too (xv_packed: set by the stages that packed
+ * or wrote both, kept by the measures, which change neither, dropped by every other stage and in a
+ * distributed run, whose hooks change ghosts between stages): the measures then pack nothing
+ * and the pressure acceleration packs only k. */
+static void sph_pack_k(pbf_world *w, const float *K) {
+    float *restrict A = LISTS(w)->pack;
+    const float *restrict KK = K;
+    const int n = w->count;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) A[4 * i + 3] = KK[i];
+}
+
 /* The wall cache a pass at `at` writes (NULL: none; the pass then computes only). */
 static float *sph_wall_begin(pbf_world *w) {
     LISTS(w)->wall_at = WALL_NONE;
@@ -1897,6 +1911,7 @@ static int stage_dfsph_factor(pbf_world *w) {
     if (WC) LISTS(w)->wall_at = WALL_AT_X;
     if (PC) LISTS(w)->pair_ok = 1;
     LISTS(w)->rate_ok = store;
+    LISTS(w)->xv_packed = store; /* (store: both packed, not distributed) */
     return bad;
 }
 
@@ -2020,7 +2035,7 @@ static inline PBF_SIMD_INLINE void accel_pairs2(pbf_world *w, int i, const float
  * the measuring stage sums the k_i the solve applied (the start's, then each iteration's: lambda
  * holds the last one applied) in sz, and keeps kappa_i = sum / dt^2 for the next substep. */
 static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start, int iteration,
-                              int rate_ok) {
+                              int rate_ok, int xv) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
@@ -2037,7 +2052,13 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
     const int store = divergence && !start && !keep && !w->hooks && w->sz;
     float *restrict SZ = w->sz;
     const float *P = NULL, *PV = NULL;
-    if (!reuse) sph_pack(w, NULL, 1, &P, &PV);
+    if (reuse) {
+    } else if (xv) {
+        P = LISTS(w)->pack;
+        PV = LISTS(w)->sph_v;
+    } else {
+        sph_pack(w, NULL, 1, &P, &PV);
+    }
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -2085,6 +2106,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
     }
     if (!start) w->solve_error = 100.0 * mean_excess(w, w->sy, 1.0f, 0.0f);
     LISTS(w)->rate_ok = store;
+    LISTS(w)->xv_packed = !w->hooks && (xv || (P && PV));
     return bad;
 }
 
@@ -2094,7 +2116,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
  * next measure of the solve sees the motion the walls allow. With `predicted` (PCISPH) the
  * gradients are taken at the predicted positions x + dt v (the velocities before this pass) and
  * the new velocities go to sx, sy, sz, which then swap roles with vx, vy, vz. */
-static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int predicted) {
+static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int predicted, int xv) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     /* no restrict: without `predicted` the new velocities overwrite the ones read */
     const float *VX = w->vx, *VY = w->vy, *VZ = w->vz;
@@ -2110,7 +2132,15 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
     int bad = INT_MAX;
     const int pairs = !predicted && LISTS(w)->pair_ok; /* DFSPH: gradient factors cached */
     const float *P = NULL, *PV = NULL;
-    sph_pack(w, K, predicted, &P, &PV);
+    float *restrict PVW = NULL; /* DFSPH: the new velocities into sph_v too (see sph_pack_k) */
+    if (pairs && xv) {
+        P = LISTS(w)->pack;
+        sph_pack_k(w, K);
+        PVW = LISTS(w)->sph_v;
+    } else {
+        sph_pack(w, K, predicted, &P, &PV);
+        if (pairs && P && !w->hooks && sph_reserve(w)) PVW = LISTS(w)->sph_v;
+    }
     const int wall_at = predicted ? WALL_AT_PREDICTED : WALL_AT_X;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
@@ -2190,10 +2220,16 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
             OX[i] = vx;
             OY[i] = vy;
             OZ[i] = vz;
+            if (PVW) {
+                PVW[4 * (size_t)i + 0] = vx;
+                PVW[4 * (size_t)i + 1] = vy;
+                PVW[4 * (size_t)i + 2] = vz;
+            }
             if (!isfinite(vx + vy + vz) && i < bad) bad = i;
         }
         pbf_denormals_restore(fp_mode);
     }
+    LISTS(w)->xv_packed = PVW != NULL;
     if (predicted) {
         LISTS(w)->wall_at = WALL_NONE; /* the velocities, and so the predicted points, changed */
         swapf(&w->vx, &w->sx);
@@ -2203,8 +2239,9 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
     return bad;
 }
 
-static int stage_pressure_accel(pbf_world *w, float dt) {
-    return w->def.solver == PBF_SOLVER_PCISPH ? pressure_accel(w, dt, 1) : pressure_accel(w, dt, 0);
+static int stage_pressure_accel(pbf_world *w, float dt, int xv) {
+    return w->def.solver == PBF_SOLVER_PCISPH ? pressure_accel(w, dt, 1, 0)
+                                              : pressure_accel(w, dt, 0, xv);
 }
 
 /* delta x = dt v into the scratch arrays: the collide stage applies it with the collisions. */
@@ -2437,8 +2474,9 @@ static void stage_stats(pbf_world *w) {
 int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     if (!sph_wall_keeps(stage)) LISTS(w)->wall_at = WALL_NONE;
     /* sz holds D_i only up to the next stage: DFSPH's measures read it, every stage drops it */
-    const int rate_ok = LISTS(w)->rate_ok;
+    const int rate_ok = LISTS(w)->rate_ok, xv = LISTS(w)->xv_packed;
     LISTS(w)->rate_ok = 0;
+    LISTS(w)->xv_packed = 0;
     if (stage != PBF_STAGE_DIVERGENCE && stage != PBF_STAGE_DENSITY_ADV &&
         stage != PBF_STAGE_DFSPH_WARM_V && stage != PBF_STAGE_DFSPH_WARM &&
         stage != PBF_STAGE_PRESSURE_ACCEL)
@@ -2455,15 +2493,17 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     case PBF_STAGE_GRAVITY: return stage_gravity(w, c->dt, c->vmax);
     case PBF_STAGE_WCSPH_PRESSURE: return stage_wcsph_pressure(w, c->dt);
     case PBF_STAGE_DFSPH_FACTOR: return stage_dfsph_factor(w);
-    case PBF_STAGE_DIVERGENCE: return stage_dfsph_source(w, c->dt, 1, 0, c->iteration, rate_ok);
-    case PBF_STAGE_DENSITY_ADV: return stage_dfsph_source(w, c->dt, 0, 0, c->iteration, rate_ok);
-    case PBF_STAGE_DFSPH_WARM_V: return stage_dfsph_source(w, c->dt, 1, 1, 0, 0);
-    case PBF_STAGE_DFSPH_WARM: return stage_dfsph_source(w, c->dt, 0, 1, 0, 0);
+    case PBF_STAGE_DIVERGENCE:
+        return stage_dfsph_source(w, c->dt, 1, 0, c->iteration, rate_ok, xv);
+    case PBF_STAGE_DENSITY_ADV:
+        return stage_dfsph_source(w, c->dt, 0, 0, c->iteration, rate_ok, xv);
+    case PBF_STAGE_DFSPH_WARM_V: return stage_dfsph_source(w, c->dt, 1, 1, 0, 0, xv);
+    case PBF_STAGE_DFSPH_WARM: return stage_dfsph_source(w, c->dt, 0, 1, 0, 0, xv);
     case PBF_STAGE_PCISPH_INIT: return stage_pcisph_init(w, c->dt);
     case PBF_STAGE_PCISPH_PRESSURE: return stage_pcisph_pressure(w, c->dt);
     case PBF_STAGE_IISPH_DIAGONAL: return stage_iisph_diagonal(w, c->dt);
     case PBF_STAGE_IISPH_PRESSURE: return stage_iisph_pressure(w, c->dt);
-    case PBF_STAGE_PRESSURE_ACCEL: return stage_pressure_accel(w, c->dt);
+    case PBF_STAGE_PRESSURE_ACCEL: return stage_pressure_accel(w, c->dt, xv);
     case PBF_STAGE_ADVECT: return stage_advect(w, c->dt);
     case PBF_STAGE_STATS: stage_stats(w); return INT_MAX;
     case PBF_STAGE_COUNT: break;
