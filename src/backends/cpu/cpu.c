@@ -1753,7 +1753,7 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
 /* ---- DFSPH's per-pair cache ------------------------------------------------------------------
  * The positions stay where the grid was built from the factor stage to the end of the density
  * solve (the SPH solvers move the particles only in advect), so every pair's gradient factor s =
- * |grad W(r)| / |r| of the SPH kernel (v_kgrad) is the same in all of the step's DFSPH passes: 2 + 2 per
+ * |grad W(r)| / |r| of the SPH kernel (v_kgrad) is the same in all of the step's DFSPH passes: 2 per
  * iteration of each solve. The factor pass stores it, per chunk of PBF_LANES list entries (4
  * bytes per entry, +0 outside the neighbours), and the divergence, density and pressure
  * acceleration passes read it back instead of recomputing the kernel (a square root and a
