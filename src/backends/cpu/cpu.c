@@ -148,6 +148,8 @@ typedef struct cpu_lists {
     size_t pair_off_cap;
     int pair_ok;      /* pair holds the pairs of the current lists and positions */
     int omega_norm;   /* the curl pass stored no |omega|: the post pass takes it from omega */
+    int rate_ok;      /* DFSPH: sz holds D_i of the current velocities (see stage_dfsph_source) */
+    int xv_packed;    /* DFSPH: pack holds x* and sph_v the velocities (see sph_pack_k) */
 } cpu_lists;
 enum { WALL_NONE, WALL_AT_X, WALL_AT_PREDICTED };
 #define LISTS(w) ((cpu_lists *)(w)->dev)
@@ -655,6 +657,39 @@ static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, 
             __VA_ARGS__                                                                            \
         }                                                                                          \
         if (rb_ != ra_) { /* the next pair starts in i + 1's cell, or later: keep it in ca */     \
+            const nb_ranges t_ = *(ca);                                                            \
+            *(ca) = *(cb);                                                                         \
+            *(cb) = t_;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* FOR_NEIGHBOURS_PAIR with DFSPH's per-pair cache (FOR_PAIRS on two particles): BODY sees the
+ * chunk's cached gradient factors `ps` of particle i (lanes 0-7) and i + 1 (lanes 8-15), +0 in
+ * the lanes of a particle whose list has ended (its chunk 0 decodes with no lane valid), so that
+ * every sum adds the same terms in the same order as FOR_PAIRS, then only exact zeros. */
+#define FOR_PAIRS_PAIR(w, i, ca, cb, ...)                                                          \
+    do {                                                                                           \
+        const nb_ranges *ra_ = ranges_of((w), (i), (ca));                                          \
+        const nb_ranges *rb_ =                                                                     \
+            (w)->cell[(i) + 1] == ra_->cell ? ra_ : ranges_of((w), (i) + 1, (cb));                 \
+        uint32_t na_, nb2_;                                                                        \
+        const uint8_t *lca_ = list_of((w), (i), &na_), *lcb_ = list_of((w), (i) + 1, &nb2_);       \
+        const uint32_t nmax_ = na_ > nb2_ ? na_ : nb2_;                                            \
+        const float *pca_ = LISTS(w)->pair + (size_t)LISTS(w)->pair_off[i] * PBF_LANES;            \
+        const float *pcb_ = LISTS(w)->pair + (size_t)LISTS(w)->pair_off[(i) + 1] * PBF_LANES;      \
+        for (int q_ = 0; q_ < 6; ++q_) /* the next pairs' factors, a few particles ahead */       \
+            __builtin_prefetch((const char *)pcb_ + 640 + 64 * q_);                                \
+        uint32_t jv[16];                                                                           \
+        for (uint32_t k_ = 0; k_ < nmax_; k_ += 8) {                                               \
+            const uint32_t la_ = k_ < na_ ? na_ - k_ : 0;                                          \
+            const uint32_t lb_ = k_ < nb2_ ? nb2_ - k_ : 0;                                        \
+            decode_chunk(lca_ + (la_ ? CODE_BYTES(k_) : 0), ra_->begin, la_, jv);                  \
+            decode_chunk(lcb_ + (lb_ ? CODE_BYTES(k_) : 0), rb_->begin, lb_, jv + 8);              \
+            const pbf_vf16 ps = vf16_join(la_ ? vf_load(pca_ + k_) : vf_set1(0.0f),                \
+                                          lb_ ? vf_load(pcb_ + k_) : vf_set1(0.0f));               \
+            __VA_ARGS__                                                                            \
+        }                                                                                          \
+        if (rb_ != ra_) {                                                                          \
             const nb_ranges t_ = *(ca);                                                            \
             *(ca) = *(cb);                                                                         \
             *(cb) = t_;                                                                            \
@@ -1614,6 +1649,19 @@ static void sph_pack(pbf_world *w, const float *K, int with_v, const float **P, 
     if (PV) *PV = B;
 }
 
+/* DFSPH's solves move no particle, so the x* of pack stay; sph_v holds the velocities where the
+ * pressure acceleration wrote its new ones there too (xv_packed: set by the stages that packed
+ * or wrote both, kept by the measures, which change neither, dropped by every other stage and in a
+ * distributed run, whose hooks change ghosts between stages): the measures then pack nothing
+ * and the pressure acceleration packs only k. */
+static void sph_pack_k(pbf_world *w, const float *K) {
+    float *restrict A = LISTS(w)->pack;
+    const float *restrict KK = K;
+    const int n = w->count;
+#pragma omp parallel for schedule(static) num_threads(w->nthreads)
+    for (int i = 0; i < n; ++i) A[4 * i + 3] = KK[i];
+}
+
 /* The wall cache a pass at `at` writes (NULL: none; the pass then computes only). */
 static float *sph_wall_begin(pbf_world *w) {
     LISTS(w)->wall_at = WALL_NONE;
@@ -1706,7 +1754,7 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
 /* ---- DFSPH's per-pair cache ------------------------------------------------------------------
  * The positions stay where the grid was built from the factor stage to the end of the density
  * solve (the SPH solvers move the particles only in advect), so every pair's gradient factor s =
- * |grad W(r)| / |r| of the SPH kernel (v_kgrad) is the same in all of the step's DFSPH passes: 2 + 2 per
+ * |grad W(r)| / |r| of the SPH kernel (v_kgrad) is the same in all of the step's DFSPH passes: 2 per
  * iteration of each solve. The factor pass stores it, per chunk of PBF_LANES list entries (4
  * bytes per entry, +0 outside the neighbours), and the divergence, density and pressure
  * acceleration passes read it back instead of recomputing the kernel (a square root and a
@@ -1789,16 +1837,54 @@ static inline PBF_SIMD_INLINE void density_grad_sums_pairs(pbf_world *w, int i, 
     *s2_sum = vf_hsum(s2);
 }
 
-/* DFSPH: density (walls included) and the factor of eq. 11 into sx; the step's pair cache. */
+/* The divergence solve's first D_i (density_rate_pairs, bit-identical: the same terms in the same
+ * lanes and order) from the pairs the factor pass has just cached for particle i (pc, its first
+ * chunk); the wall term is the caller's. */
+static inline PBF_SIMD_INLINE float rate_from_pairs(pbf_world *w, int i, const float *P,
+                                                    const float *PV, const nb_ranges *nb,
+                                                    const float *pc) {
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const pbf_vf vol = vf_set1(w->k.volume), zero = vf_set1(0.0f);
+    const pbf_vf vxi = vf_set1(VX[i]), vyi = vf_set1(VY[i]), vzi = vf_set1(VZ[i]);
+    const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
+    const uint32_t f_ = LISTS(w)->start[i];
+    const uint32_t s_ = LISTS(w)->block_start[(unsigned)i / LIST_BLOCK] + (f_ & ~1u);
+    const uint32_t n_ = list_end(w, i) - s_ - (f_ & 1u);
+    const uint8_t *c_ = LISTS(w)->nbr + CODE_BYTES(s_);
+    uint32_t jv[PBF_LANES];
+    pbf_vf dsum = zero;
+    for (uint32_t k_ = 0; k_ < n_; k_ += PBF_LANES, pc += PBF_LANES) {
+        decode_chunk(c_ + CODE_BYTES(k_), nb->begin, n_ - k_, jv);
+        const pbf_vf ps = vf_load(pc);
+        pbf_vf xj, yj, zj, vxj, vyj, vzj;
+        load_neighbours(P, jv, QX, QY, QZ, NULL, &xj, &yj, &zj, NULL);
+        const pbf_vf pdx = xi - xj, pdy = yi - yj, pdz = zi - zj;
+        load_neighbours(PV, jv, VX, VY, VZ, NULL, &vxj, &vyj, &vzj, NULL);
+        const pbf_vi in = ps != zero;
+        pbf_vf f = vol * ps;
+        pbf_vf ux = vf_and(vxi - vxj, in), uy = vf_and(vyi - vyj, in), uz = vf_and(vzi - vzj, in);
+        dsum += vf_and(f * pdx, in) * ux + vf_and(f * pdy, in) * uy + vf_and(f * pdz, in) * uz;
+    }
+    return vf_hsum(dsum);
+}
+
+/* DFSPH: density (walls included) and the factor of eq. 11 into sx; the step's pair cache; and,
+ * where the divergence solve's first measure follows with the same velocities (no warm start,
+ * which applies a pressure first; not distributed, whose hooks exchange between stages), that
+ * measure's D_i into sz (rate_ok), read there instead of a pass of its own. */
 static int stage_dfsph_factor(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float eps = 1e-6f * w->lattice_grad2;
     int bad = INT_MAX;
-    const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
     float *WC = sph_wall_begin(w);
     float *PC = pair_reserve(w) ? LISTS(w)->pair : NULL;
     const uint32_t *PO = LISTS(w)->pair_off;
+    const int rate = PC && !w->hooks && !(w->def.dfsph.warm_start > 0.0f) && w->sz;
+    const float *P = NULL, *PV = NULL;
+    sph_pack(w, NULL, rate, &P, &PV);
+    const int store = rate && P && PV;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -1808,10 +1894,13 @@ static int stage_dfsph_factor(pbf_world *w) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
             sph_wall_put(WC, i, wall, gw);
-            if (PC)
+            if (PC) {
                 density_grad_sums_pairs(w, i, &rho, g, &s2, P, &cache,
                                         PC + (size_t)PO[i] * PBF_LANES);
-            else
+                if (store) /* as density_rate_pairs adds the wall term */
+                    w->sz[i] = rate_from_pairs(w, i, P, PV, &cache, PC + (size_t)PO[i] * PBF_LANES) +
+                               w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
+            } else
                 density_grad_sums(w, i, &rho, g, &s2, P, &cache, w->k.cubic != 0.0f);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
@@ -1822,6 +1911,8 @@ static int stage_dfsph_factor(pbf_world *w) {
     }
     if (WC) LISTS(w)->wall_at = WALL_AT_X;
     if (PC) LISTS(w)->pair_ok = 1;
+    LISTS(w)->rate_ok = store;
+    LISTS(w)->xv_packed = store; /* (store: both packed, not distributed) */
     return bad;
 }
 
@@ -1875,6 +1966,68 @@ static inline PBF_SIMD_INLINE float density_rate_pairs(pbf_world *w, int i, cons
     return vf_hsum(dsum) + VX[i] * gw[0] + VY[i] * gw[1] + VZ[i] * gw[2];
 }
 
+#if PBF_PAIRS
+/* The neighbour sums of density_rate_pairs of particles i and i + 1 (out[0], out[1]; without the
+ * wall term, which each particle adds), bit-identical to it. */
+static inline PBF_SIMD_INLINE void density_rate_pairs2(pbf_world *w, int i, const float *P,
+                                                      const float *PV, nb_ranges *ca,
+                                                      nb_ranges *cb, float out[2]) {
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const pbf_vf16 vol = vf16_set1(w->k.volume), zero = vf16_set1(0.0f);
+    const pbf_vf16 vxi = vf16_join(vf_set1(VX[i]), vf_set1(VX[i + 1]));
+    const pbf_vf16 vyi = vf16_join(vf_set1(VY[i]), vf_set1(VY[i + 1]));
+    const pbf_vf16 vzi = vf16_join(vf_set1(VZ[i]), vf_set1(VZ[i + 1]));
+    const pbf_vf16 xi = vf16_join(vf_set1(QX[i]), vf_set1(QX[i + 1]));
+    const pbf_vf16 yi = vf16_join(vf_set1(QY[i]), vf_set1(QY[i + 1]));
+    const pbf_vf16 zi = vf16_join(vf_set1(QZ[i]), vf_set1(QZ[i + 1]));
+    pbf_vf16 dsum = zero;
+    FOR_PAIRS_PAIR(w, i, ca, cb,
+        pbf_vf16 xj, yj, zj, vxj, vyj, vzj;
+        load_packed16(P, jv, &xj, &yj, &zj, NULL);
+        const pbf_vf16 pdx = xi - xj, pdy = yi - yj, pdz = zi - zj;
+        load_packed16(PV, jv, &vxj, &vyj, &vzj, NULL);
+        const pbf_vi16 in = ps != zero;
+        pbf_vf16 f = vol * ps;
+        pbf_vf16 ux = vf16_and(vxi - vxj, in), uy = vf16_and(vyi - vyj, in),
+                 uz = vf16_and(vzi - vzj, in);
+        dsum += vf16_and(f * pdx, in) * ux + vf16_and(f * pdy, in) * uy + vf16_and(f * pdz, in) * uz;
+    );
+    out[0] = vf_hsum(vf16_lo(dsum));
+    out[1] = vf_hsum(vf16_hi(dsum));
+}
+
+/* The neighbour sums of pressure_accel (from the pair cache) of particles i and i + 1 (a[0],
+ * a[1]), bit-identical to it. */
+static inline PBF_SIMD_INLINE void accel_pairs2(pbf_world *w, int i, const float *P,
+                                               nb_ranges *ca, nb_ranges *cb, float a[2][3]) {
+    const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
+    const float *restrict K = w->lambda;
+    const pbf_vf16 vol = vf16_set1(w->k.volume), zero = vf16_set1(0.0f);
+    const pbf_vf16 xi = vf16_join(vf_set1(QX[i]), vf_set1(QX[i + 1]));
+    const pbf_vf16 yi = vf16_join(vf_set1(QY[i]), vf_set1(QY[i + 1]));
+    const pbf_vf16 zi = vf16_join(vf_set1(QZ[i]), vf_set1(QZ[i + 1]));
+    const pbf_vf16 vki = vf16_join(vf_set1(K[i]), vf_set1(K[i + 1]));
+    pbf_vf16 ax = zero, ay = zero, az = zero;
+    FOR_PAIRS_PAIR(w, i, ca, cb,
+        pbf_vf16 xj, yj, zj, kj;
+        load_packed16(P, jv, &xj, &yj, &zj, &kj);
+        const pbf_vf16 pdx = xi - xj, pdy = yi - yj, pdz = zi - zj;
+        const pbf_vi16 in = ps != zero;
+        pbf_vf16 f = vf16_and((vki + kj) * vol * ps, in);
+        ax += vf16_and(f * pdx, in);
+        ay += vf16_and(f * pdy, in);
+        az += vf16_and(f * pdz, in);
+    );
+    a[0][0] = vf_hsum(vf16_lo(ax));
+    a[1][0] = vf_hsum(vf16_hi(ax));
+    a[0][1] = vf_hsum(vf16_lo(ay));
+    a[1][1] = vf_hsum(vf16_hi(ay));
+    a[0][2] = vf_hsum(vf16_lo(az));
+    a[1][2] = vf_hsum(vf16_hi(az));
+}
+#endif
+
 /* DFSPH: the source term of the divergence (divergence != 0) or density solve from the current
  * velocities, k_i = factor_i * source_i, and the average source as the solve's error.
  * With the warm start (dfsph_warm_start > 0): `start` computes the solve's first k_i from the
@@ -1882,7 +2035,8 @@ static inline PBF_SIMD_INLINE float density_rate_pairs(pbf_world *w, int i, cons
  * (pbf_dfsph_warm_k; the pressure acceleration that follows applies it) and measures nothing;
  * the measuring stage sums the k_i the solve applied (the start's, then each iteration's: lambda
  * holds the last one applied) in sz, and keeps kappa_i = sum / dt^2 for the next substep. */
-static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start, int iteration) {
+static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start, int iteration,
+                              int rate_ok, int xv) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
@@ -1892,18 +2046,49 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
     const float full = 2.0f / w->lattice_grad2;
     int bad = INT_MAX;
     const int pairs = LISTS(w)->pair_ok;
-    const float *P = NULL, *PV;
-    sph_pack(w, NULL, 1, &P, &PV);
+    /* D_i of these velocities is in sz already (the factor pass's, or the divergence solve's
+     * last measure's for the density solve's first: no stage between changes the velocities) */
+    const int reuse = rate_ok && !start && !keep;
+    /* keep D_i for the density solve's first measure (see stage_dfsph_factor) */
+    const int store = divergence && !start && !keep && !w->hooks && w->sz;
+    float *restrict SZ = w->sz;
+    const float *P = NULL, *PV = NULL;
+    if (reuse) {
+    } else if (xv) {
+        P = LISTS(w)->pack;
+        PV = LISTS(w)->sph_v;
+    } else {
+        sph_pack(w, NULL, 1, &P, &PV);
+    }
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+        nb_ranges cache_b = NB_RANGES_INIT;
+        const int two = pairs && P && PV;
+        float d2[2] = {0};
+#endif
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
             sph_wall_get(w, i, WALL_AT_X, p, gw);
-            const float d = pairs ? density_rate_pairs(w, i, gw, P, PV, &cache)
-                                  : density_rate(w, i, gw, P, PV, &cache);
+            float d;
+            if (reuse) {
+                d = SZ[i];
+            } else
+#if PBF_PAIRS
+            /* the schedule's chunks of 256 start even: i even takes i and i + 1 */
+            if (two && (i & 1) == 0 && i + 1 < n) {
+                density_rate_pairs2(w, i, P, PV, &cache, &cache_b, d2);
+                d = d2[0] + w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
+            } else if (two && (i & 1)) {
+                d = d2[1] + w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
+            } else
+#endif
+            d = pairs ? density_rate_pairs(w, i, gw, P, PV, &cache)
+                      : density_rate(w, i, gw, P, PV, &cache);
+            if (store) SZ[i] = d;
             float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence);
             if (start) {
                 w->lambda[i] = keep ? pbf_dfsph_warm_k(frac, WK[i], c, w->sx[i], full, dt) : 0.0f;
@@ -1921,6 +2106,8 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
         pbf_denormals_restore(fp_mode);
     }
     if (!start) w->solve_error = 100.0 * mean_excess(w, w->sy, 1.0f, 0.0f);
+    LISTS(w)->rate_ok = store;
+    LISTS(w)->xv_packed = !w->hooks && (xv || (P && PV));
     return bad;
 }
 
@@ -1930,7 +2117,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
  * next measure of the solve sees the motion the walls allow. With `predicted` (PCISPH) the
  * gradients are taken at the predicted positions x + dt v (the velocities before this pass) and
  * the new velocities go to sx, sy, sz, which then swap roles with vx, vy, vz. */
-static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int predicted) {
+static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int predicted, int xv) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     /* no restrict: without `predicted` the new velocities overwrite the ones read */
     const float *VX = w->vx, *VY = w->vy, *VZ = w->vz;
@@ -1946,12 +2133,25 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
     int bad = INT_MAX;
     const int pairs = !predicted && LISTS(w)->pair_ok; /* DFSPH: gradient factors cached */
     const float *P = NULL, *PV = NULL;
-    sph_pack(w, K, predicted, &P, &PV);
+    float *restrict PVW = NULL; /* DFSPH: the new velocities into sph_v too (see sph_pack_k) */
+    if (pairs && xv) {
+        P = LISTS(w)->pack;
+        sph_pack_k(w, K);
+        PVW = LISTS(w)->sph_v;
+    } else {
+        sph_pack(w, K, predicted, &P, &PV);
+        if (pairs && P && !w->hooks && sph_reserve(w)) PVW = LISTS(w)->sph_v;
+    }
     const int wall_at = predicted ? WALL_AT_PREDICTED : WALL_AT_X;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+        nb_ranges cache_b = NB_RANGES_INIT;
+        const int two = pairs && P;
+        float a2[2][3] = {{0}};
+#endif
 #pragma omp for schedule(monotonic : dynamic, 256)
         for (int i = 0; i < n; ++i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
@@ -1966,6 +2166,18 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
             const pbf_vf vki = vf_set1(ki);
             sph_wall_get(w, i, wall_at, g, gw);
             pbf_vf ax = vf_set1(0.0f), ay = ax, az = ax;
+            float sx, sy, sz;
+#if PBF_PAIRS
+            /* the schedule's chunks of 256 start even: i even takes i and i + 1 (whose sums
+             * read no velocity, which this pass writes) */
+            if (two && (i & 1) == 0 && i + 1 < n) {
+                accel_pairs2(w, i, P, &cache, &cache_b, a2);
+                sx = a2[0][0], sy = a2[0][1], sz = a2[0][2];
+            } else if (two && (i & 1)) {
+                sx = a2[1][0], sy = a2[1][1], sz = a2[1][2];
+            } else
+#endif
+            {
             if (pairs) {
                 FOR_PAIRS(w, i, &cache,
                     pbf_vf xj, yj, zj, kj;
@@ -1995,9 +2207,11 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
                 ay += vf_and(f * dy, in);
                 az += vf_and(f * dz, in);
             );
-            float vx = VX[i] - (vf_hsum(ax) + ki * gw[0]) * inv_dt;
-            float vy = VY[i] - (vf_hsum(ay) + ki * gw[1]) * inv_dt;
-            float vz = VZ[i] - (vf_hsum(az) + ki * gw[2]) * inv_dt;
+            sx = vf_hsum(ax), sy = vf_hsum(ay), sz = vf_hsum(az);
+            }
+            float vx = VX[i] - (sx + ki * gw[0]) * inv_dt;
+            float vy = VY[i] - (sy + ki * gw[1]) * inv_dt;
+            float vz = VZ[i] - (sz + ki * gw[2]) * inv_dt;
             if (viscous) { /* WCSPH's artificial viscosity, from its pressure stage */
                 vx += w->sx[i];
                 vy += w->sy[i];
@@ -2007,10 +2221,16 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
             OX[i] = vx;
             OY[i] = vy;
             OZ[i] = vz;
+            if (PVW) {
+                PVW[4 * (size_t)i + 0] = vx;
+                PVW[4 * (size_t)i + 1] = vy;
+                PVW[4 * (size_t)i + 2] = vz;
+            }
             if (!isfinite(vx + vy + vz) && i < bad) bad = i;
         }
         pbf_denormals_restore(fp_mode);
     }
+    LISTS(w)->xv_packed = PVW != NULL;
     if (predicted) {
         LISTS(w)->wall_at = WALL_NONE; /* the velocities, and so the predicted points, changed */
         swapf(&w->vx, &w->sx);
@@ -2020,8 +2240,9 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
     return bad;
 }
 
-static int stage_pressure_accel(pbf_world *w, float dt) {
-    return w->def.solver == PBF_SOLVER_PCISPH ? pressure_accel(w, dt, 1) : pressure_accel(w, dt, 0);
+static int stage_pressure_accel(pbf_world *w, float dt, int xv) {
+    return w->def.solver == PBF_SOLVER_PCISPH ? pressure_accel(w, dt, 1, 0)
+                                              : pressure_accel(w, dt, 0, xv);
 }
 
 /* delta x = dt v into the scratch arrays: the collide stage applies it with the collisions. */
@@ -2253,6 +2474,10 @@ static void stage_stats(pbf_world *w) {
 
 int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     if (!sph_wall_keeps(stage)) LISTS(w)->wall_at = WALL_NONE;
+    /* sz holds D_i only up to the next stage: DFSPH's measures read it, every stage drops it */
+    const int rate_ok = LISTS(w)->rate_ok, xv = LISTS(w)->xv_packed;
+    LISTS(w)->rate_ok = 0;
+    LISTS(w)->xv_packed = 0;
     if (stage != PBF_STAGE_DIVERGENCE && stage != PBF_STAGE_DENSITY_ADV &&
         stage != PBF_STAGE_DFSPH_WARM_V && stage != PBF_STAGE_DFSPH_WARM &&
         stage != PBF_STAGE_PRESSURE_ACCEL)
@@ -2269,15 +2494,17 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     case PBF_STAGE_GRAVITY: return stage_gravity(w, c->dt, c->vmax);
     case PBF_STAGE_WCSPH_PRESSURE: return stage_wcsph_pressure(w, c->dt);
     case PBF_STAGE_DFSPH_FACTOR: return stage_dfsph_factor(w);
-    case PBF_STAGE_DIVERGENCE: return stage_dfsph_source(w, c->dt, 1, 0, c->iteration);
-    case PBF_STAGE_DENSITY_ADV: return stage_dfsph_source(w, c->dt, 0, 0, c->iteration);
-    case PBF_STAGE_DFSPH_WARM_V: return stage_dfsph_source(w, c->dt, 1, 1, 0);
-    case PBF_STAGE_DFSPH_WARM: return stage_dfsph_source(w, c->dt, 0, 1, 0);
+    case PBF_STAGE_DIVERGENCE:
+        return stage_dfsph_source(w, c->dt, 1, 0, c->iteration, rate_ok, xv);
+    case PBF_STAGE_DENSITY_ADV:
+        return stage_dfsph_source(w, c->dt, 0, 0, c->iteration, rate_ok, xv);
+    case PBF_STAGE_DFSPH_WARM_V: return stage_dfsph_source(w, c->dt, 1, 1, 0, 0, xv);
+    case PBF_STAGE_DFSPH_WARM: return stage_dfsph_source(w, c->dt, 0, 1, 0, 0, xv);
     case PBF_STAGE_PCISPH_INIT: return stage_pcisph_init(w, c->dt);
     case PBF_STAGE_PCISPH_PRESSURE: return stage_pcisph_pressure(w, c->dt);
     case PBF_STAGE_IISPH_DIAGONAL: return stage_iisph_diagonal(w, c->dt);
     case PBF_STAGE_IISPH_PRESSURE: return stage_iisph_pressure(w, c->dt);
-    case PBF_STAGE_PRESSURE_ACCEL: return stage_pressure_accel(w, c->dt);
+    case PBF_STAGE_PRESSURE_ACCEL: return stage_pressure_accel(w, c->dt, xv);
     case PBF_STAGE_ADVECT: return stage_advect(w, c->dt);
     case PBF_STAGE_STATS: stage_stats(w); return INT_MAX;
     case PBF_STAGE_COUNT: break;
