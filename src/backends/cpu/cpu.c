@@ -630,18 +630,33 @@ static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, 
     return L->nbr + CODE_BYTES(s);
 }
 
+/* The two particles' cell ranges (cached in ca and cb) and lists, for the pair loops below:
+ * ra_, rb_, lca_ / na_, lcb_ / nb2_ and the longer length nmax_. */
+#define PAIR_LISTS_(w, i, ca, cb)                                                                  \
+    const nb_ranges *ra_ = ranges_of((w), (i), (ca));                                              \
+    const nb_ranges *rb_ = (w)->cell[(i) + 1] == ra_->cell ? ra_ : ranges_of((w), (i) + 1, (cb));  \
+    uint32_t na_, nb2_;                                                                            \
+    const uint8_t *lca_ = list_of((w), (i), &na_), *lcb_ = list_of((w), (i) + 1, &nb2_);           \
+    const uint32_t nmax_ = na_ > nb2_ ? na_ : nb2_
+
+/* After a pair: when i + 1 had ranges of its own (in cb), the next pair starts in its cell or
+ * later, so they move to ca. */
+static inline PBF_SIMD_INLINE void pair_next_ranges(nb_ranges *ca, nb_ranges *cb,
+                                                    const nb_ranges *ra, const nb_ranges *rb) {
+    if (rb != ra) {
+        const nb_ranges t = *ca;
+        *ca = *cb;
+        *cb = t;
+    }
+}
+
 /* Runs BODY for every chunk k of the lists of particles i (lanes 0-7) and i + 1 (lanes 8-15)
  * (the lists must be built), with `valid` the lanes in use, jv[16] the neighbours and vxi,
  * vyi, vzi the two particles' x* (each in its half). A particle whose list has ended decodes
  * chunk 0 with no lane valid (its own list start: inside the padded array). */
 #define FOR_NEIGHBOURS_PAIR(w, i, ca, cb, QX, QY, QZ, ...)                                         \
     do {                                                                                           \
-        const nb_ranges *ra_ = ranges_of((w), (i), (ca));                                          \
-        const nb_ranges *rb_ =                                                                     \
-            (w)->cell[(i) + 1] == ra_->cell ? ra_ : ranges_of((w), (i) + 1, (cb));                 \
-        uint32_t na_, nb2_;                                                                        \
-        const uint8_t *lca_ = list_of((w), (i), &na_), *lcb_ = list_of((w), (i) + 1, &nb2_);       \
-        const uint32_t nmax_ = na_ > nb2_ ? na_ : nb2_;                                            \
+        PAIR_LISTS_(w, i, ca, cb);                                                                 \
         const pbf_vf16 qxi = vf16_join(vf_set1((QX)[i]), vf_set1((QX)[(i) + 1]));                  \
         const pbf_vf16 qyi = vf16_join(vf_set1((QY)[i]), vf_set1((QY)[(i) + 1]));                  \
         const pbf_vf16 qzi = vf16_join(vf_set1((QZ)[i]), vf_set1((QZ)[(i) + 1]));                  \
@@ -656,11 +671,7 @@ static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, 
             decode_chunk(lcb_ + (lb_ ? CODE_BYTES(k_) : 0), rb_->begin, lb_, jv + 8);              \
             __VA_ARGS__                                                                            \
         }                                                                                          \
-        if (rb_ != ra_) { /* the next pair starts in i + 1's cell, or later: keep it in ca */     \
-            const nb_ranges t_ = *(ca);                                                            \
-            *(ca) = *(cb);                                                                         \
-            *(cb) = t_;                                                                            \
-        }                                                                                          \
+        pair_next_ranges((ca), (cb), ra_, rb_);                                                    \
     } while (0)
 
 /* FOR_NEIGHBOURS_PAIR with DFSPH's per-pair cache (FOR_PAIRS on two particles): BODY sees the
@@ -669,12 +680,7 @@ static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, 
  * every sum adds the same terms in the same order as FOR_PAIRS, then only exact zeros. */
 #define FOR_PAIRS_PAIR(w, i, ca, cb, ...)                                                          \
     do {                                                                                           \
-        const nb_ranges *ra_ = ranges_of((w), (i), (ca));                                          \
-        const nb_ranges *rb_ =                                                                     \
-            (w)->cell[(i) + 1] == ra_->cell ? ra_ : ranges_of((w), (i) + 1, (cb));                 \
-        uint32_t na_, nb2_;                                                                        \
-        const uint8_t *lca_ = list_of((w), (i), &na_), *lcb_ = list_of((w), (i) + 1, &nb2_);       \
-        const uint32_t nmax_ = na_ > nb2_ ? na_ : nb2_;                                            \
+        PAIR_LISTS_(w, i, ca, cb);                                                                 \
         const float *pca_ = LISTS(w)->pair + (size_t)LISTS(w)->pair_off[i] * PBF_LANES;            \
         const float *pcb_ = LISTS(w)->pair + (size_t)LISTS(w)->pair_off[(i) + 1] * PBF_LANES;      \
         for (int q_ = 0; q_ < 6; ++q_) /* the next pairs' factors, a few particles ahead */       \
@@ -689,11 +695,7 @@ static inline PBF_SIMD_INLINE const uint8_t *list_of(const pbf_world *w, int i, 
                                           lb_ ? vf_load(pcb_ + k_) : vf_set1(0.0f));               \
             __VA_ARGS__                                                                            \
         }                                                                                          \
-        if (rb_ != ra_) {                                                                          \
-            const nb_ranges t_ = *(ca);                                                            \
-            *(ca) = *(cb);                                                                         \
-            *(cb) = t_;                                                                            \
-        }                                                                                          \
+        pair_next_ranges((ca), (cb), ra_, rb_);                                                    \
     } while (0)
 #endif
 
