@@ -414,11 +414,27 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     snprintf(asked, sizeof asked, "%s", scene.def.device);
     pbf_mpi_device(MPI_COMM_WORLD, asked, device, sizeof device);
     snprintf(scene.def.device, sizeof scene.def.device, "%s", device);
-    st = pbfapp_scene_create_world(&scene, &world, &err);
+    /* the world without its fluid: each process builds only its part of it (or restores its
+     * part of a checkpoint), never the whole scene */
+    st = pbfapp_scene_create_world_empty(&scene, &world, &err);
     snprintf(scene.def.device, sizeof scene.def.device, "%s", asked);
     rc = agree(exit_for(st));
+    pbf_mpi_options mo = pbf_mpi_default_options();
+    mo.imbalance = run->rank_imbalance;
+    mo.decomposition = run->mpi_decomposition == 1 ? PBF_MPI_SLABS : PBF_MPI_BISECTION;
+    pbf_mpi_domain *dom = NULL;
+    if (rc == 0 && !opt->resume) { /* before any output: a bad block leaves the directory */
+        st = pbf_mpi_domain_create_blocks(world, MPI_COMM_WORLD, &mo, scene.blocks,
+                                          scene.block_count, &dom, &err);
+        rc = exit_for(st); /* agreed inside */
+    }
     if (rc) {
-        report(c, st != PBF_OK ? err.message : "creating the world failed on another process");
+        if (st != PBF_OK && dom == NULL && !opt->resume)
+            snprintf(msg, sizeof msg, "%s: %s", scene.path, err.message);
+        else
+            snprintf(msg, sizeof msg, "%s",
+                     st != PBF_OK ? err.message : "creating the world failed on another process");
+        report(c, msg);
         pbf_world_destroy(world);
         pbfapp_scene_free(&scene);
         return rc;
@@ -471,11 +487,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
         if (st != PBF_OK) snprintf(msg, sizeof msg, "%s", err.message);
     }
     rc = agree(exit_for(st));
-    pbf_mpi_domain *dom = NULL;
-    if (rc == 0) {
-        pbf_mpi_options mo = pbf_mpi_default_options();
-        mo.imbalance = run->rank_imbalance;
-        mo.decomposition = run->mpi_decomposition == 1 ? PBF_MPI_SLABS : PBF_MPI_BISECTION;
+    if (rc == 0 && !dom) {
         st = part.pieces ? pbf_mpi_domain_create_parts(world, MPI_COMM_WORLD, &mo, part.key,
                                                        part.key_is_cell, &dom, &err)
                          : pbf_mpi_domain_create(world, MPI_COMM_WORLD, &mo, &dom, &err);
@@ -487,6 +499,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     if (rc) {
         report_any(c, msg);
         pbfapp_output_close(out, NULL);
+        pbf_mpi_domain_destroy(dom);
         pbf_world_destroy(world);
         pbfapp_scene_free(&scene);
         return rc;
@@ -634,6 +647,8 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     MPI_Allreduce(MPI_IN_PLACE, &max_nbr, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     double hook_s = info.hook_seconds; /* the most of any process */
     MPI_Allreduce(MPI_IN_PLACE, &hook_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    int room[2] = {info.capacity, info.built_particles}; /* the most of any process */
+    MPI_Allreduce(MPI_IN_PLACE, room, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     double wall = pbfapp_now() - t_start;
     if (rc == 0 && !opt->quiet && c->root) {
         char wall_s[32];
@@ -654,8 +669,11 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
                bytes[3] / pst, bytes[0] / ps, bytes[1] / ps);
         if (bytes[4] > 0.0) printf("; %.1f B between device and host", bytes[4] / ps);
         printf("; decomposition %.2f ms per step (its passes and exchanges, waits included; the "
-               "most of a process)\n",
+               "most of a process)",
                info.steps > 0 ? 1000.0 * hook_s / (double)info.steps : 0.0);
+        printf("; memory: room for at most %d particles on a process", room[0]);
+        if (room[1] > 0) printf(", %d built there at the start", room[1]);
+        printf("\n");
     }
     pbf_mpi_domain_destroy(dom);
     pbf_world_destroy(world);

@@ -1440,8 +1440,8 @@ pbf_status pbfapp_scene_load(const char *path, const pbfapp_override *overrides,
     return st;
 }
 
-pbf_status pbfapp_scene_create_world(const pbfapp_scene *scene, pbf_world **out_world,
-                                     pbf_error *err) {
+static pbf_status create_world(const pbfapp_scene *scene, int with_blocks, pbf_world **out_world,
+                               pbf_error *err) {
     *out_world = NULL;
     pbf_world *w = NULL;
     pbf_error e;
@@ -1458,7 +1458,7 @@ pbf_status pbfapp_scene_create_world(const pbfapp_scene *scene, pbf_world **out_
             return pbfapp_fail(err, st, "%s: %s: %s", scene->path, kp, e.message);
         }
     }
-    for (int i = 0; i < scene->block_count; ++i) {
+    for (int i = 0; with_blocks && i < scene->block_count; ++i) {
         st = pbf_world_add_fluid_block(w, &scene->blocks[i], &e);
         if (st != PBF_OK) {
             pbf_world_destroy(w);
@@ -1467,4 +1467,14 @@ pbf_status pbfapp_scene_create_world(const pbfapp_scene *scene, pbf_world **out_
     }
     *out_world = w;
     return PBF_OK;
+}
+
+pbf_status pbfapp_scene_create_world(const pbfapp_scene *scene, pbf_world **out_world,
+                                     pbf_error *err) {
+    return create_world(scene, 1, out_world, err);
+}
+
+pbf_status pbfapp_scene_create_world_empty(const pbfapp_scene *scene, pbf_world **out_world,
+                                           pbf_error *err) {
+    return create_world(scene, 0, out_world, err);
 }

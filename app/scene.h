@@ -106,6 +106,10 @@ pbf_status pbfapp_scene_write(const pbfapp_scene *scene, const char *path, pbf_e
 /* Builds the world: creates it from scene->def and adds every block and box. */
 pbf_status pbfapp_scene_create_world(const pbfapp_scene *scene, pbf_world **out_world,
                                      pbf_error *err);
+/* The same without the fluid blocks (a run over MPI builds them in parts, or restores a
+ * checkpoint). */
+pbf_status pbfapp_scene_create_world_empty(const pbfapp_scene *scene, pbf_world **out_world,
+                                           pbf_error *err);
 
 /* Applies one KEY=VALUE to a world definition or run (either table). VEC3 values are "x,y,z",
  * ENUM values a name. Messages are prefixed with `label`. */

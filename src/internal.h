@@ -245,6 +245,17 @@ float pbf_scorr_support_ks(const pbf_world *w, float dt);
  * while the liquid beside them falls. Computed on the host, the same float on every device. */
 float pbf_scorr_wall_term(const pbf_world *w, float dt);
 
+/* world.c: checks a fluid block against the world's container (the message names the block's
+ * field and value) and gives its particle count. */
+pbf_status pbf_fluid_block_check(const pbf_world *w, const pbf_fluid_block *b, int64_t *count,
+                                 pbf_error *err);
+/* world.c: the block's lattice sites along x, y and z (pbf_fluid_block_count is their product). */
+void pbf_fluid_block_axes(const pbf_world *w, const pbf_fluid_block *b, int64_t n[3]);
+/* world.c: appends the block's lattice sites first .. first + count - 1 (x fastest, then y, then
+ * z: the order of pbf_world_add_fluid_block) to the host rows, ids first_id, first_id + 1, ...;
+ * the capacity must hold them; nothing is uploaded or refreshed. */
+void pbf_world_append_lattice(pbf_world *w, const pbf_fluid_block *b, int64_t first,
+                              int64_t count, uint32_t first_id);
 /* world.c: grows every particle array to `capacity` (the world is unchanged on failure). */
 pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err);
 /* world.c: from now on the world keeps a host array of every row of the registry (PBF: but the

@@ -353,11 +353,8 @@ int64_t pbf_fluid_block_count(const pbf_world_def *def, const pbf_fluid_block *b
 
 static const char *const AXIS = "xyz";
 
-pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf_error *err) {
-    if (!w || !b) {
-        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_world_add_fluid_block: NULL argument");
-        return PBF_ERR_INVALID_ARGUMENT;
-    }
+pbf_status pbf_fluid_block_check(const pbf_world *w, const pbf_fluid_block *b, int64_t *count,
+                                 pbf_error *err) {
     float mn[3], mx[3], v[3];
     pbf_v3(b->min, mn);
     pbf_v3(b->max, mx);
@@ -396,6 +393,50 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
                       (long long)n, INT32_MAX);
         return PBF_ERR_LIMIT;
     }
+    *count = n;
+    return PBF_OK;
+}
+
+void pbf_fluid_block_axes(const pbf_world *w, const pbf_fluid_block *b, int64_t n[3]) {
+    const float d = w->spacing;
+    n[0] = axis_count(b->min.x, b->max.x, d);
+    n[1] = axis_count(b->min.y, b->max.y, d);
+    n[2] = axis_count(b->min.z, b->max.z, d);
+}
+
+void pbf_world_append_lattice(pbf_world *w, const pbf_fluid_block *b, int64_t first,
+                              int64_t count, uint32_t first_id) {
+    float mn[3], v[3];
+    pbf_v3(b->min, mn);
+    pbf_v3(b->velocity, v);
+    const float d = w->spacing;
+    int64_t ax[3];
+    pbf_fluid_block_axes(w, b, ax);
+    const int64_t nx = ax[0], ny = ax[1];
+    int k = w->count;
+    for (int64_t t = first; t < first + count; ++t, ++k) {
+        const int64_t ix = t % nx, iy = (t / nx) % ny, iz = t / (nx * ny);
+        w->px[k] = mn[0] + ((float)ix + 0.5f) * d;
+        w->py[k] = mn[1] + ((float)iy + 0.5f) * d;
+        w->pz[k] = mn[2] + ((float)iz + 0.5f) * d;
+        w->vx[k] = v[0];
+        w->vy[k] = v[1];
+        w->vz[k] = v[2];
+        w->density[k] = w->def.rest_density;
+        if (w->lambda) w->lambda[k] = 0.0f; /* a new particle's warm start */
+        w->id[k] = first_id + (uint32_t)(t - first);
+    }
+    w->count = k;
+}
+
+pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf_error *err) {
+    if (!w || !b) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_world_add_fluid_block: NULL argument");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    int64_t n = 0;
+    pbf_status cs = pbf_fluid_block_check(w, b, &n, err);
+    if (cs != PBF_OK) return cs;
     int total = w->count + (int)n;
     pbf_sync_host(w); /* the new particles join the current state */
     if (w->def.max_particles > 0 && total > w->def.max_particles) {
@@ -418,23 +459,7 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
         pbf_status hs = w->backend->read_rows(w, &row, 1, err);
         if (hs != PBF_OK) return hs;
     }
-    const float d = w->spacing;
-    const int64_t nx = axis_count(mn[0], mx[0], d), ny = axis_count(mn[1], mx[1], d);
-    int k = w->count;
-    for (int64_t iz = 0; iz < n / (nx * ny); ++iz)
-        for (int64_t iy = 0; iy < ny; ++iy)
-            for (int64_t ix = 0; ix < nx; ++ix, ++k) {
-                w->px[k] = mn[0] + ((float)ix + 0.5f) * d;
-                w->py[k] = mn[1] + ((float)iy + 0.5f) * d;
-                w->pz[k] = mn[2] + ((float)iz + 0.5f) * d;
-                w->vx[k] = v[0];
-                w->vy[k] = v[1];
-                w->vz[k] = v[2];
-                w->density[k] = w->def.rest_density;
-                if (w->lambda) w->lambda[k] = 0.0f; /* a new particle's warm start */
-                w->id[k] = (uint32_t)k;
-            }
-    w->count = total;
+    pbf_world_append_lattice(w, b, 0, n, (uint32_t)w->count); /* ids: the places in the world */
     zero_warm_rows(w, -1);
     pbf_status up = w->backend->upload(w, err);
     if (up != PBF_OK) return up;

@@ -3,7 +3,8 @@
 # scenes/quick.json (a dam break, 2250 particles, 12 frames, one thread per process):
 #   - 1, 2, 3 and 4 processes (recursive coordinate bisection, the default) write frames and
 #     checkpoints byte-identical to the single-process run's, and stats.jsonl lines equal to its
-#     own apart from ms, plus ranks and the particle counts per process;
+#     own apart from ms, plus ranks and the particle counts per process; each process builds
+#     only its part of the scene (on 4, less than 3/4 of it, with room for less);
 #   - 2 and 4 processes of 3 threads each: frames byte-identical too;
 #   - 4 processes in slabs (mpi_decomposition = slabs): byte-identical too, and with more ghosts
 #     per process than bisection's boxes; 8 processes (6 frames): boxes cut across all three
@@ -94,6 +95,14 @@ import json, sys
 s = [json.loads(l) for l in open("np2/stats.jsonl")]
 sys.exit(0 if all(x["rank_particles_min"] > 0 for x in s) else 1)'
 check "mpirun -np 2: balanced slabs, no process empty" $?
+# no process ever holds the whole scene: each builds its slab of cells and the plane on either
+# side (pbf_mpi_domain_create_blocks); its arrays then have room for its share (the whole
+# scene, 2250 particles, on every process before)
+room=$(grep -o 'room for at most [0-9]* particles' np4.out | grep -o '[0-9]*')
+built=$(grep -o '[0-9]* built there' np4.out | grep -o '[0-9]*')
+echo "  4 processes: room for at most ${room} particles on a process, ${built} built there (of 2250)"
+[[ -n "${room}" && -n "${built}" && "${room}" -lt 1688 && "${built}" -lt 1688 ]]
+check "mpirun -np 4: no process builds or keeps room for the whole scene (< 3/4 of it)" $?
 
 # threads within each process: the decomposition's passes (cells, owners, ghost targets, the
 # rows' compaction, merge and ghost removal) run on the process's threads; the same files

@@ -113,6 +113,20 @@ pbf_status pbf_mpi_domain_create_parts(pbf_world *world, MPI_Comm comm,
                                        const pbf_mpi_options *options, const uint32_t *key,
                                        int key_is_cell, pbf_mpi_domain **out, pbf_error *err);
 
+/* The same for a world made of fluid blocks, built in parts: no process ever holds the whole
+ * scene (pbf_mpi_domain_create needs every process to build all of it first: O(N) memory on
+ * each). The world must hold no particle yet (its boxes added, the same on every process, as
+ * the blocks). Each process creates the particles of a slab of grid cells along the grid's
+ * longest axis, the slabs balanced by particle count, and their densities in a CPU world of its
+ * own that also holds the cell plane on either side; the state is that of
+ * pbf_world_add_fluid_block called for every block in turn in one process (ids, densities, the
+ * memory order), bit for bit, and the run continues as after pbf_mpi_domain_create. Errors
+ * name the block (fluid[i]); every process returns the same status. */
+pbf_status pbf_mpi_domain_create_blocks(pbf_world *world, MPI_Comm comm,
+                                        const pbf_mpi_options *options,
+                                        const pbf_fluid_block *blocks, int nblocks,
+                                        pbf_mpi_domain **out, pbf_error *err);
+
 /* This process's part of the state between steps, for a checkpoint written by every process:
  * its particles (state.count of them; arrays owned by the world, valid until the next step) in
  * the process's memory order, and each one's key: the memory order of the whole state is every
@@ -163,6 +177,9 @@ typedef struct pbf_mpi_info {
                                   (after the stages, and the ghost mask of the grid stage): its
                                   passes over the particles and its exchanges, waiting for
                                   other processes included; summed over steps */
+    int capacity;              /* particles this process's arrays have room for now */
+    int built_particles;       /* pbf_mpi_domain_create_blocks: particles this process created
+                                  (its part and the cell plane on either side), else 0 */
 } pbf_mpi_info;
 
 pbf_mpi_info pbf_mpi_domain_info(const pbf_mpi_domain *domain);
