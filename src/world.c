@@ -451,20 +451,26 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
         pbf_status s = reserve(w, cap, err);
         if (s != PBF_OK) return s;
     }
-    /* PBF's warm start on a device: the carried lambda through its host row (on_host), the new
-     * particles' set to 0 below */
-    const int row = PBF_F_LAMBDA,
-              dev_lambda = pbf_lambda_carried(w) && w->backend->write_rows && w->lambda;
-    if (dev_lambda && w->count > 0) {
-        pbf_status hs = w->backend->read_rows(w, &row, 1, err);
+    /* The rows a solver carries from step to step keep their values for the particles already
+     * there (PBF's lambda with its warm start; the IISPH and DFSPH warm starts' pressures) and
+     * start at 0 for the new ones; on a device they travel through their host rows */
+    int rows[3], nrows = 0;
+    if (pbf_lambda_carried(w) && w->lambda) rows[nrows++] = PBF_F_LAMBDA;
+    if (w->field[PBF_F_WARM]) rows[nrows++] = PBF_F_WARM;
+    if (w->field[PBF_F_WARM_V]) rows[nrows++] = PBF_F_WARM_V;
+    const int dev_rows = w->backend->write_rows && nrows > 0;
+    if (dev_rows && w->count > 0) {
+        pbf_status hs = w->backend->read_rows(w, rows, nrows, err);
         if (hs != PBF_OK) return hs;
     }
+    const int old = w->count;
     pbf_world_append_lattice(w, b, 0, n, (uint32_t)w->count); /* ids: the places in the world */
-    zero_warm_rows(w, -1);
+    for (int r = 0; r < nrows; ++r)
+        memset((float *)w->field[rows[r]] + old, 0, (size_t)(w->count - old) * 4);
     pbf_status up = w->backend->upload(w, err);
     if (up != PBF_OK) return up;
-    if (dev_lambda) {
-        up = w->backend->write_rows(w, &row, 1, err);
+    if (dev_rows) {
+        up = w->backend->write_rows(w, rows, nrows, err);
         if (up != PBF_OK) return up;
     }
     pbf_refresh(w);

@@ -2,7 +2,8 @@
  * physics tests (rest density of a settled column, the density profile along the depth, no energy
  * gain, no escape, a released column that falls at once, determinism over thread counts), the
  * hydrostatic pressure PCISPH's and IISPH's solves find, IISPH against PBF at the same step, the
- * iterations that stop at a tolerance, PBF's fixed count untouched by them, and the per-particle
+ * iterations that stop at a tolerance, PBF's fixed count untouched by them, the warm start carried
+ * across a block added to a running world, and the per-particle
  * formulas against the papers' expressions. Small particle counts: a few seconds each.
  *
  * The physics runs on the device named by PBF_TEST_DEVICE (cpu, opencl, cuda; default cpu), so
@@ -509,6 +510,46 @@ static void test_warm_start(void) {
     }
 }
 
+/* A block added to a running world: the particles already there keep the pressure their warm
+ * start carries (IISPH's row; PBF's lambda is kept likewise), the new ones start at 0. */
+static void test_add_block_keeps_warm(void) {
+    pbf_world *w = warm_column(PBF_SOLVER_IISPH, 0.5f);
+    ENSURE(w);
+    if (!w) return;
+    for (int k = 0; k < 20; ++k) ENSURE(pbf_world_step(w, 1.0f / 120.0f, NULL) == PBF_OK);
+    pbf_snapshot a = pbf_world_snapshot(w);
+    ENSURE(a.lambda != NULL);
+    if (!a.lambda) {
+        pbf_world_destroy(w);
+        return;
+    }
+    const int n0 = a.count;
+    float *before = calloc((size_t)n0, sizeof *before); /* by id: ids are 0 .. n0 - 1 */
+    int nonzero = 0;
+    for (int i = 0; i < n0; ++i) {
+        ENSURE(a.id[i] < (uint32_t)n0);
+        if (a.id[i] < (uint32_t)n0) before[a.id[i]] = a.lambda[i];
+        nonzero += a.lambda[i] != 0.0f;
+    }
+    ENSURE(nonzero > n0 / 2); /* the solve's pressures: positive below the surface */
+    pbf_fluid_block b = {{0.05f, 0.45f, 0.05f}, {0.15f, 0.5f, 0.15f}, {0, 0, 0}};
+    ENSURE(pbf_world_add_fluid_block(w, &b, NULL) == PBF_OK);
+    pbf_snapshot c = pbf_world_snapshot(w);
+    ENSURE(c.count > n0 && c.lambda != NULL);
+    int kept = 0, fresh_zero = 0;
+    for (int i = 0; c.lambda && i < c.count; ++i) {
+        if (c.id[i] < (uint32_t)n0) kept += c.lambda[i] == before[c.id[i]];
+        else fresh_zero += c.lambda[i] == 0.0f;
+    }
+    printf("  IISPH warm start, a block added: %d of %d carried pressures kept, %d of %d new at "
+           "0\n",
+           kept, n0, fresh_zero, c.count - n0);
+    ENSURE_EQ_INT(kept, n0);
+    ENSURE_EQ_INT(fresh_zero, c.count - n0);
+    free(before);
+    pbf_world_destroy(w);
+}
+
 /* The pressure the solve finds in a settled column is hydrostatic: p = rho_0 g d at depth d, as
  * band averages (walls excluded). PCISPH holds k = dt^2 p / rho_0 in density, IISPH k = dt^2
  * rho_0 p / rho^2 in sy (see src/backends/cpu/cpu.c). */
@@ -697,6 +738,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_iterations);
     RUN_SUBTEST(test_hydrostatic_pressure);
     RUN_SUBTEST(test_warm_start);
+    RUN_SUBTEST(test_add_block_keeps_warm);
     RUN_SUBTEST(test_tables_and_errors);
     RUN_SUBTEST(test_formulas);
     return test_end();
