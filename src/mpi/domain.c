@@ -1756,13 +1756,8 @@ pbf_status pbf_mpi_domain_create_blocks(pbf_world *w, MPI_Comm comm,
         pbf_snapshot s;
         memset(&s, 0, sizeof s);
         s.count = (int)own;
-        s.x = rows[0];
-        s.y = rows[1];
-        s.z = rows[2];
-        s.vx = rows[3];
-        s.vy = rows[4];
-        s.vz = rows[5];
-        s.density = rows[6];
+        const float **dst[] = {&s.x, &s.y, &s.z, &s.vx, &s.vy, &s.vz, &s.density};
+        for (int j = 0; j < 7; ++j) *dst[j] = rows[j];
         s.id = (const uint32_t *)rows[7];
         st = pbf_world_restore(w, &s, err);
     }
