@@ -2006,8 +2006,8 @@ static int build_checks(const run_set *rs, check *c) {
                "floor alone it gets no lower than 4.7 % at n = 18. A bed shear stress (quadratic "
                "law, `bed_friction`) on the floor layer meets it at n = 18 only at C_f = 0.03, "
                "three times a smooth bed's, and at no coefficient at n = 36 (6.2 % at "
-               "C_f = 0.1); shared over the liquid's depth (a modified build) C_f = 0.03 gives "
-               "4.9, 5.0 and 5.5 % at n = 18, 36 and 72";
+               "C_f = 0.1); shared over the liquid's depth (a modified build) C_f = 0.04 meets it "
+               "at n = 18, 36 and 72 (4.2, 4.4, 4.9 %), four times a smooth bed's coefficient";
     d2->gate = 0.0;
     /* column release */
     check *r1 = &c[k++];
@@ -2552,10 +2552,14 @@ static int write_report(const validate_options *o, const char *report, const run
                "Shared over the whole depth of the liquid above each point of the floor, as "
                "shallow-water models apply it (du/dt = -C_f |u| u / depth; measured with a "
                "modified build), the same coefficient slows the front alike at every "
-               "resolution: 4.87, 4.97 and 5.49 %% at n = 18, 36 and 72 for C_f = 0.03 (6.74 "
-               "and 7.17 %% at n = 18 for 0.01 and 0.005), three times a smooth bed's "
-               "coefficient, where the floor layer alone gives 4.96 and 6.77 %% at n = 18 and "
-               "36 (and 7.19 %% at n = 72 even at C_f = 0.1). "
+               "resolution: 4.19, 4.44 and 4.94 %% at n = 18, 36 and 72 for C_f = 0.04, within "
+               "the target at all three, no other check of those runs changing its verdict; "
+               "4.87, 4.97 and 5.49 %% for C_f = 0.03; 6.74 and 7.17 %% at n = 18 for 0.01 and "
+               "0.005. The floor layer alone gives 4.96 and 6.77 %% at n = 18 and 36 for 0.03, "
+               "and 7.19 %% at n = 72 even for 0.1. But 0.04 is four times the top of a smooth "
+               "bed's range, so it says what the experiment's front needs, not that pbf's bed "
+               "is that rough: what else slows a surge on a dry bed (the lifted gate, the "
+               "moving contact line at its tip) is not in the model. "
                "Water's own viscosity with no-slip walls would add less than any of these: over "
                "the 0.25 s of the comparison its boundary layer, √(ν t) ≈ 0.5 mm, is thinner "
                "than a particle at every resolution here, and its wall stress, "
