@@ -10,6 +10,7 @@
 static const char *const constraint_names[] = {"unilateral", "bilateral", NULL};
 static const char *const sph_kernel_names[] = {"cubic", "poly6_spiky", NULL};
 static const char *const solver_names[] = {"pbf", "wcsph", "dfsph", "pcisph", "iisph", NULL};
+static const char *const bed_walls_names[] = {"bed", "all", NULL};
 static const char *const device_default[] = {"cpu", NULL};
 
 #define F(field) offsetof(pbf_world_def, field)
@@ -39,6 +40,16 @@ static const pbf_param_info world_params[] = {
      "static friction coefficient at walls and obstacles"},
     {"friction_dynamic", PBF_PARAM_FLOAT, "1", 0.0, {0}, 0, 10, 0, NULL, F(friction_dynamic),
      "dynamic friction coefficient at walls and obstacles"},
+    {"bed_friction", PBF_PARAM_FLOAT, "1", 0.0, {0}, 0, 1, 0, NULL, F(bed_friction),
+     "bed shear stress coefficient C_f of the quadratic friction law tau = rho C_f |u_t| u_t "
+     "(Chezy's law of open-channel hydraulics, Chow 1959; the bed friction of shallow-water "
+     "codes): an external force on the particles within one spacing of a wall, per wall area "
+     "whatever the resolution, on their velocity along the wall; zero at rest, so it holds no "
+     "liquid on a wall; ~0.003-0.01 for a smooth bed; 0 = free-slip walls"},
+    {"bed_friction_walls", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, bed_walls_names,
+     F(bed_friction_walls),
+     "the walls bed_friction acts on: bed = the faces gravity presses the liquid onto (the "
+     "floor, the tops of boxes), all = every face of the container and the boxes"},
     {"max_particles", PBF_PARAM_INT, "1", 0, {0}, 0, 2147483647.0, 0, NULL, F(max_particles),
      "particle capacity reserved at creation; 0 grows as blocks are added"},
     {"threads", PBF_PARAM_INT, "1", 0, {0}, 0, 1024, 0, NULL, F(threads),

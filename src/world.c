@@ -248,6 +248,23 @@ float pbf_scorr_wall_term(const pbf_world *w, float dt) {
     return w->def.pbf.scorr_wall * pbf_scorr_support_ks(w, dt) * w->scorr_s_rest;
 }
 
+/* The bed shear stress's coefficients per container face (pbf_bed_drag): C_f over the wall
+ * layer's thickness, one spacing 2r (the layer's mass per wall area is rho 2r), on the faces
+ * bed_friction_walls names; a face's inward normal is +e_a for the lower face of axis a. */
+static void pbf_bed_drag_consts(pbf_walls_consts *c, const pbf_world_def *def) {
+    const float layer = 2.0f * def->particle_radius, k = def->bed_friction / layer;
+    const float g[3] = {def->gravity.x, def->gravity.y, def->gravity.z};
+    const int all = def->bed_friction_walls == PBF_BED_WALLS_ALL;
+    c->drag_layer = layer;
+    c->drag_on = 0;
+    for (int a = 0; a < 3; ++a) {
+        /* gravity presses the liquid onto the lower face when g_a < 0 (n . g = g_a) */
+        c->drag_lo[a] = k > 0.0f && (all || g[a] < 0.0f) ? k : 0.0f;
+        c->drag_hi[a] = k > 0.0f && (all || g[a] > 0.0f) ? k : 0.0f;
+        c->drag_on |= c->drag_lo[a] > 0.0f || c->drag_hi[a] > 0.0f;
+    }
+}
+
 pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf_error *err) {
     if (!out_world) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "pbf_world_create: out_world is NULL");
@@ -307,6 +324,7 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
         c->radius = def->particle_radius;
         c->mu_static = def->friction_static;
         c->mu_dynamic = def->friction_dynamic;
+        pbf_bed_drag_consts(c, def);
         c->nboxes = 0;
         c->scale = 1.0f;
         c->scale = pbf_wall_calibration(w);

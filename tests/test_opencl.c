@@ -247,6 +247,8 @@ static void test_boxes_one_step_matches_cpu(void) {
 
 /* Runs both worlds n steps and compares their statistics averaged over those steps (a single
  * step's maximum is too chaotic to compare: see the tolerances at the top). */
+static void run_and_compare_solve(pbf_world *cpu, pbf_world *gpu, int n, const char *what);
+
 static void run_and_compare(pbf_world *cpu, pbf_world *gpu, int n) {
     double mc[3] = {0, 0, 0}, mg[3] = {0, 0, 0};
     for (int s = 0; s < n; ++s) {
@@ -318,6 +320,27 @@ static void test_no_vorticity_matches_cpu(void) {
     pbf_world *cpu = dam_break_of(def, "cpu", 0), *gpu = dam_break_of(def, "opencl", 0);
     ENSURE(cpu && gpu);
     run_and_compare(cpu, gpu, 100);
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+}
+
+/* The bed shear stress (bed_friction) on every wall, the obstacle and the moving wall included:
+ * the CPU's bits, in PBF's prediction and in the SPH solvers' gravity stage. */
+static void test_bed_friction_matches_cpu(void) {
+    pbf_world_def def = scene_def();
+    def.bed_friction = 0.02f;
+    def.bed_friction_walls = PBF_BED_WALLS_ALL;
+    pbf_world *cpu = dam_break_of(def, "cpu", 1), *gpu = dam_break_of(def, "opencl", 1);
+    ENSURE(cpu && gpu);
+    run_and_compare(cpu, gpu, 100);
+    pbf_world_destroy(cpu);
+    pbf_world_destroy(gpu);
+    def.solver = PBF_SOLVER_WCSPH;
+    def.bed_friction_walls = PBF_BED_WALLS_BED;
+    cpu = dam_break_of(def, "cpu", 1);
+    gpu = dam_break_of(def, "opencl", 1);
+    ENSURE(cpu && gpu);
+    run_and_compare_solve(cpu, gpu, 40, "wcsph, bed friction");
     pbf_world_destroy(cpu);
     pbf_world_destroy(gpu);
 }
@@ -849,6 +872,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_no_vorticity_matches_cpu);
     RUN_SUBTEST(test_options_and_growth_match_cpu);
     RUN_SUBTEST(test_chebyshev_matches_cpu);
+    RUN_SUBTEST(test_bed_friction_matches_cpu);
     RUN_SUBTEST(test_speed_clamps_match_cpu);
     RUN_SUBTEST(test_determinism);
     RUN_SUBTEST(test_snapshot_opencl_to_cpu);

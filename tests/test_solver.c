@@ -313,6 +313,94 @@ static void test_friction(void) {
     ENSURE(rough < 0.9 * free_slip);
 }
 
+/* Bed shear stress (bed_friction): fluid sliding along a wall for `steps` steps of 1/240 s.
+ * Sliding (vertical = 0): a block [0.1, 0.4] x [0, depth] x [0.07, 0.23] m on the floor at
+ * 1 m/s, without gravity (the block keeps its lattice: no spreading, no artificial pressure),
+ * with the stress on every wall (only the floor touches it); returns the mean vx and the momentum
+ * per floor area. Falling (vertical = 1): a film [0, 2r] x [0.3, 0.5] x [0, 0.15] m at the wall
+ * x = 0 under gravity; returns the mean vy. */
+static double bed_slide(float radius, float depth, float cf, pbf_bed_walls walls, int vertical,
+                        int steps, double *momentum_per_area) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = radius;
+    def.domain_max = (pbf_vec3){2.0f, 0.6f, vertical ? 0.15f : 0.3f};
+    if (!vertical) def.gravity = (pbf_vec3){0, 0, 0};
+    def.bed_friction = cf;
+    def.bed_friction_walls = walls;
+    def.xsph_viscosity = 0.0f;
+    def.vorticity = 0.0f;
+    pbf_world *w = make(&def);
+    if (!w) return NAN;
+    int ok = vertical ? add_block(w, (pbf_vec3){0, 0.3f, 0}, (pbf_vec3){2.0f * radius, 0.5f, 0.15f},
+                                  (pbf_vec3){0, 0, 0})
+                      : add_block(w, (pbf_vec3){0.1f, 0, 0.07f}, (pbf_vec3){0.4f, depth, 0.23f},
+                                  (pbf_vec3){1.0f, 0, 0});
+    if (!ok) return NAN;
+    for (int s = 0; s < steps; ++s) pbf_world_step(w, 1.0f / 240.0f, NULL);
+    pbf_particles p = pbf_world_particles(w);
+    double v = 0;
+    for (int i = 0; i < p.count; ++i) v += vertical ? p.vy[i] : p.vx[i];
+    if (momentum_per_area) /* mass of a particle: rho_0 (2r)^3; the block's floor 0.3 x 0.16 m */
+        *momentum_per_area = v * def.rest_density * pow(2.0 * radius, 3) / (0.3 * 0.16);
+    v /= p.count;
+    pbf_world_destroy(w);
+    return v;
+}
+
+/* One layer sliding on the floor decelerates as the quadratic law integrated over each step says,
+ * du/dt = -(C_f / 2r) u^2: u(t) = u0 / (1 + C_f u0 t / 2r); without it the layer keeps its
+ * speed. */
+static void test_bed_friction_law(void) {
+    const float r = 0.015f, cf = 0.01f;
+    const double t = 60.0 / 240.0, k = cf / (2.0 * r), exact = 1.0 / (1.0 + k * t);
+    double none = bed_slide(r, 2.0f * r, 0.0f, PBF_BED_WALLS_ALL, 0, 60, NULL);
+    double drag = bed_slide(r, 2.0f * r, cf, PBF_BED_WALLS_ALL, 0, 60, NULL);
+    printf("  one layer after %.2f s: free slip %.5f m/s, C_f = %.2f: %.5f m/s (law: %.5f)\n", t,
+           none, cf, drag, exact);
+    ENSURE(fabs(none - 1.0) < 1e-4);
+    ENSURE(fabs(drag - exact) < 1e-3 * (1.0 - exact));
+}
+
+/* The force per wall area does not depend on the resolution: a block 8 cm deep (4 and 8 layers)
+ * loses the momentum per floor area of a layer slowed by the law,
+ * rho 2r u0 (1 - 1 / (1 + k u0 t)) = rho C_f u0^2 t / (1 + k u0 t), k = C_f / 2r: the stress
+ * rho C_f u0^2 to first order in t at both radii (2.4 and 4.8 % below it after 0.1 s here). */
+static void test_bed_friction_resolution(void) {
+    const float cf = 0.005f;
+    const int steps = 24; /* 0.1 s */
+    const double t = steps / 240.0, law = 1000.0 * cf * 1.0 * t;
+    double m0c, m1c, m0f, m1f;
+    bed_slide(0.01f, 0.08f, 0.0f, PBF_BED_WALLS_ALL, 0, steps, &m0c);
+    bed_slide(0.01f, 0.08f, cf, PBF_BED_WALLS_ALL, 0, steps, &m1c);
+    bed_slide(0.005f, 0.08f, 0.0f, PBF_BED_WALLS_ALL, 0, steps, &m0f);
+    bed_slide(0.005f, 0.08f, cf, PBF_BED_WALLS_ALL, 0, steps, &m1f);
+    const double lc = m0c - m1c, lf = m0f - m1f;
+    const double ec = law / (1.0 + cf / 0.02 * t), ef = law / (1.0 + cf / 0.01 * t);
+    printf("  momentum lost per floor area in %.2f s: r = 1 cm %.4f (law %.4f), r = 0.5 cm %.4f "
+           "(law %.4f) N s/m^2; rho C_f u0^2 t = %.4f\n",
+           t, lc, ec, lf, ef, law);
+    ENSURE(fabs(lc - ec) < 1e-3 * law && fabs(lf - ef) < 1e-3 * law);
+    ENSURE(fabs(lc - law) < 0.05 * law && fabs(lf - law) < 0.05 * law);
+}
+
+/* Zero at rest, so it holds nothing on a wall: a film at a wall with the stress on every wall
+ * falls at least as fast as a layer that stays on the wall would, du/dt = g - k u^2
+ * (u_T tanh(g t / u_T), u_T = sqrt(g / k)), where Coulomb friction would hold it; with the bed
+ * alone the wall is free-slip (free fall). */
+static void test_bed_friction_wall(void) {
+    const float r = 0.015f, cf = 0.01f;
+    const int steps = 48;
+    const double t = steps / 240.0, g = 9.81, k = cf / (2.0 * r), ut = sqrt(g / k);
+    double all = bed_slide(r, 0.0f, cf, PBF_BED_WALLS_ALL, 1, steps, NULL);
+    double bed = bed_slide(r, 0.0f, cf, PBF_BED_WALLS_BED, 1, steps, NULL);
+    const double law = -ut * tanh(g * t / ut);
+    printf("  film falling along a wall for %.2f s: bed only %.4f m/s (free fall %.4f), every wall "
+           "%.4f m/s (a layer on the wall: %.4f)\n",
+           t, bed, -g * t, all, law);
+    ENSURE(fabs(bed + g * t) < 1e-3 * g * t);
+    ENSURE(all <= law + 1e-3 * g * t && all > bed);
+}
+
 /* FNV-1a over the particle state in id order. */
 static uint64_t state_hash(const pbf_world *w) {
     pbf_particles p = pbf_world_particles(w);
@@ -336,6 +424,8 @@ static uint64_t run_world(int threads, int timing, pbf_timings *tm) {
     def.vorticity = 0.05f;
     def.friction_static = 0.1f;
     def.friction_dynamic = 0.05f;
+    def.bed_friction = 0.01f; /* on every wall and the moving box */
+    def.bed_friction_walls = PBF_BED_WALLS_ALL;
     pbf_world *w = make(&def);
     if (!w) return 0;
     add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){0.2f, 0.4f, 0.2f}, (pbf_vec3){0, 0, 0});
@@ -681,6 +771,9 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_dam_break_contained);
     RUN_SUBTEST(test_moving_wall);
     RUN_SUBTEST(test_friction);
+    RUN_SUBTEST(test_bed_friction_law);
+    RUN_SUBTEST(test_bed_friction_resolution);
+    RUN_SUBTEST(test_bed_friction_wall);
     RUN_SUBTEST(test_speed_limit_counted);
     RUN_SUBTEST(test_scorr_prevents_clumping);
     RUN_SUBTEST(test_determinism_threads);

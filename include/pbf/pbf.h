@@ -170,6 +170,13 @@ typedef struct pbf_iisph_params {
 
 #define PBF_DEVICE_NAME_MAX 32
 
+/* The walls the bed shear stress (bed_friction) acts on. */
+typedef enum pbf_bed_walls {
+    PBF_BED_WALLS_BED = 0, /* the faces gravity presses the liquid onto (n . g < 0): the floor and
+                              the tops of boxes under the usual gravity */
+    PBF_BED_WALLS_ALL = 1  /* every face of the container and of the boxes */
+} pbf_bed_walls;
+
 /* Everything that defines a world: what every solver shares, then the solver's own parameters.
  * Make it with pbf_default_world_def() and change fields. Ranges, units and descriptions are in
  * the parameter tables (pbf/params.h), which also name the scene-file keys. */
@@ -187,6 +194,9 @@ typedef struct pbf_world_def {
                                    counted in pbf_stats.speed_clamps */
     float friction_static;      /* wall friction coefficients (PBD friction, Macklin et al. 2014) */
     float friction_dynamic;
+    float bed_friction;         /* bed shear stress coefficient C_f: tau = rho C_f |u_t| u_t on the
+                                   particles within one spacing of a wall (pbf_bed_drag) */
+    pbf_bed_walls bed_friction_walls; /* the walls it acts on */
     int max_particles;          /* capacity reserved by pbf_world_create; 0 = grow as needed */
     int threads;                /* OpenMP threads of the CPU backend; 0 = the OpenMP default */
     /* where the step runs: "cpu", "opencl", "opencl:PLATFORM.DEVICE", "cuda", "cuda:N"

@@ -27,6 +27,12 @@ typedef struct pbf_walls_consts {
     float scale;         /* calibration of the wall density to the discrete lattice */
     float radius;        /* particle radius: centres stay this far from every surface */
     float mu_static, mu_dynamic;
+    /* bed shear stress (pbf_bed_drag): C_f / layer per container face (the lower face of axis a,
+     * then the upper), 1/m, 0 where it is off; a box face takes the coefficient of the container
+     * face whose normal it shares. layer: the wall layer's thickness, one spacing 2r, m. */
+    float drag_lo[3], drag_hi[3];
+    float drag_layer;
+    int drag_on;
     int n;               /* table nodes per axis over [-h, h] */
     int nboxes;
 } pbf_walls_consts;
@@ -162,6 +168,56 @@ PBF_FN void pbf_friction(const pbf_walls_consts *c, float q[3], const float disp
     q[0] -= k * dt[0];
     q[1] -= k * dt[1];
     q[2] -= k * dt[2];
+}
+
+/* The quadratic drag of one wall face on a particle of its wall layer: the velocity relative to the
+ * wall w, tangential to the face (axis a normal), decays as the bed shear stress
+ * tau = rho C_f |u_t| u_t acting on the layer's mass per area rho * layer says,
+ * du_t/dt = -(C_f / layer) |u_t| u_t, integrated exactly over dt: u_t / (1 + dt k |u_t|), with
+ * k = C_f / layer. The normal component is left to the collisions. */
+PBF_FN void pbf_drag_face(float v[3], const float w[3], int a, float kdt) {
+    const int b = a == 0 ? 1 : 0, c = a == 2 ? 1 : 2;
+    float ub = v[b] - w[b], uc = v[c] - w[c];
+    float f = 1.0f / (1.0f + kdt * PBF_SQRTF(ub * ub + uc * uc));
+    v[b] = w[b] + f * ub;
+    v[c] = w[c] + f * uc;
+}
+
+/* Bed shear stress (the quadratic friction law tau = rho C_f |u| u of open-channel hydraulics,
+ * Chezy's law, Chow 1959, section 5; the bed-friction source term of shallow-water codes such as
+ * GeoClaw's Manning friction, which is this law with C_f = g n^2 / h^(1/3)): an external
+ * force on the particles within one spacing (drag_layer) of a wall face that has a coefficient,
+ * applied to the velocity v of a particle at p over dt as pbf_drag_face says. The force per wall
+ * area does not depend on the resolution; it is zero at rest, so it holds nothing on a wall.
+ * Moving boxes drag with their velocity over the step (lo - prev_lo) / dt. */
+PBF_FN void pbf_bed_drag(const pbf_walls_consts *c, const PBF_GLOBAL pbf_wall_box *boxes,
+                         const float p[3], float dt, float v[3]) {
+    const float layer = c->drag_layer;
+    const float still[3] = {0.0f, 0.0f, 0.0f};
+    for (int a = 0; a < 3; ++a) {
+        if (c->drag_lo[a] > 0.0f && p[a] - c->lo[a] < layer)
+            pbf_drag_face(v, still, a, dt * c->drag_lo[a]);
+        if (c->drag_hi[a] > 0.0f && c->hi[a] - p[a] < layer)
+            pbf_drag_face(v, still, a, dt * c->drag_hi[a]);
+    }
+    for (int bi = 0; bi < c->nboxes; ++bi) {
+        const float lo[3] = {boxes[bi].lo[0], boxes[bi].lo[1], boxes[bi].lo[2]};
+        const float hi[3] = {boxes[bi].hi[0], boxes[bi].hi[1], boxes[bi].hi[2]};
+        /* the face a particle faces: outside the box along exactly one axis, within a layer */
+        int axis = -1, side = 0, out = 0;
+        for (int a = 0; a < 3; ++a) {
+            if (p[a] < lo[a]) { ++out; axis = a; side = -1; }
+            else if (p[a] > hi[a]) { ++out; axis = a; side = 1; }
+        }
+        if (out != 1) continue;
+        float d = side < 0 ? lo[axis] - p[axis] : p[axis] - hi[axis];
+        /* the box's upper face has the container's lower face's normal, and so on */
+        float k = side > 0 ? c->drag_lo[axis] : c->drag_hi[axis];
+        if (!(d < layer) || !(k > 0.0f)) continue;
+        float w[3];
+        for (int a = 0; a < 3; ++a) w[a] = dt > 0.0f ? (lo[a] - boxes[bi].prev_lo[a]) / dt : 0.0f;
+        pbf_drag_face(v, w, axis, dt * k);
+    }
 }
 
 /* Collision response for one particle: pushes it out of boxes and into the container, with

@@ -726,7 +726,19 @@ static inline int64_t counted_clamp(const pbf_world *w, int i) {
     return !hk || !hk->is_ghost || !hk->is_ghost(w, i, hk->user);
 }
 
+/* The bed shear stress on particle i at x over the step (pbf_bed_drag): an external force, applied
+ * with gravity (Algorithm 1, line 2). */
+static inline void bed_drag(const pbf_world *w, int i, float dt, float *vx, float *vy, float *vz) {
+    const float p[3] = {w->px[i], w->py[i], w->pz[i]};
+    float v[3] = {*vx, *vy, *vz};
+    pbf_bed_drag(&w->wc, w->wall_boxes, p, dt, v);
+    *vx = v[0];
+    *vy = v[1];
+    *vz = v[2];
+}
+
 static int stage_predict(pbf_world *w, float dt, float vmax) {
+    const int drag = w->wc.drag_on;
     const int n = w->count;
     const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
     int bad = INT_MAX;
@@ -735,6 +747,7 @@ static int stage_predict(pbf_world *w, float dt, float vmax) {
     reduction(+ : clamps)
     for (int i = 0; i < n; ++i) {
         float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
+        if (drag) bed_drag(w, i, dt, &vx, &vy, &vz);
         clamps += pbf_limit_speed(&vx, &vy, &vz, vmax);
         w->vx[i] = vx;
         w->vy[i] = vy;
@@ -1569,6 +1582,7 @@ static double mean_excess(pbf_world *w, const float *a, float scale, float offse
 
 /* v += dt g, |v| <= vmax; x* = x: the SPH solvers find neighbours and densities at x. */
 static int stage_gravity(pbf_world *w, float dt, float vmax) {
+    const int drag = w->wc.drag_on;
     const int n = w->count;
     const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
     int bad = INT_MAX;
@@ -1577,6 +1591,7 @@ static int stage_gravity(pbf_world *w, float dt, float vmax) {
     reduction(+ : clamps)
     for (int i = 0; i < n; ++i) {
         float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
+        if (drag) bed_drag(w, i, dt, &vx, &vy, &vz);
         clamps += pbf_limit_speed(&vx, &vy, &vz, vmax);
         w->vx[i] = vx;
         w->vy[i] = vy;

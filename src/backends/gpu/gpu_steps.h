@@ -482,7 +482,8 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)),
                        PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
                        PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(QX)),
-                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(g->bad),
+                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(g->boxes),
+                       PBF_GPU_A(g->bad),
                        PBF_GPU_A(slot));
         break;
     }
@@ -574,7 +575,8 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
                        PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)),
                        PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
                        PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(QX)),
-                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(g->bad),
+                       PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(g->boxes),
+                       PBF_GPU_A(g->bad),
                        PBF_GPU_A(slot));
         break;
     }

@@ -421,15 +421,25 @@ PBF_KERNEL pbf_k_list_fill(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
 
 /* ---- the stages ----------------------------------------------------------------------------- */
 
-/* v += dt g, |v| <= vmax, x* = x + dt v  (cpu.c stage_predict) */
+/* v += dt g (and the bed shear stress), |v| <= vmax, x* = x + dt v  (cpu.c stage_predict) */
 PBF_KERNEL pbf_k_predict(const pbf_gpu_params P, const PBF_GLOBAL float *px,
                        const PBF_GLOBAL float *py, const PBF_GLOBAL float *pz,
                        PBF_GLOBAL float *vx, PBF_GLOBAL float *vy, PBF_GLOBAL float *vz,
                        PBF_GLOBAL float *qx, PBF_GLOBAL float *qy, PBF_GLOBAL float *qz,
+                       const PBF_GLOBAL pbf_wall_box *boxes,
                        PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     float ux = vx[i] + P.gdt[0], uy = vy[i] + P.gdt[1], uz = vz[i] + P.gdt[2];
+    if (P.wc.drag_on) { /* the bed shear stress, an external force (pbf_bed_drag) */
+        const pbf_walls_consts wc = P.wc;
+        const float p[3] = {px[i], py[i], pz[i]};
+        float u[3] = {ux, uy, uz};
+        pbf_bed_drag(&wc, boxes, p, P.dt, u);
+        ux = u[0];
+        uy = u[1];
+        uz = u[2];
+    }
     if (pbf_limit_speed(&ux, &uy, &uz, P.vmax)) PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
     vx[i] = ux;
     vy[i] = uy;
@@ -758,15 +768,26 @@ PBF_KERNEL pbf_k_vorticity_xsph(const pbf_gpu_params P, const PBF_GLOBAL float *
  * viscous velocity change (x, y, z), lambda the k_i of the pressure acceleration; x* = x, so the
  * neighbour sets' positions q0 are x* itself until advect. */
 
-/* v += dt g, |v| <= vmax; x* = x: the SPH solvers find neighbours and densities at x. */
+/* v += dt g (and the bed shear stress), |v| <= vmax; x* = x: the SPH solvers find neighbours
+ * and densities at x. */
 PBF_KERNEL pbf_k_gravity(const pbf_gpu_params P, const PBF_GLOBAL float *px,
                          const PBF_GLOBAL float *py, const PBF_GLOBAL float *pz,
                          PBF_GLOBAL float *vx, PBF_GLOBAL float *vy, PBF_GLOBAL float *vz,
                          PBF_GLOBAL float *qx, PBF_GLOBAL float *qy, PBF_GLOBAL float *qz,
+                       const PBF_GLOBAL pbf_wall_box *boxes,
                          PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     float ux = vx[i] + P.gdt[0], uy = vy[i] + P.gdt[1], uz = vz[i] + P.gdt[2];
+    if (P.wc.drag_on) { /* the bed shear stress, an external force (pbf_bed_drag) */
+        const pbf_walls_consts wc = P.wc;
+        const float p[3] = {px[i], py[i], pz[i]};
+        float u[3] = {ux, uy, uz};
+        pbf_bed_drag(&wc, boxes, p, P.dt, u);
+        ux = u[0];
+        uy = u[1];
+        uz = u[2];
+    }
     if (pbf_limit_speed(&ux, &uy, &uz, P.vmax)) PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
     vx[i] = ux;
     vy[i] = uy;
