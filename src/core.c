@@ -87,20 +87,23 @@ static const pbf_stage_desc pbf_stages[] = {
     {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0, 0},
     {PBF_STAGE_STATS,          TIMING(stats),    0, 0, 0},
 };
+/* The SPH solvers' tables: gravity and the grid, their own pressure stages, then the shared
+ * advection, collisions, velocity, vorticity/XSPH and statistics */
+#define SPH_HEAD                                                                                   \
+    {PBF_STAGE_GRAVITY, TIMING(predict), 0, 0, 0}, {PBF_STAGE_GRID, TIMING(grid), 0, 0, 0}
+#define SPH_TAIL                                                                                   \
+    {PBF_STAGE_ADVECT, TIMING(collide), 0, 0, 0}, {PBF_STAGE_COLLIDE, TIMING(collide), 0, 0, 0},  \
+        {PBF_STAGE_VELOCITY, TIMING(velocity), 0, 0, 0},                                          \
+        {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0, 0},                                    \
+        {PBF_STAGE_STATS, TIMING(stats), 0, 0, 0}
 static const pbf_stage_desc wcsph_stages[] = {
-    {PBF_STAGE_GRAVITY,        TIMING(predict),  0, 0, 0},
-    {PBF_STAGE_GRID,           TIMING(grid),     0, 0, 0},
+    SPH_HEAD,
     {PBF_STAGE_WCSPH_PRESSURE, TIMING(lambda),   0, D, 0},
     {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0, 0},
-    {PBF_STAGE_ADVECT,         TIMING(collide),  0, 0, 0},
-    {PBF_STAGE_COLLIDE,        TIMING(collide),  0, 0, 0},
-    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_STATS,          TIMING(stats),    0, 0, 0},
+    SPH_TAIL,
 };
 static const pbf_stage_desc dfsph_stages[] = {
-    {PBF_STAGE_GRAVITY,        TIMING(predict),  0, 0, 0},
-    {PBF_STAGE_GRID,           TIMING(grid),     0, 0, 0},
+    SPH_HEAD,
     {PBF_STAGE_DFSPH_FACTOR,   TIMING(lambda),   0, 0, 0},
     {PBF_STAGE_DFSPH_WARM_V,   TIMING(lambda),   0, 0, 1},
     {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0, 1},
@@ -110,40 +113,28 @@ static const pbf_stage_desc dfsph_stages[] = {
     {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0, 1},
     {PBF_STAGE_DENSITY_ADV,    TIMING(lambda),   D, D, 0},
     {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  D, 0, 0},
-    {PBF_STAGE_ADVECT,         TIMING(collide),  0, 0, 0},
-    {PBF_STAGE_COLLIDE,        TIMING(collide),  0, 0, 0},
-    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_STATS,          TIMING(stats),    0, 0, 0},
+    SPH_TAIL,
 };
 static const pbf_stage_desc pcisph_stages[] = {
-    {PBF_STAGE_GRAVITY,         TIMING(predict),  0, 0, 0},
-    {PBF_STAGE_GRID,            TIMING(grid),     0, 0, 0},
+    SPH_HEAD,
     {PBF_STAGE_PCISPH_INIT,     TIMING(lambda),   0, 0, 0},
     {PBF_STAGE_PCISPH_PRESSURE, TIMING(lambda),   D, D, 0},
     {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  D, 0, 0},
-    {PBF_STAGE_ADVECT,          TIMING(collide),  0, 0, 0},
-    {PBF_STAGE_COLLIDE,         TIMING(collide),  0, 0, 0},
-    {PBF_STAGE_VELOCITY,        TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH,  TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_STATS,           TIMING(stats),    0, 0, 0},
+    SPH_TAIL,
 };
 static const pbf_stage_desc iisph_stages[] = {
-    {PBF_STAGE_GRAVITY,         TIMING(predict),  0, 0, 0},
-    {PBF_STAGE_GRID,            TIMING(grid),     0, 0, 0},
+    SPH_HEAD,
     {PBF_STAGE_IISPH_DIAGONAL,  TIMING(lambda),   0, 0, 0},
     {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  0, 0, 1},
     {PBF_STAGE_IISPH_PRESSURE,  TIMING(lambda),   D, D, 0},
     {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  D, 0, 0},
-    {PBF_STAGE_ADVECT,          TIMING(collide),  0, 0, 0},
-    {PBF_STAGE_COLLIDE,         TIMING(collide),  0, 0, 0},
-    {PBF_STAGE_VELOCITY,        TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH,  TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_STATS,           TIMING(stats),    0, 0, 0},
+    SPH_TAIL,
 };
 /* clang-format on */
 #undef D
 #undef V
+#undef SPH_HEAD
+#undef SPH_TAIL
 
 #define TABLE(t)                                                                                   \
     do {                                                                                           \
