@@ -2043,6 +2043,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     const float frac = w->def.dfsph.warm_start;
+    const float min_rel = w->def.dfsph.divergence_min_density;
     float *restrict WK = divergence ? w->warm_v : w->warm;
     const int keep = frac > 0.0f && WK;
     const float full = 2.0f / w->lattice_grad2;
@@ -2091,7 +2092,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
             d = pairs ? density_rate_pairs(w, i, gw, P, PV, &cache)
                       : density_rate(w, i, gw, P, PV, &cache);
             if (store) SZ[i] = d;
-            float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence);
+            float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence, min_rel);
             if (start) {
                 w->lambda[i] = keep ? pbf_dfsph_warm_k(frac, WK[i], c, w->sx[i], full, dt) : 0.0f;
             } else {
