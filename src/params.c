@@ -152,9 +152,10 @@ static const pbf_param_info dfsph_params[] = {
      F(dfsph.divergence_min_density),
      "divergence solve: leave out particles whose density number rho_i / rho_0 (fluid and "
      "walls) is below this: their source is 0, as SPlisHSPlasH's DFSPH leaves out particles "
-     "with fewer than 20 neighbours (\"particle deficiency\"; its count includes the boundary "
-     "particles, which pbf's wall density term stands for); a splash or free-surface particle "
-     "has a large factor, so a large pressure for a divergence it cannot resolve; 0 = none"},
+     "with fewer than 20 neighbours (\"particle deficiency\"; its count includes boundary "
+     "particles, which pbf's wall density term stands for: a rest-lattice particle has 1 at a "
+     "wall, 0.85 at a free surface, 0.72 on an edge); a splash or surface particle has a large "
+     "factor, so a large pressure for a divergence it cannot resolve; 0 (the default) = none"},
 };
 
 /* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009). */
