@@ -26,9 +26,11 @@ const pbf_field_desc pbf_fields[PBF_FIELD_COUNT] = {
     [PBF_F_ID] = {"id", 1, S | T, 3, 0, "stable identity"},
     [PBF_F_CELL] = {"cell", 1, S, -1, 0, "grid cell of x_i*"},
     [PBF_F_WARM] = {"warm", 0, S | PBF_FIELD_WARM, -1, 0,
-                    "IISPH: p_i / rho_0, DFSPH: kappa_i of the previous substep (warm start)"},
+                    "IISPH: p_i / rho_0, DFSPH: kappa_i of the previous substep (warm start; "
+                    "the CPU keeps its sum of k_i and that substep's dt)"},
     [PBF_F_WARM_V] = {"warm_v", 0, S | PBF_FIELD_WARM_V, -1, 0,
-                      "DFSPH: kappa^v_i of the previous substep's divergence solve (warm start)"},
+                      "DFSPH: kappa^v_i of the previous substep's divergence solve (warm "
+                      "start; the CPU keeps its sum of k_i and that substep's dt)"},
 };
 /* clang-format on */
 

@@ -159,6 +159,14 @@ static const pbf_param_info dfsph_params[] = {
      "neighbourhood; 0 (the default) = off. DFSPH's iterations only add pressure, so a start "
      "above what the substep needs stays: at 0.5 the dam break gains 0.02 % of E(0) at its "
      "release"},
+    {"dfsph_divergence_min_density", PBF_PARAM_FLOAT, "1", 0, {0}, 0, 2, 0, NULL,
+     F(dfsph.divergence_min_density),
+     "divergence solve: leave out particles whose density number rho_i / rho_0 (fluid and "
+     "walls) is below this: their source is 0, as SPlisHSPlasH's DFSPH leaves out particles "
+     "with fewer than 20 neighbours (\"particle deficiency\"; its count includes boundary "
+     "particles, which pbf's wall density term stands for: a rest-lattice particle has 1 at a "
+     "wall, 0.85 at a free surface, 0.72 on an edge); a splash or surface particle has a large "
+     "factor, so a large pressure for a divergence it cannot resolve; 0 (the default) = none"},
 };
 
 /* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009). */

@@ -611,6 +611,25 @@ static void test_warm_starts_match_cpu(void) {
     pbf_world_destroy(gpu);
 }
 
+/* DFSPH's divergence solve without the particles of too low a density number
+ * (dfsph_divergence_min_density, off by default; at 0.95 the splash and free-surface particles of
+ * the dam break drop out), alone and with the warm start: the CPU's states step by step. */
+static void test_dfsph_min_density_matches_cpu(void) {
+    for (int warm = 0; warm < 2; ++warm) {
+        pbf_world_def def = solver_def(PBF_SOLVER_DFSPH);
+        def.dfsph.divergence_min_density = 0.95f;
+        def.dfsph.warm_start = warm ? 0.5f : 0.0f;
+        pbf_world *cpu = dam_break_of(def, "cpu", 1), *gpu = dam_break_of(def, "opencl", 1);
+        ENSURE(cpu && gpu);
+        if (cpu && gpu)
+            run_and_compare_solve(cpu, gpu, 40,
+                                  warm ? "dfsph, divergence min density 0.95, warm start 0.5"
+                                       : "dfsph, divergence min density 0.95");
+        pbf_world_destroy(cpu);
+        pbf_world_destroy(gpu);
+    }
+}
+
 /* DFSPH, PCISPH and IISPH with fixed iteration counts (tolerances 0: no read-back, the errors
  * arrive with the statistics) and from a moving state restored into both backends; PBF stopped
  * at a tolerance (one read of the error per iteration). */
@@ -883,6 +902,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_pcisph_dam_break_matches_cpu);
     RUN_SUBTEST(test_iisph_dam_break_matches_cpu);
     RUN_SUBTEST(test_warm_starts_match_cpu);
+    RUN_SUBTEST(test_dfsph_min_density_matches_cpu);
     RUN_SUBTEST(test_fixed_counts_and_pbf_tolerance_match_cpu);
     RUN_SUBTEST(test_sph_column_matches_cpu);
     RUN_SUBTEST(test_sph_determinism);

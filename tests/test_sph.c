@@ -715,6 +715,79 @@ static void test_formulas(void) {
     pbf_world_destroy(w);
 }
 
+/* DFSPH's rule for particle deficiency (dfsph_divergence_min_density; SPlisHSPlasH leaves out
+ * particles with fewer than 20 neighbours): the divergence solve's source is 0 where the density
+ * number rho_i / rho_0 (fluid and walls) is below the threshold, the density solve's never, and 0
+ * keeps every particle. In a falling dam break the measure leaves out exactly the particles below
+ * it (and some of them would have had a source), keeps every other particle's source bit for bit,
+ * and the run with the rule still falls at once and gains no energy. */
+static void test_divergence_min_density(void) {
+    const float dt = 0.01f;
+    ENSURE(pbf_dfsph_source(0.85f, 1.0f, dt, 1, 0.9f) == 0.0f);
+    ENSURE(pbf_dfsph_source(0.95f, 1.0f, dt, 1, 0.9f) == dt * 1.0f);
+    ENSURE(pbf_dfsph_source(0.85f, 1.0f, dt, 1, 0.0f) == dt * 1.0f);
+    ENSURE(pbf_dfsph_source(1.0f, 1.0f, dt, 0, 1.5f) == 1.0f + dt * 1.0f - 1.0f);
+    ENSURE(pbf_dfsph_source(0.95f, -1.0f, dt, 1, 0.9f) == 0.0f); /* expansion: never a source */
+
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = 0.0125f;
+    def.domain_max = (pbf_vec3){0.6f, 0.4f, 0.15f};
+    def.solver = PBF_SOLVER_DFSPH;
+    def.dfsph.divergence_min_density = 0.95f;
+    pbf_world *w = create(&def);
+    ENSURE(w);
+    if (!w) return;
+    pbf_fluid_block b = {{0, 0, 0}, {0.2f, 0.3f, 0.15f}, {0, 0, 0}};
+    ENSURE(pbf_world_add_fluid_block(w, &b, NULL) == PBF_OK);
+    const double e0 = energy(w);
+    double y = mean_y(w), emax = e0;
+    for (int k = 0; k < 30; ++k) {
+        ENSURE(pbf_world_step(w, 1.0f / 120.0f, NULL) == PBF_OK);
+        const double yk = mean_y(w), e = energy(w);
+        ENSURE(yk < y); /* falls: every step lower than the one before */
+        y = yk;
+        if (e > emax) emax = e;
+    }
+    printf("  dfsph, divergence min density 0.95: largest E - E(0) %.3g %% of E(0)\n",
+           100.0 * (emax - e0) / e0);
+    ENSURE(emax <= e0);
+    if (on_cpu()) { /* the measure's per-particle sources, from the CPU backend's arrays */
+        const float step = 1.0f / 120.0f;
+        const pbf_step_ctx ctx = {step, w->def.cfl * w->k.h / step, 1, 0};
+        pbf_cpu_stage(w, PBF_STAGE_GRAVITY, &ctx);
+        pbf_cpu_stage(w, PBF_STAGE_GRID, &ctx);
+        pbf_cpu_stage(w, PBF_STAGE_DFSPH_FACTOR, &ctx);
+        const int n = w->count;
+        float *with = malloc(sizeof(float) * (size_t)n), *without = malloc(sizeof(float) * (size_t)n);
+        ENSURE(with && without);
+        if (with && without) {
+            pbf_cpu_stage(w, PBF_STAGE_DIVERGENCE, &ctx);
+            memcpy(with, w->sy, sizeof(float) * (size_t)n);
+            w->def.dfsph.divergence_min_density = 0.0f;
+            pbf_cpu_stage(w, PBF_STAGE_DIVERGENCE, &ctx); /* no stage between moves anything */
+            memcpy(without, w->sy, sizeof(float) * (size_t)n);
+            int below = 0, dropped = 0, same = 1;
+            for (int i = 0; i < n; ++i) {
+                if (w->density[i] / w->k.rest_density < 0.95f) {
+                    ++below;
+                    same &= with[i] == 0.0f;
+                    dropped += without[i] > 0.0f;
+                } else {
+                    same &= with[i] == without[i];
+                }
+            }
+            printf("  %d of %d particles below 0.95 rho_0, %d of them with a divergence source "
+                   "without the rule\n", below, n, dropped);
+            ENSURE(same);
+            ENSURE(below > 0 && below < n / 2);
+            ENSURE(dropped > 0);
+        }
+        free(with);
+        free(without);
+    }
+    pbf_world_destroy(w);
+}
+
 int main(int argc, char **argv) {
     if (strcmp(test_device(), "cpu") != 0) { /* skipped (ctest: 77) where the device is not */
         pbf_world_def def = pbf_default_world_def();
@@ -741,5 +814,6 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_add_block_keeps_warm);
     RUN_SUBTEST(test_tables_and_errors);
     RUN_SUBTEST(test_formulas);
+    RUN_SUBTEST(test_divergence_min_density);
     return test_end();
 }

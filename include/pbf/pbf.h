@@ -146,6 +146,8 @@ typedef struct pbf_dfsph_params {
     float cfl;                  /* substeps of at most cfl * 2r / v_max; 0: the step as given */
     float warm_start;           /* both solves start from this fraction of the previous
                                    substep's stiffness sums (SPlisHSPlasH: 0.5); 0: off */
+    float divergence_min_density; /* the divergence solve leaves out particles whose
+                                     rho_i / rho_0 (fluid and walls) is below this; 0: none */
 } pbf_dfsph_params;
 
 /* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009): per substep, predict

@@ -71,9 +71,17 @@ PBF_FN float pbf_dfsph_factor(float g2, float s, float eps) {
 
 /* The source term of DFSPH's two solves, as a relative density error over the step:
  * density solve (Algorithm 3): rho*_i / rho_0 - 1 = rho_i / rho_0 + dt D_i - 1;
- * divergence solve (Algorithm 2): dt D_i; both only where they compress (>= 0). */
-PBF_FN float pbf_dfsph_source(float rel, float d, float dt, int divergence) {
-    float c = divergence ? dt * d : rel + dt * d - 1.0f;
+ * divergence solve (Algorithm 2): dt D_i; both only where they compress (>= 0).
+ * The divergence solve leaves out a particle with too few neighbours, as SPlisHSPlasH's
+ * TimeStepDFSPH does ("in case of particle deficiency do not perform a divergence solve": its
+ * source and residual are 0 where fewer than 20 neighbours are within the kernel support, in
+ * 3D): here where its density number rel = rho_i / rho_0, fluid and walls (the wall term stands
+ * for the wall's particles, which SPlisHSPlasH counts where the walls are particles), is below
+ * `min_rel` (dfsph_divergence_min_density; 0: never). A particle of a splash or of the free
+ * surface has a large factor (few gradients to push against), so a large k_i for the
+ * divergence its neighbourhood cannot resolve; the density solve still holds its density. */
+PBF_FN float pbf_dfsph_source(float rel, float d, float dt, int divergence, float min_rel) {
+    float c = divergence ? (rel < min_rel ? 0.0f : dt * d) : rel + dt * d - 1.0f;
     return c > 0.0f ? c : 0.0f;
 }
 

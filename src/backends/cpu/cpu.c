@@ -150,6 +150,8 @@ typedef struct cpu_lists {
     int omega_norm;   /* the curl pass stored no |omega|: the post pass takes it from omega */
     int rate_ok;      /* DFSPH: sz holds D_i of the current velocities (see stage_dfsph_source) */
     int xv_packed;    /* DFSPH: pack holds x* and sph_v the velocities (see sph_pack_k) */
+    float warm_dt[2]; /* DFSPH's warm start: the substep whose sums warm, warm_v hold (density,
+                         divergence; see stage_dfsph_source) */
 } cpu_lists;
 enum { WALL_NONE, WALL_AT_X, WALL_AT_PREDICTED };
 #define LISTS(w) ((cpu_lists *)(w)->dev)
@@ -1887,9 +1889,9 @@ static inline PBF_SIMD_INLINE float rate_from_pairs(pbf_world *w, int i, const f
 }
 
 /* DFSPH: density (walls included) and the factor of eq. 11 into sx; the step's pair cache; and,
- * where the divergence solve's first measure follows with the same velocities (no warm start,
- * which applies a pressure first; not distributed, whose hooks exchange between stages), that
- * measure's D_i into sz (rate_ok), read there instead of a pass of its own. */
+ * as the stage that follows measures the divergence of the same velocities (the divergence
+ * solve's first measure, or its warm start's; not distributed, whose hooks exchange between
+ * stages), that measure's D_i into sz (rate_ok), read there instead of a pass of its own. */
 static int stage_dfsph_factor(pbf_world *w) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
@@ -1898,7 +1900,7 @@ static int stage_dfsph_factor(pbf_world *w) {
     float *WC = sph_wall_begin(w);
     float *PC = pair_reserve(w) ? LISTS(w)->pair : NULL;
     const uint32_t *PO = LISTS(w)->pair_off;
-    const int rate = PC && !w->hooks && !(w->def.dfsph.warm_start > 0.0f) && w->sz;
+    const int rate = PC && !w->hooks && w->sz;
     const float *P = NULL, *PV = NULL;
     sph_pack(w, NULL, rate, &P, &PV);
     const int store = rate && P && PV;
@@ -2051,23 +2053,31 @@ static inline PBF_SIMD_INLINE void accel_pairs2(pbf_world *w, int i, const float
  * previous substep's kappa_i (warm_v: divergence, warm: density) where the source is positive
  * (pbf_dfsph_warm_k; the pressure acceleration that follows applies it) and measures nothing;
  * the measuring stage sums the k_i the solve applied (the start's, then each iteration's: lambda
- * holds the last one applied) in sz, and keeps kappa_i = sum / dt^2 for the next substep. */
+ * holds the last one applied) in the warm row itself, 0 where the neighbourhood is not full
+ * (pbf_dfsph_warm_keep with dt = 1), and the next substep's start takes kappa_i = sum / dt^2 with
+ * the dt of that substep (warm_dt): the same operations as keeping kappa_i, so the same bits as
+ * the GPU kernels, which keep the sum apart (ksum); sz stays free for D_i, so that the starts,
+ * like the cold solves' first measures, read D_i from the stage before instead of a pass. */
 static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start, int iteration,
                               int rate_ok, int xv) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     const float frac = w->def.dfsph.warm_start;
+    const float min_rel = w->def.dfsph.divergence_min_density;
     float *restrict WK = divergence ? w->warm_v : w->warm;
     const int keep = frac > 0.0f && WK;
     const float full = 2.0f / w->lattice_grad2;
     int bad = INT_MAX;
     const int pairs = LISTS(w)->pair_ok;
-    /* D_i of these velocities is in sz already (the factor pass's, or the divergence solve's
-     * last measure's for the density solve's first: no stage between changes the velocities) */
-    const int reuse = rate_ok && !start && !keep;
-    /* keep D_i for the density solve's first measure (see stage_dfsph_factor) */
-    const int store = divergence && !start && !keep && !w->hooks && w->sz;
+    /* D_i of these velocities is in sz already (the factor pass's for the divergence solve's
+     * first measure or its start, the divergence solve's last measure's for the density solve's
+     * first or its start: no stage between changes the velocities; a pressure acceleration
+     * between two stages drops rate_ok) */
+    const int reuse = rate_ok;
+    /* keep D_i for the density solve's first measure or start (see stage_dfsph_factor) */
+    const int store = divergence && !start && !w->hooks && w->sz;
+    const float dtp = LISTS(w)->warm_dt[divergence != 0];
     float *restrict SZ = w->sz;
     const float *P = NULL, *PV = NULL;
     if (reuse) {
@@ -2106,14 +2116,14 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
             d = pairs ? density_rate_pairs(w, i, gw, P, PV, &cache)
                       : density_rate(w, i, gw, P, PV, &cache);
             if (store) SZ[i] = d;
-            float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence);
+            float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence, min_rel);
             if (start) {
-                w->lambda[i] = keep ? pbf_dfsph_warm_k(frac, WK[i], c, w->sx[i], full, dt) : 0.0f;
+                const float kappa = dtp > 0.0f ? WK[i] / (dtp * dtp) : 0.0f;
+                w->lambda[i] = keep ? pbf_dfsph_warm_k(frac, kappa, c, w->sx[i], full, dt) : 0.0f;
             } else {
                 if (keep) {
-                    const float sum = iteration == 0 ? w->lambda[i] : w->sz[i] + w->lambda[i];
-                    w->sz[i] = sum;
-                    WK[i] = pbf_dfsph_warm_keep(sum, w->sx[i], full, dt);
+                    const float sum = iteration == 0 ? w->lambda[i] : WK[i] + w->lambda[i];
+                    WK[i] = pbf_dfsph_warm_keep(sum, w->sx[i], full, 1.0f);
                 }
                 w->sy[i] = c;
                 w->lambda[i] = c * w->sx[i];
@@ -2123,6 +2133,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
         pbf_denormals_restore(fp_mode);
     }
     if (!start) w->solve_error = 100.0 * mean_excess(w, w->sy, 1.0f, 0.0f);
+    if (!start && keep) LISTS(w)->warm_dt[divergence != 0] = dt;
     LISTS(w)->rate_ok = store;
     LISTS(w)->xv_packed = !w->hooks && (xv || (P && PV));
     return bad;
@@ -2515,8 +2526,8 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
         return stage_dfsph_source(w, c->dt, 1, 0, c->iteration, rate_ok, xv);
     case PBF_STAGE_DENSITY_ADV:
         return stage_dfsph_source(w, c->dt, 0, 0, c->iteration, rate_ok, xv);
-    case PBF_STAGE_DFSPH_WARM_V: return stage_dfsph_source(w, c->dt, 1, 1, 0, 0, xv);
-    case PBF_STAGE_DFSPH_WARM: return stage_dfsph_source(w, c->dt, 0, 1, 0, 0, xv);
+    case PBF_STAGE_DFSPH_WARM_V: return stage_dfsph_source(w, c->dt, 1, 1, 0, rate_ok, xv);
+    case PBF_STAGE_DFSPH_WARM: return stage_dfsph_source(w, c->dt, 0, 1, 0, rate_ok, xv);
     case PBF_STAGE_PCISPH_INIT: return stage_pcisph_init(w, c->dt);
     case PBF_STAGE_PCISPH_PRESSURE: return stage_pcisph_pressure(w, c->dt);
     case PBF_STAGE_IISPH_DIAGONAL: return stage_iisph_diagonal(w, c->dt);

@@ -80,6 +80,7 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.iisph_omega = w->def.iisph.omega;
     P.warm = pbf_warm_start(&w->def);
     P.dfsph_full = 2.0f / w->lattice_grad2;
+    P.dfsph_min_rel = w->def.dfsph.divergence_min_density;
     P.iteration = c ? c->iteration : 0;
     return P;
 }

@@ -127,6 +127,7 @@ typedef struct pbf_gpu_params {
     float iisph_omega;  /* IISPH: relaxation of the Jacobi update */
     float warm;         /* IISPH, DFSPH: the warm start's fraction (pbf_warm_start), 0: off */
     float dfsph_full;   /* DFSPH's warm start: the largest factor of a full neighbourhood */
+    float dfsph_min_rel; /* DFSPH: dfsph_divergence_min_density (pbf_dfsph_source) */
     int iteration;      /* the iteration of a solve (pbf_step_ctx.iteration) */
     int clamp_at;   /* index in `bad` of the step's count of speed-limit cuts */
 } pbf_gpu_params;

@@ -923,7 +923,8 @@ PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx
     pbf_wall_density(&wc, F, G, boxes, p, gw);
     const float d =
         pbf_gpu_density_rate(&P, qx, qy, qz, cell, start, q0x, q0y, q0z, vx, vy, vz, i, gw);
-    const float c = pbf_dfsph_source(density[i] * P.inv_rho0, d, P.dt, divergence);
+    const float c =
+        pbf_dfsph_source(density[i] * P.inv_rho0, d, P.dt, divergence, P.dfsph_min_rel);
     const int keep = P.warm > 0.0f;
     float ki;
     if (warm_start) { /* cpu.c's stage_dfsph_source with start: the solve's first k */
