@@ -416,7 +416,12 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     snprintf(scene.def.device, sizeof scene.def.device, "%s", device);
     /* the world without its fluid: each process builds only its part of it (or restores its
      * part of a checkpoint), never the whole scene */
+    /* max_particles reserves rows at creation: the whole scene's on every process; a process's
+     * rows grow with its share instead (the scene was checked against the limit when loaded) */
+    const int max_particles = scene.def.max_particles;
+    scene.def.max_particles = 0;
     st = pbfapp_scene_create_world_empty(&scene, &world, &err);
+    scene.def.max_particles = max_particles;
     snprintf(scene.def.device, sizeof scene.def.device, "%s", asked);
     rc = agree(exit_for(st));
     pbf_mpi_options mo = pbf_mpi_default_options();

@@ -103,6 +103,11 @@ built=$(grep -o '[0-9]* built there' np4.out | grep -o '[0-9]*')
 echo "  4 processes: room for at most ${room} particles on a process, ${built} built there (of 2250)"
 [[ -n "${room}" && -n "${built}" && "${room}" -lt 1688 && "${built}" -lt 1688 ]]
 check "mpirun -np 4: no process builds or keeps room for the whole scene (< 3/4 of it)" $?
+# max_particles reserves rows in one process, not the limit's worth on every process
+mp 4 run "${scene}" --out maxp --set threads=1 --set max_particles=100000 --frames 1 > maxp.out 2>&1
+room=$(grep -o 'room for at most [0-9]* particles' maxp.out | grep -o '[0-9]*')
+[[ -n "${room}" && "${room}" -lt 1688 ]]
+check "mpirun -np 4, max_particles = 100000: room for ${room} particles on a process (< 1688)" $?
 
 # threads within each process: the decomposition's passes (cells, owners, ghost targets, the
 # rows' compaction, merge and ghost removal) run on the process's threads; the same files
