@@ -4,7 +4,7 @@ and one JSON file. Called by bench/side_by_side.sh inside bench/.venv; standard 
 
 usage: side_by_side_report.py --pbf PBF.json --pbf-default PBF_DEFAULTS.json [--pbf ... per repeat]
             --peer CASE=PEER.json [--peer ...] --out OUT.json [--targets --pbf-1m F --pbf-1m-default F
-            --pbf-10m F]
+            (each per repeat) --pbf-10m F]
        side_by_side_report.py --method NAME=PBF.json,PEER.json[,PBF_DEFAULTS.json] [--method ...]
             [--ladder NAME=TOL,PBF.json ...] --out OUT.json
 
@@ -80,15 +80,18 @@ def check_targets(a, rows):
         t.append((physics, "speed-up 1 -> %s threads at 59,319 particles (%s)" % (threads, label),
                   ">= 1.9", speedup(docs, "medium", threads) if med else None,
                   lambda v: v >= 1.9, "%.2fx"))
-        big = load(big_path) if big_path else None
-        big_runs = runs_of([big]) if big else []
+        # 1M: one pbf bench per repeat (1 and N threads each); the medians over the repeats,
+        # as for 59k, so that one slow stretch of a shared VM does not decide a figure
+        bigs = [d for d in (load(p) for p in (big_path or [])) if d]
+        big_runs = runs_of(bigs)
         top = max((r["threads"] for r in big_runs), default=None)
-        at_top = [r for r in big_runs if r["threads"] == top]
+        at_top = [runs_of([d], None, top)[-1]["ms_per_step_mean"] for d in bigs
+                  if runs_of([d], None, top)]
         t.append((physics, "s per step at 1,000,000 particles, %s threads (%s)" % (top, label),
-                  "<= 0.5", at_top[-1]["ms_per_step_mean"] / 1000.0 if at_top else None,
+                  "<= 0.5", median(at_top) / 1000.0 if at_top else None,
                   lambda v: v <= 0.5, "%.3f s"))
         t.append((physics, "speed-up 1 -> %s threads at 1,000,000 particles (%s)" % (top, label),
-                  ">= 1.9", speedup([big], None, top) if top else None,
+                  ">= 1.9", speedup(bigs, None, top) if top else None,
                   lambda v: v >= 1.9, "%.2fx"))
         t.append((physics, "peak resident bytes per particle at 1,000,000 (%s)" % label, "<= 128",
                   max(r["rss_bytes_per_particle"] for r in big_runs) if big_runs else None,
@@ -305,9 +308,11 @@ def main() -> int:
     ap.add_argument("--peer-log", action="append", default=[],
                     help="CASE=VALUE: SPlisHSPlasH's own 'Average time: SimStep' (ms, all steps)")
     ap.add_argument("--targets", action="store_true", help="print the performance targets")
-    ap.add_argument("--pbf-1m", help="pbf bench --json of --particles 1000000 (1 and N threads), "
-                                     "SPlisHSPlasH's physics")
-    ap.add_argument("--pbf-1m-default", help="the same with pbf's defaults")
+    ap.add_argument("--pbf-1m", action="append", default=[],
+                    help="pbf bench --json of --particles 1000000 (1 and N threads), "
+                         "SPlisHSPlasH's physics, one per repeat")
+    ap.add_argument("--pbf-1m-default", action="append", default=[],
+                    help="the same with pbf's defaults, one per repeat")
     ap.add_argument("--pbf-10m", help="pbf bench --json of --particles 10000000")
     a = ap.parse_args()
     if a.method:
@@ -431,6 +436,8 @@ def main() -> int:
         "peer": peers,
         "pbf": a.pbf_docs,
         "pbf_defaults": a.pbf_default_docs,
+        "pbf_1m": [load(p) for p in a.pbf_1m],
+        "pbf_1m_defaults": [load(p) for p in a.pbf_1m_default],
         "comparison": rows,
     }
     with open(a.out, "w") as f:
