@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "backends/cpu/sweep.h"
 #include "simd.h"
 #include "sph/sph_solvers.h"
 
@@ -178,55 +179,6 @@ typedef struct nb_ranges {
     const float *prefetch; /* a packed copy (16 bytes per particle) to prefetch from, or NULL */
 } nb_ranges;
 #define NB_RANGES_INIT {UINT32_MAX, 0, {0}, {0}, NULL}
-
-/* The chunks of a pass over particles 0 .. n - 1 (`#pragma omp for schedule(monotonic :
- * dynamic, 1)` over chunk indices), guided and even: level l of the range, [n - n / 2^l,
- * n - n / 2^(l + 1)), is cut into one chunk per thread, while those chunks hold at least
- * SWEEP_MIN particles; the rest goes in chunks of SWEEP_MIN. So each thread starts on a long
- * run of consecutive particles, whose neighbours (the cells around them) stay in its own
- * cache, and the short chunks at the end even out the threads' finishing times. Chunks of 256
- * taken in turn by the threads (as before) made each core fetch nearly every neighbour line
- * the other one fetched: at 1M particles on 2 threads (`pbf bench --particles 1000000
- * --set vorticity=0`, 2-core AMD EPYC VM, runs alternated) a step took 495 ms against 457 ms
- * so (means of 6), and 1 -> 2 threads gave 1.73-1.93x against 1.83-2.08x (4 pairs); 59k
- * particles and 1 thread unchanged. Chunk starts are even (the paired AVX-512 loops take i and
- * i + 1 together). Every particle's result is computed alone, so the chunking never changes
- * a bit. */
-#define SWEEP_MIN 256
-typedef struct sweep {
-    int n, threads, min, levels, count;
-} sweep;
-/* items 0 .. n - 1 (particles, or blocks of them: min = 1), chunks of at least min */
-static inline sweep sweep_make_min(int n, int threads, int min) {
-    sweep s = {n, threads > 0 ? threads : 1, min, 0, 0};
-    /* levels while a level's chunk, n / 2^(l + 1) / threads, holds min items */
-    while (s.levels < 30 && (n >> (s.levels + 1)) / s.threads >= min) ++s.levels;
-    const int tail0 = (n - (n >> s.levels)) & ~1;
-    s.count = s.threads * s.levels + (n - tail0 + min - 1) / min;
-    return s;
-}
-static inline sweep sweep_make(int n, int threads) { return sweep_make_min(n, threads, SWEEP_MIN); }
-/* the first particle of chunk c (c = s.count: n) */
-static inline int sweep_start(const sweep *s, int c) {
-    if (c >= s->count) return s->n;
-    const int l = c / s->threads;
-    if (l < s->levels) {
-        const int a = (s->n - (s->n >> l)) & ~1, b = (s->n - (s->n >> (l + 1))) & ~1;
-        return (a + (int)((int64_t)(b - a) * (c % s->threads) / s->threads)) & ~1;
-    }
-    const int tail0 = (s->n - (s->n >> s->levels)) & ~1;
-    const int64_t i = tail0 + (int64_t)(c - s->threads * s->levels) * s->min;
-    return i < s->n ? (int)i : s->n;
-}
-/* Inside a parallel region:
- *     const sweep sweep_i = sweep_make(n, omp_get_num_threads());
- *     #pragma omp for schedule(monotonic : dynamic, 1)
- *     SWEEP_FOR(sweep_i, i) { body }
- * runs the body for i = 0 .. n - 1, chunked as above. */
-#define SWEEP_FOR(sw, i)                                                                    \
-    for (int i##_c = 0; i##_c < (sw).count; ++i##_c)                                        \
-        for (int i = sweep_start(&(sw), i##_c), i##_e = sweep_start(&(sw), i##_c + 1); i < i##_e; \
-             ++i)
 
 static inline PBF_SIMD_INLINE const nb_ranges *ranges_of(const pbf_world *w, int i, nb_ranges *c) {
     const uint32_t cell = w->cell[i];
@@ -963,7 +915,7 @@ static int stage_lambda(pbf_world *w, float cheb) {
         const int pairs = P && LISTS(w)->ok;
         float pr[2] = {0}, pg[2][3] = {{0}}, ps2[2] = {0};
 #endif
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+        const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
@@ -1039,7 +991,7 @@ static int stage_delta_p(pbf_world *w, float dt) {
         const pbf_vf16 h2w = vf16_set1(k->h2), volw = vf16_set1(w->k.volume);
         const pbf_vf16 inv_wdq16 = vf16_set1(w->scorr_inv_wdq);
 #endif
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+        const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
@@ -1272,7 +1224,7 @@ static inline PBF_SIMD_INLINE void curl_loop(pbf_world *w, int n, const float *P
     nb_ranges cache_b = NB_RANGES_INIT;
     cache_b.prefetch = PK;
     float sums[2][4] = {{0}};
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+    const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
     SWEEP_FOR(sweep_i, i) {
         if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
@@ -1285,7 +1237,7 @@ const sweep sweep_i = sweep_make(n, omp_get_num_threads());
     }
 #else
     (void)pairs;
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+    const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
     SWEEP_FOR(sweep_i, i) curl_particle(w, i, PK, &cache, vort, cubic, bad2, NULL, keep);
 #endif
@@ -1500,7 +1452,7 @@ static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *P
     nb_ranges cache_b = NB_RANGES_INIT;
     cache_b.prefetch = PK;
     float sums[2][6] = {{0}};
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+    const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
     SWEEP_FOR(sweep_i, i) {
         if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
@@ -1513,7 +1465,7 @@ const sweep sweep_i = sweep_make(n, omp_get_num_threads());
     }
 #else
     (void)pairs;
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+    const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
     SWEEP_FOR(sweep_i, i)
         xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps, NULL, onorm);
@@ -1789,7 +1741,7 @@ static int stage_wcsph_pressure(pbf_world *w, float dt) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+        const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             const pbf_vf xi = vf_set1(QX[i]), yi = vf_set1(QY[i]), zi = vf_set1(QZ[i]);
@@ -1966,7 +1918,7 @@ static int stage_dfsph_factor(pbf_world *w) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+        const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
@@ -2155,7 +2107,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
         const int two = pairs && P && PV;
         float d2[2] = {0};
 #endif
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+        const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
@@ -2240,7 +2192,7 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, int pre
         const int two = pairs && P;
         float a2[2][3] = {{0}};
 #endif
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+        const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
@@ -2402,7 +2354,7 @@ static int stage_pcisph_pressure(pbf_world *w, float dt) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+        const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {w->qx[i] + dt * w->vx[i], w->qy[i] + dt * w->vy[i],
@@ -2439,7 +2391,7 @@ static int stage_iisph_diagonal(pbf_world *w, float dt) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+        const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
@@ -2479,7 +2431,7 @@ static int stage_iisph_pressure(pbf_world *w, float dt) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
-const sweep sweep_i = sweep_make(n, omp_get_num_threads());
+        const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
