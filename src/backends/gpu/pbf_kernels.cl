@@ -421,6 +421,25 @@ PBF_KERNEL pbf_k_list_fill(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
 
 /* ---- the stages ----------------------------------------------------------------------------- */
 
+/* The velocity both pbf_k_predict and pbf_k_gravity start from (cpu.c stage_predict,
+ * stage_gravity): v + dt g, the bed shear stress (pbf_bed_drag, an external force) and the speed
+ * limit, each clamp counted. */
+PBF_DEVICE_FN void pbf_gpu_external(const pbf_gpu_params *P, const PBF_GLOBAL pbf_wall_box *boxes,
+                                    const PBF_GLOBAL float *px, const PBF_GLOBAL float *py,
+                                    const PBF_GLOBAL float *pz, const PBF_GLOBAL float *vx,
+                                    const PBF_GLOBAL float *vy, const PBF_GLOBAL float *vz,
+                                    PBF_GLOBAL int *bad, int i, float u[3]) {
+    u[0] = vx[i] + P->gdt[0];
+    u[1] = vy[i] + P->gdt[1];
+    u[2] = vz[i] + P->gdt[2];
+    if (P->wc.drag_on) {
+        const pbf_walls_consts wc = P->wc;
+        const float p[3] = {px[i], py[i], pz[i]};
+        pbf_bed_drag(&wc, boxes, p, P->dt, u);
+    }
+    if (pbf_limit_speed(&u[0], &u[1], &u[2], P->vmax)) PBF_ATOMIC_ADD_U32(&bad[P->clamp_at], 1u);
+}
+
 /* v += dt g (and the bed shear stress), |v| <= vmax, x* = x + dt v  (cpu.c stage_predict) */
 PBF_KERNEL pbf_k_predict(const pbf_gpu_params P, const PBF_GLOBAL float *px,
                        const PBF_GLOBAL float *py, const PBF_GLOBAL float *pz,
@@ -430,17 +449,9 @@ PBF_KERNEL pbf_k_predict(const pbf_gpu_params P, const PBF_GLOBAL float *px,
                        PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
-    float ux = vx[i] + P.gdt[0], uy = vy[i] + P.gdt[1], uz = vz[i] + P.gdt[2];
-    if (P.wc.drag_on) { /* the bed shear stress, an external force (pbf_bed_drag) */
-        const pbf_walls_consts wc = P.wc;
-        const float p[3] = {px[i], py[i], pz[i]};
-        float u[3] = {ux, uy, uz};
-        pbf_bed_drag(&wc, boxes, p, P.dt, u);
-        ux = u[0];
-        uy = u[1];
-        uz = u[2];
-    }
-    if (pbf_limit_speed(&ux, &uy, &uz, P.vmax)) PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
+    float u[3];
+    pbf_gpu_external(&P, boxes, px, py, pz, vx, vy, vz, bad, i, u);
+    const float ux = u[0], uy = u[1], uz = u[2];
     vx[i] = ux;
     vy[i] = uy;
     vz[i] = uz;
@@ -774,21 +785,13 @@ PBF_KERNEL pbf_k_gravity(const pbf_gpu_params P, const PBF_GLOBAL float *px,
                          const PBF_GLOBAL float *py, const PBF_GLOBAL float *pz,
                          PBF_GLOBAL float *vx, PBF_GLOBAL float *vy, PBF_GLOBAL float *vz,
                          PBF_GLOBAL float *qx, PBF_GLOBAL float *qy, PBF_GLOBAL float *qz,
-                       const PBF_GLOBAL pbf_wall_box *boxes,
+                         const PBF_GLOBAL pbf_wall_box *boxes,
                          PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
-    float ux = vx[i] + P.gdt[0], uy = vy[i] + P.gdt[1], uz = vz[i] + P.gdt[2];
-    if (P.wc.drag_on) { /* the bed shear stress, an external force (pbf_bed_drag) */
-        const pbf_walls_consts wc = P.wc;
-        const float p[3] = {px[i], py[i], pz[i]};
-        float u[3] = {ux, uy, uz};
-        pbf_bed_drag(&wc, boxes, p, P.dt, u);
-        ux = u[0];
-        uy = u[1];
-        uz = u[2];
-    }
-    if (pbf_limit_speed(&ux, &uy, &uz, P.vmax)) PBF_ATOMIC_ADD_U32(&bad[P.clamp_at], 1u);
+    float u[3];
+    pbf_gpu_external(&P, boxes, px, py, pz, vx, vy, vz, bad, i, u);
+    const float ux = u[0], uy = u[1], uz = u[2];
     vx[i] = ux;
     vy[i] = uy;
     vz[i] = uz;
