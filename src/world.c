@@ -359,14 +359,20 @@ static int64_t axis_count(float lo, float hi, float d) {
     return n < 4.0e18 ? (int64_t)n : INT64_MAX / 4; /* no out-of-range conversion */
 }
 
+/* The block's lattice sites along x, y and z at spacing d. */
+static void block_axes(const pbf_fluid_block *b, float d, int64_t n[3]) {
+    n[0] = axis_count(b->min.x, b->max.x, d);
+    n[1] = axis_count(b->min.y, b->max.y, d);
+    n[2] = axis_count(b->min.z, b->max.z, d);
+}
+
 int64_t pbf_fluid_block_count(const pbf_world_def *def, const pbf_fluid_block *b) {
     if (!def || !b || !vec3_finite(b->min) || !vec3_finite(b->max)) return 0;
     if (!(def->particle_radius > 0.0f)) return 0;
-    float d = 2.0f * def->particle_radius;
-    int64_t nx = axis_count(b->min.x, b->max.x, d), ny = axis_count(b->min.y, b->max.y, d),
-            nz = axis_count(b->min.z, b->max.z, d);
-    double total = (double)nx * (double)ny * (double)nz;
-    return total > 9.0e18 ? INT64_MAX : nx * ny * nz;  /* the product is exact below 9e18 */
+    int64_t n[3];
+    block_axes(b, 2.0f * def->particle_radius, n);
+    double total = (double)n[0] * (double)n[1] * (double)n[2];
+    return total > 9.0e18 ? INT64_MAX : n[0] * n[1] * n[2]; /* the product is exact below 9e18 */
 }
 
 static const char *const AXIS = "xyz";
@@ -416,10 +422,7 @@ pbf_status pbf_fluid_block_check(const pbf_world *w, const pbf_fluid_block *b, i
 }
 
 void pbf_fluid_block_axes(const pbf_world *w, const pbf_fluid_block *b, int64_t n[3]) {
-    const float d = w->spacing;
-    n[0] = axis_count(b->min.x, b->max.x, d);
-    n[1] = axis_count(b->min.y, b->max.y, d);
-    n[2] = axis_count(b->min.z, b->max.z, d);
+    block_axes(b, w->spacing, n); /* spacing = 2 r, as pbf_fluid_block_count */
 }
 
 void pbf_world_append_lattice(pbf_world *w, const pbf_fluid_block *b, int64_t first,

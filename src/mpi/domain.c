@@ -180,11 +180,16 @@ static int grow(void **p, size_t *cap, size_t n, size_t size) {
     return 1;
 }
 
-static inline void cell_xyz(const pbf_mpi_domain *d, uint32_t c, int x[3]) {
-    const uint32_t dx = (uint32_t)d->dim[0], dy = (uint32_t)d->dim[1];
+/* The coordinates of cell c of a grid of dim cells per axis. */
+static inline void cell_coords(const int dim[3], uint32_t c, int x[3]) {
+    const uint32_t dx = (uint32_t)dim[0], dy = (uint32_t)dim[1];
     x[0] = (int)(c % dx);
     x[1] = (int)((c / dx) % dy);
     x[2] = (int)(c / (dx * dy));
+}
+
+static inline void cell_xyz(const pbf_mpi_domain *d, uint32_t c, int x[3]) {
+    cell_coords(d->dim, c, x);
 }
 
 /* The process that owns the cell at x. */
@@ -1587,9 +1592,9 @@ static int layer_cell(const pbf_world *w, const pbf_fluid_block *b, int axis, in
     float p[3] = {b->min.x + 0.5f * d, b->min.y + 0.5f * d, b->min.z + 0.5f * d};
     const float mn[3] = {b->min.x, b->min.y, b->min.z};
     p[axis] = mn[axis] + ((float)i + 0.5f) * d;
-    const uint32_t c = pbf_grid_cell_of(&w->grid, p[0], p[1], p[2]);
-    const uint32_t dx = (uint32_t)w->grid.dim[0], dy = (uint32_t)w->grid.dim[1];
-    return (int)(axis == 0 ? c % dx : axis == 1 ? (c / dx) % dy : c / (dx * dy));
+    int x[3];
+    cell_coords(w->grid.dim, pbf_grid_cell_of(&w->grid, p[0], p[1], p[2]), x);
+    return x[axis];
 }
 
 /* The block's sites whose cell along `axis` lies in [c0, c1), appended in the block's lattice
@@ -1730,12 +1735,12 @@ pbf_status pbf_mpi_domain_create_blocks(pbf_world *w, MPI_Comm comm,
                 append_planes(tmp, w, &blocks[i], axis, c0 - 1, c1 + 1, (uint32_t)first[i]);
             pbf_refresh(tmp); /* sorted by cell; the densities */
             /* the part: its particles in the sorted order, each one's cell its key */
-            const uint32_t dx = (uint32_t)tmp->grid.dim[0], dy = (uint32_t)tmp->grid.dim[1];
             int64_t k = 0;
             for (int i = 0; i < tmp->count; ++i) {
                 const uint32_t c = pbf_grid_cell_of(&tmp->grid, tmp->px[i], tmp->py[i], tmp->pz[i]);
-                const int ca = (int)(axis == 0 ? c % dx : axis == 1 ? (c / dx) % dy : c / (dx * dy));
-                if (ca < c0 || ca >= c1 || k >= own) continue;
+                int x[3];
+                cell_coords(tmp->grid.dim, c, x);
+                if (x[axis] < c0 || x[axis] >= c1 || k >= own) continue;
                 const float *src[7] = {tmp->px, tmp->py, tmp->pz, tmp->vx, tmp->vy, tmp->vz,
                                        tmp->density};
                 for (int j = 0; j < 7; ++j) rows[j][k] = src[j][i];
