@@ -742,7 +742,10 @@ static inline void bed_drag(const pbf_world *w, int i, float dt, float *vx, floa
     *vz = v[2];
 }
 
-static int stage_predict(pbf_world *w, float dt, float vmax) {
+/* v += dt g (and the bed shear stress), |v| <= vmax (each cut counted); then x* = x + dt v
+ * (advance: PBF's prediction, Algorithm 1 lines 2-3) or x* = x (the SPH solvers, which find
+ * neighbours and densities at x). */
+static int stage_external(pbf_world *w, float dt, float vmax, int advance) {
     const int drag = w->wc.drag_on;
     const int n = w->count;
     const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
@@ -757,13 +760,24 @@ static int stage_predict(pbf_world *w, float dt, float vmax) {
         w->vx[i] = vx;
         w->vy[i] = vy;
         w->vz[i] = vz;
-        w->qx[i] = w->px[i] + dt * vx;
-        w->qy[i] = w->py[i] + dt * vy;
-        w->qz[i] = w->pz[i] + dt * vz;
-        if (!isfinite(w->qx[i] + w->qy[i] + w->qz[i]) && i < bad) bad = i;
+        if (advance) {
+            w->qx[i] = w->px[i] + dt * vx;
+            w->qy[i] = w->py[i] + dt * vy;
+            w->qz[i] = w->pz[i] + dt * vz;
+            if (!isfinite(w->qx[i] + w->qy[i] + w->qz[i]) && i < bad) bad = i;
+        } else {
+            w->qx[i] = w->px[i];
+            w->qy[i] = w->py[i];
+            w->qz[i] = w->pz[i];
+            if (!isfinite(vx + vy + vz) && i < bad) bad = i;
+        }
     }
     w->solve.speed_clamps += clamps;
     return bad;
+}
+
+static int stage_predict(pbf_world *w, float dt, float vmax) {
+    return stage_external(w, dt, vmax, 1);
 }
 
 /* The cell sort of the positions x (refresh: in_step 0) or x* (a step), and the permutation of
@@ -1593,27 +1607,7 @@ static double mean_excess(pbf_world *w, const float *a, float scale, float offse
 
 /* v += dt g, |v| <= vmax; x* = x: the SPH solvers find neighbours and densities at x. */
 static int stage_gravity(pbf_world *w, float dt, float vmax) {
-    const int drag = w->wc.drag_on;
-    const int n = w->count;
-    const float gx = w->def.gravity.x * dt, gy = w->def.gravity.y * dt, gz = w->def.gravity.z * dt;
-    int bad = INT_MAX;
-    int64_t clamps = 0;
-#pragma omp parallel for schedule(static) num_threads(w->nthreads) reduction(min : bad) \
-    reduction(+ : clamps)
-    for (int i = 0; i < n; ++i) {
-        float vx = w->vx[i] + gx, vy = w->vy[i] + gy, vz = w->vz[i] + gz;
-        if (drag) bed_drag(w, i, dt, &vx, &vy, &vz);
-        clamps += pbf_limit_speed(&vx, &vy, &vz, vmax);
-        w->vx[i] = vx;
-        w->vy[i] = vy;
-        w->vz[i] = vz;
-        w->qx[i] = w->px[i];
-        w->qy[i] = w->py[i];
-        w->qz[i] = w->pz[i];
-        if (!isfinite(vx + vy + vz) && i < bad) bad = i;
-    }
-    w->solve.speed_clamps += clamps;
-    return bad;
+    return stage_external(w, dt, vmax, 0);
 }
 
 /* ---- the SPH passes' packed copies and wall cache ------------------------------------------
