@@ -167,6 +167,12 @@ static const pbf_param_info dfsph_params[] = {
      "particles, which pbf's wall density term stands for: a rest-lattice particle has 1 at a "
      "wall, 0.85 at a free surface, 0.72 on an edge); a splash or surface particle has a large "
      "factor, so a large pressure for a divergence it cannot resolve; 0 (the default) = none"},
+    {"dfsph_chebyshev_rho", PBF_PARAM_FLOAT, "1", 0.8, {0}, 0, 0.9, 0, NULL,
+     F(dfsph.chebyshev_rho),
+     "Chebyshev semi-iterative acceleration (Wang 2015, eq. 10-12) of both solves' Jacobi "
+     "iterations, on the stiffness k_i each iteration applies: the estimated spectral radius "
+     "rho; the default 0.8 needs a third fewer iterations for the same tolerance (and gains no "
+     "energy); 0.9 leaves the fluid unstable; 0 = plain Jacobi, the paper's"},
 };
 
 /* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009). */

@@ -148,6 +148,9 @@ typedef struct pbf_dfsph_params {
                                    substep's stiffness sums (SPlisHSPlasH: 0.5); 0: off */
     float divergence_min_density; /* the divergence solve leaves out particles whose
                                      rho_i / rho_0 (fluid and walls) is below this; 0: none */
+    float chebyshev_rho;        /* Chebyshev acceleration of both solves' Jacobi iterations
+                                   (Wang 2015) on k_i: the estimated spectral radius; 0: plain
+                                   Jacobi, the paper */
 } pbf_dfsph_params;
 
 /* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009): per substep, predict

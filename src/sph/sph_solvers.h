@@ -158,6 +158,17 @@ PBF_FN float pbf_dfsph_warm_keep(float ksum, float factor, float full, float dt)
     return factor <= full ? ksum / (dt * dt) : 0.0f;
 }
 
+/* The stiffness k_i an iteration of either DFSPH solve applies: the Jacobi update factor_i *
+ * source_i (Bender & Koschier 2017, Algorithms 2 and 3), with Chebyshev's semi-iterative
+ * acceleration (Wang 2015, eq. 10-12; dfsph_chebyshev_rho) when the iteration's weight omega
+ * (pbf_chebyshev_omega) is not 1: k_i <- omega k_i(Jacobi) + (omega - 1) k_i(previous
+ * iteration), PBF's update of lambda (pbf_chebyshev_lambda) on k_i. The velocity change is linear
+ * in the k applied, so this is Wang's acceleration of the accumulated stiffness sum_k k_i. */
+PBF_FN float pbf_dfsph_k(float source, float factor, float previous, float omega) {
+    const float k = source * factor;
+    return omega != 1.0f ? pbf_chebyshev_lambda(k, previous, omega) : k;
+}
+
 /* The collisions and friction of walls.h on a velocity: the motion dt v from x (the position the
  * solve works at) is pushed out of the boxes and into the container, and v becomes what is left
  * of it. Inside the SPH solvers' iterations, as PBF projects its collisions in every iteration:

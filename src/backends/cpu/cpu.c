@@ -2073,6 +2073,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
     float *restrict WK = divergence ? w->warm_v : w->warm;
     const int keep = frac > 0.0f && WK;
     const float full = 2.0f / w->lattice_grad2;
+    const float omega = pbf_chebyshev_omega(w->def.dfsph.chebyshev_rho, iteration);
     int bad = INT_MAX;
     const int pairs = LISTS(w)->pair_ok;
     /* D_i of these velocities is in sz already (the factor pass's for the divergence solve's
@@ -2132,7 +2133,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
                     WK[i] = pbf_dfsph_warm_keep(sum, w->sx[i], full, 1.0f);
                 }
                 w->sy[i] = c;
-                w->lambda[i] = c * w->sx[i];
+                w->lambda[i] = pbf_dfsph_k(c, w->sx[i], w->lambda[i], omega);
             }
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;
         }

@@ -115,7 +115,8 @@ typedef struct pbf_gpu_params {
     float scorr_wall; /* the walls' share of s_corr on lambda's scale (pbf_scorr_wall_term) */
     float inv_wdq;  /* 1 / W(dq) */
     float omega;    /* over-relaxation of delta p */
-    float chebyshev; /* this iteration's Chebyshev weight of lambda (pbf_chebyshev_omega) */
+    float chebyshev; /* this iteration's Chebyshev weight (pbf_chebyshev_omega): of PBF's lambda,
+                        of DFSPH's k_i (pbf_dfsph_k) */
     float lambda_warm; /* lambda_warm_start: PBF's warm start of lambda (pbf_warm_lambda); 0: none */
     float vorticity, xsph;
     int scorr_n;

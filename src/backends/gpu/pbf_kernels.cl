@@ -938,7 +938,7 @@ PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx
             ksum[i] = sum;
             warm[i] = pbf_dfsph_warm_keep(sum, factor[i], P.dfsph_full, P.dt);
         }
-        ki = c * factor[i];
+        ki = pbf_dfsph_k(c, factor[i], kk[i], P.chebyshev);
         err[i] = c;
     }
     kk[i] = ki;
