@@ -74,6 +74,10 @@ static double run_cpu_seconds(void) {
 #define SETTLED_FROM 0.75 /* the last quarter of the hydrostatic run is "settled" */
 #define STAB_FPS 60.0     /* the envelope's frames, as in `pbf run` scenes */
 #define STAB_DENSITY 10.0 /* %: a larger maximum density error counts as unstable */
+/* %: `pbf run`'s default guard_density_error: a run whose largest density error goes above it
+ * stops there (exit 3), so the envelope counts it unstable too, as the case's scene file would
+ * stop under `pbf run` */
+#define STAB_GUARD 100.0
 #define GRAVITY 9.81
 #define N_COARSE 18
 #define N_MEDIUM 36
@@ -146,7 +150,7 @@ typedef struct sim_head {
     char message[512];
     int nrec, nbins, ncurve, particles;
     int fail;      /* first failure: 0 none, 1 non-finite, 2 escaped, 3 average density error
-                        >= STAB_DENSITY */
+                        >= STAB_DENSITY, 4 largest density error > STAB_GUARD */
     double fail_t; /* s */
     double peak_avg, peak_max; /* % over every step */
     double max_over_t; /* first time the maximum density error reached STAB_DENSITY, or -1 */
@@ -483,6 +487,7 @@ static void simulate(const spec *sp, int threads, sim_result *res) {
             int fail = st.nonfinite > 0                       ? 1
                        : st.escaped > 0                       ? 2
                        : st.density_error_avg >= STAB_DENSITY ? 3
+                       : st.density_error_max > STAB_GUARD    ? 4
                                                               : 0;
             if (fail != 1 && st.density_error_max >= STAB_DENSITY && res->h.max_over_t < 0)
                 res->h.max_over_t = st.time;
@@ -2750,11 +2755,12 @@ static int write_report(const validate_options *o, const char *report, const run
             "The dam break at the `pbf run` convention of 60 frames/s with 1, 2, 4 or 8 "
             "substeps (dt = 1/60 … 1/480 s) and 1, 2, 4 or 8 iterations, for %.1f s (the front "
             "hits the far wall and runs up it). Stable: no non-finite value, no particle "
-            "outside the container, and an average density error under %.0f %% after every "
-            "step of the run. Each cell gives the peak average / peak maximum density error; "
+            "outside the container, an average density error under %.0f %% and no particle's "
+            "density error above %.0f %% (\"guard\": where `pbf run`'s default "
+            "`guard_density_error` stops a run) after every step of the run. Each cell gives the peak average / peak maximum density error; "
             "⚠ marks a cell whose maximum (one particle) went over %.0f %% (first at the time "
             "given) while the average stayed under.\n\n",
-            LONG_T_END, STAB_DENSITY, STAB_DENSITY);
+            LONG_T_END, STAB_DENSITY, STAB_GUARD, STAB_DENSITY);
     for (int j = 0; j < 2; ++j) {
         if (!get(rs, "stab_n%d_s%d_it4", RES[j], 4)) continue;
         double s = KO_L / RES[j];
@@ -2779,7 +2785,8 @@ static int write_report(const validate_options *o, const char *report, const run
                     fprintf(f, " ❌ %s at %.3f s (peak %.1f / %.1f %%) |",
                             r->h.fail == 1   ? "non-finite"
                             : r->h.fail == 2 ? "escaped"
-                                             : "avg density",
+                            : r->h.fail == 3 ? "avg density"
+                                             : "guard",
                             r->h.fail_t, r->h.peak_avg, r->h.peak_max);
                 else if (r->h.max_over_t >= 0)
                     fprintf(f, " ✅ %.2f / %.1f %% ⚠ %.3f s |", r->h.peak_avg, r->h.peak_max,
@@ -3203,10 +3210,12 @@ static int write_method_report(const validate_options *o, const char *report, co
             "column falls), and the wall time per simulated second (one thread);\n"
             "- **stability envelope** (n = 18, full run only): frames of 1/60 s split into 1, 2, "
             "4, 8 steps, 1 s; stable = no non-finite value, no escape, average density error "
-            "below %.0f %%. The SPH solvers' CFL substeps are off (`dfsph_cfl`, `pcisph_cfl`, "
-            "`iisph_cfl` = 0: the step as given); WCSPH's cannot be (its substeps follow the "
+            "below %.0f %% and no particle's above %.0f %% (where `pbf run`'s default "
+            "`guard_density_error` stops a run). The SPH solvers' CFL substeps are off "
+            "(`dfsph_cfl`, `pcisph_cfl`, `iisph_cfl` = 0: the step as given); WCSPH's cannot be (its substeps follow the "
             "sound speed), so its envelope shows the outer step only.\n\n",
-            DEPTH_LAYERS, o->out, ENERGY_NOISE, ENERGY_NOISE, RELEASE_T, STAB_DENSITY);
+            DEPTH_LAYERS, o->out, ENERGY_NOISE, ENERGY_NOISE, RELEASE_T, STAB_DENSITY,
+            STAB_GUARD);
     fprintf(f,
             "Solver settings (defaults): PBF %d iterations; WCSPH B = %.0f Pa, γ = %.0f, CFL "
             "%.2g; PCISPH, IISPH, DFSPH tolerance %.2g %% (DFSPH's divergence %.2g %%), their "
