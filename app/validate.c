@@ -2757,7 +2757,8 @@ static int write_report(const validate_options *o, const char *report, const run
             "hits the far wall and runs up it). Stable: no non-finite value, no particle "
             "outside the container, an average density error under %.0f %% and no particle's "
             "density error above %.0f %% (\"guard\": where `pbf run`'s default "
-            "`guard_density_error` stops a run) after every step of the run. Each cell gives the peak average / peak maximum density error; "
+            "`guard_density_error` stops a run) after every step of the run. Each cell gives "
+            "the peak average / peak maximum density error; "
             "⚠ marks a cell whose maximum (one particle) went over %.0f %% (first at the time "
             "given) while the average stayed under.\n\n",
             LONG_T_END, STAB_DENSITY, STAB_GUARD, STAB_DENSITY);
@@ -3212,8 +3213,8 @@ static int write_method_report(const validate_options *o, const char *report, co
             "4, 8 steps, 1 s; stable = no non-finite value, no escape, average density error "
             "below %.0f %% and no particle's above %.0f %% (where `pbf run`'s default "
             "`guard_density_error` stops a run). The SPH solvers' CFL substeps are off "
-            "(`dfsph_cfl`, `pcisph_cfl`, `iisph_cfl` = 0: the step as given); WCSPH's cannot be (its substeps follow the "
-            "sound speed), so its envelope shows the outer step only.\n\n",
+            "(`dfsph_cfl`, `pcisph_cfl`, `iisph_cfl` = 0: the step as given); WCSPH's cannot be "
+            "(its substeps follow the sound speed), so its envelope shows the outer step only.\n\n",
             DEPTH_LAYERS, o->out, ENERGY_NOISE, ENERGY_NOISE, RELEASE_T, STAB_DENSITY,
             STAB_GUARD);
     fprintf(f,

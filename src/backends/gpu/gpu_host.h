@@ -64,9 +64,9 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.inv_wdq = w->scorr_inv_wdq;
     P.omega = w->def.pbf.over_relaxation;
     /* this iteration's Chebyshev weight: of PBF's lambda, or of DFSPH's k_i */
-    P.chebyshev = pbf_chebyshev_omega(w->def.solver == PBF_SOLVER_DFSPH ? w->def.dfsph.chebyshev_rho
-                                                                        : w->def.pbf.chebyshev_rho,
-                                      c ? c->iteration : 0);
+    const float rho = w->def.solver == PBF_SOLVER_DFSPH ? w->def.dfsph.chebyshev_rho
+                                                        : w->def.pbf.chebyshev_rho;
+    P.chebyshev = pbf_chebyshev_omega(rho, c ? c->iteration : 0);
     P.lambda_warm = pbf_lambda_carried(w) ? w->def.pbf.lambda_warm_start : 0.0f;
     P.vorticity = w->def.vorticity;
     P.xsph = w->def.xsph_viscosity;
