@@ -74,10 +74,6 @@ static double run_cpu_seconds(void) {
 #define SETTLED_FROM 0.75 /* the last quarter of the hydrostatic run is "settled" */
 #define STAB_FPS 60.0     /* the envelope's frames, as in `pbf run` scenes */
 #define STAB_DENSITY 10.0 /* %: a larger maximum density error counts as unstable */
-/* %: `pbf run`'s default guard_density_error: a run whose largest density error goes above it
- * stops there (exit 3), so the envelope counts it unstable too, as the case's scene file would
- * stop under `pbf run` */
-#define STAB_GUARD 100.0
 #define GRAVITY 9.81
 #define N_COARSE 18
 #define N_MEDIUM 36
@@ -150,7 +146,7 @@ typedef struct sim_head {
     char message[512];
     int nrec, nbins, ncurve, particles;
     int fail;      /* first failure: 0 none, 1 non-finite, 2 escaped, 3 average density error
-                        >= STAB_DENSITY, 4 largest density error > STAB_GUARD */
+                        >= STAB_DENSITY, 4 largest density error > stab_guard() */
     double fail_t; /* s */
     double peak_avg, peak_max; /* % over every step */
     double max_over_t; /* first time the maximum density error reached STAB_DENSITY, or -1 */
@@ -429,7 +425,13 @@ static void sim_free(sim_result *r) {
 }
 
 /* Runs one case in this process. */
+/* %: `pbf run`'s default guard_density_error (the scene files' default run parameters): a run
+ * whose largest density error goes above it stops there (exit 3), so the stability envelope
+ * counts it unstable too, as the case's scene file would stop under `pbf run`. */
+static double stab_guard(void) { return pbfapp_default_run().guard_density_error; }
+
 static void simulate(const spec *sp, int threads, sim_result *res) {
+    const double guard = stab_guard();
     memset(res, 0, sizeof *res);
     res->h.sp = *sp;
     pbf_error err;
@@ -487,7 +489,7 @@ static void simulate(const spec *sp, int threads, sim_result *res) {
             int fail = st.nonfinite > 0                       ? 1
                        : st.escaped > 0                       ? 2
                        : st.density_error_avg >= STAB_DENSITY ? 3
-                       : st.density_error_max > STAB_GUARD    ? 4
+                       : st.density_error_max > guard         ? 4
                                                               : 0;
             if (fail != 1 && st.density_error_max >= STAB_DENSITY && res->h.max_over_t < 0)
                 res->h.max_over_t = st.time;
@@ -2761,7 +2763,7 @@ static int write_report(const validate_options *o, const char *report, const run
             "the peak average / peak maximum density error; "
             "⚠ marks a cell whose maximum (one particle) went over %.0f %% (first at the time "
             "given) while the average stayed under.\n\n",
-            LONG_T_END, STAB_DENSITY, STAB_GUARD, STAB_DENSITY);
+            LONG_T_END, STAB_DENSITY, stab_guard(), STAB_DENSITY);
     for (int j = 0; j < 2; ++j) {
         if (!get(rs, "stab_n%d_s%d_it4", RES[j], 4)) continue;
         double s = KO_L / RES[j];
@@ -3216,7 +3218,7 @@ static int write_method_report(const validate_options *o, const char *report, co
             "(`dfsph_cfl`, `pcisph_cfl`, `iisph_cfl` = 0: the step as given); WCSPH's cannot be "
             "(its substeps follow the sound speed), so its envelope shows the outer step only.\n\n",
             DEPTH_LAYERS, o->out, ENERGY_NOISE, ENERGY_NOISE, RELEASE_T, STAB_DENSITY,
-            STAB_GUARD);
+            stab_guard());
     fprintf(f,
             "Solver settings (defaults): PBF %d iterations; WCSPH B = %.0f Pa, γ = %.0f, CFL "
             "%.2g; PCISPH, IISPH, DFSPH tolerance %.2g %% (DFSPH's divergence %.2g %%), their "
