@@ -83,7 +83,9 @@ PBF_FN float pbf_kernel_grad(const pbf_sph_consts *k, float r2) {
  * with omega_0 = 1, omega_1 = 2 / (2 - rho^2), omega_k = 4 / (4 - rho^2 omega_(k-1)), rho the
  * estimated spectral radius of the Jacobi iteration; rho = 0 gives omega = 1 (plain Jacobi). Since
  * delta p is linear in the multipliers, this is Wang's x <- omega (x_Jacobi - x_prev) + x_prev
- * on the constraint part of delta p, without storing the previous positions. */
+ * on the constraint part of delta p, without storing the previous positions. At omega = 1 the
+ * update is the Jacobi one itself, whatever `previous` holds (the first iteration's, where it is
+ * another solve's, or any iteration with rho = 0). */
 PBF_FN float pbf_chebyshev_omega(float rho, int k) {
     float omega = 1.0f;
     for (int m = 1; m <= k; ++m)
@@ -91,7 +93,7 @@ PBF_FN float pbf_chebyshev_omega(float rho, int k) {
     return omega;
 }
 PBF_FN float pbf_chebyshev_lambda(float lambda, float previous, float omega) {
-    return omega * lambda + (omega - 1.0f) * previous;
+    return omega != 1.0f ? omega * lambda + (omega - 1.0f) * previous : lambda;
 }
 
 /* Warm start of the multipliers (lambda_warm_start = beta): heavy-ball momentum on the Jacobi

@@ -165,8 +165,7 @@ PBF_FN float pbf_dfsph_warm_keep(float ksum, float factor, float full, float dt)
  * iteration), PBF's update of lambda (pbf_chebyshev_lambda) on k_i. The velocity change is linear
  * in the k applied, so this is Wang's acceleration of the accumulated stiffness sum_k k_i. */
 PBF_FN float pbf_dfsph_k(float source, float factor, float previous, float omega) {
-    const float k = source * factor;
-    return omega != 1.0f ? pbf_chebyshev_lambda(k, previous, omega) : k;
+    return pbf_chebyshev_lambda(source * factor, previous, omega);
 }
 
 /* The collisions and friction of walls.h on a velocity: the motion dt v from x (the position the

@@ -958,7 +958,7 @@ static int stage_lambda(pbf_world *w, float cheb) {
             float sum2 = s2 + gix * gix + giy * giy + giz * giz;
             float lambda = -c / (sum2 + w->eps_abs); /* eq. 11 */
             /* lambda still holds the previous iteration's (each particle reads its own) */
-            if (cheb != 1.0f) lambda = pbf_chebyshev_lambda(lambda, w->lambda[i], cheb);
+            lambda = pbf_chebyshev_lambda(lambda, w->lambda[i], cheb);
             /* the warm start: lambda holds the previous iteration's, or the previous step's last */
             if (beta != 0.0f) lambda = pbf_warm_lambda(lambda, w->lambda[i], beta);
             w->lambda[i] = lambda;

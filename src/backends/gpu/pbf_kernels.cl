@@ -555,7 +555,7 @@ PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const float sum2 = s2 + gix * gix + giy * giy + giz * giz;
     float lam = -cc / (sum2 + P.eps_abs); /* eq. 11 */
     /* lambda still holds the previous iteration's (each work-item reads its own) */
-    if (P.chebyshev != 1.0f) lam = pbf_chebyshev_lambda(lam, lambda[i], P.chebyshev);
+    lam = pbf_chebyshev_lambda(lam, lambda[i], P.chebyshev);
     /* the warm start: lambda holds the previous iteration's, or the previous step's last */
     if (P.lambda_warm != 0.0f) lam = pbf_warm_lambda(lam, lambda[i], P.lambda_warm);
     lambda[i] = lam;
