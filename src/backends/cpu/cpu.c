@@ -988,10 +988,6 @@ static int stage_delta_p(pbf_world *w, float dt) {
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 1), LISTS(w)->pack) : NULL;
     int bad_c = INT_MAX;
     const float *restrict PX = w->px, *restrict PY = w->py, *restrict PZ = w->pz;
-    const float rc = w->wc.radius; /* pbf_collide's bounds, computed as it does */
-    const float in_lo[3] = {w->wc.lo[0] + rc, w->wc.lo[1] + rc, w->wc.lo[2] + rc};
-    const float in_hi[3] = {w->wc.hi[0] - rc, w->wc.hi[1] - rc, w->wc.hi[2] - rc};
-    const int nobox = w->wc.nboxes == 0;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad, bad_c)
     {
         const unsigned fp_mode = pbf_denormals_off();
@@ -1079,11 +1075,7 @@ static int stage_delta_p(pbf_world *w, float dt) {
             float q[3] = {p[0] + dpx, p[1] + dpy, p[2] + dpz}, o[3] = {PX[i], PY[i], PZ[i]};
             /* before the clamp hides it */
             if (!isfinite(q[0] + q[1] + q[2]) && i < bad_c) bad_c = i;
-            /* pbf_collide changes nothing for a point inside the container's inner box when
-             * there are no obstacles: the test alone there (most particles) */
-            if (!(nobox && q[0] >= in_lo[0] && q[0] <= in_hi[0] && q[1] >= in_lo[1] &&
-                  q[1] <= in_hi[1] && q[2] >= in_lo[2] && q[2] <= in_hi[2]))
-                pbf_collide(&w->wc, w->wall_boxes, q, o);
+            if (!pbf_collide_inside(&w->wc, q)) pbf_collide(&w->wc, w->wall_boxes, q, o);
             w->vx[i] = q[0];
             w->vy[i] = q[1];
             w->vz[i] = q[2];
@@ -1110,7 +1102,7 @@ static int stage_collide(pbf_world *w) {
         float x = w->qx[i] + w->sx[i], y = w->qy[i] + w->sy[i], z = w->qz[i] + w->sz[i];
         if (!isfinite(x + y + z) && i < bad) bad = i; /* before the collision clamp hides it */
         float q[3] = {x, y, z}, o[3] = {w->px[i], w->py[i], w->pz[i]};
-        pbf_collide(&w->wc, w->wall_boxes, q, o);
+        if (!pbf_collide_inside(&w->wc, q)) pbf_collide(&w->wc, w->wall_boxes, q, o);
         w->qx[i] = q[0];
         w->qy[i] = q[1];
         w->qz[i] = q[2];

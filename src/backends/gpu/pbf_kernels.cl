@@ -632,7 +632,7 @@ PBF_KERNEL pbf_k_collide(const pbf_gpu_params P, PBF_GLOBAL float *qx, PBF_GLOBA
     const float x = qx[i] + sx[i], y = qy[i] + sy[i], z = qz[i] + sz[i];
     if (!isfinite(x + y + z)) PBF_ATOMIC_MIN_I32(&bad[slot], i); /* before the clamp hides it */
     float q[3] = {x, y, z}, o[3] = {px[i], py[i], pz[i]};
-    pbf_collide(&wc, boxes, q, o);
+    if (!pbf_collide_inside(&wc, q)) pbf_collide(&wc, boxes, q, o);
     qx[i] = q[0];
     qy[i] = q[1];
     qz[i] = q[2];
