@@ -83,6 +83,15 @@ static inline PBF_SIMD_INLINE pbf_vf16 v16_spiky(const pbf_sph_consts *k, pbf_vf
                                                  pbf_vi16 in) {
     return vf16_and(pbf_spiky_v16(k, r2), in);
 }
+/* The world's kernel on 16 lanes, as v_kw and v_kgrad below (cubic: a constant per instance). */
+static inline PBF_SIMD_INLINE pbf_vf16 v16_kw(const pbf_sph_consts *k, pbf_vf16 r2, pbf_vi16 in,
+                                              const int cubic) {
+    return vf16_and(cubic ? pbf_cubic_v16(k, r2) : pbf_poly6_v16(k, r2), in);
+}
+static inline PBF_SIMD_INLINE pbf_vf16 v16_kgrad(const pbf_sph_consts *k, pbf_vf16 r2,
+                                                 pbf_vi16 in, const int cubic) {
+    return vf16_and(cubic ? pbf_cubic_grad_v16(k, r2) : pbf_spiky_v16(k, r2), in);
+}
 #else
 #define PBF_PAIRS 0
 #endif
@@ -1126,7 +1135,8 @@ static inline PBF_SIMD_INLINE pbf_vf16 vf16_gather_idx(const float *base, const 
 /* curl_particle's neighbour sums for particles i and i + 1 (lists built, P the packed copy):
  * sums[p] = {density sum, omega_x, omega_y, omega_z} of particle i + p, bit-identical. */
 static inline PBF_SIMD_INLINE void curl_pair(pbf_world *w, int i, const float *P, nb_ranges *ca,
-                                             nb_ranges *cb, const int vort, float sums[2][4]) {
+                                             nb_ranges *cb, const int vort, const int cubic,
+                                             float sums[2][4]) {
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const pbf_sph_consts *k = &w->k;
     const pbf_vf16 h2v = vf16_set1(k->h2), vol = vf16_set1(k->volume);
@@ -1140,9 +1150,9 @@ static inline PBF_SIMD_INLINE void curl_pair(pbf_world *w, int i, const float *P
         pbf_vf16 dx = qxi - xj, dy = qyi - yj, dz = qzi - zj;
         pbf_vf16 r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi16 in = valid & (r2 < h2v);
-        rho += v16_poly6(k, r2, in);
+        rho += v16_kw(k, r2, in, cubic);
         if (vort) {
-            pbf_vf16 f = vol * v16_spiky(k, r2, in);
+            pbf_vf16 f = vol * v16_kgrad(k, r2, in, cubic);
             pbf_vf16 gx = vf16_and(f * dx, in), gy = vf16_and(f * dy, in),
                      gz = vf16_and(f * dz, in);
             pbf_vf16 ux = vf16_and(vxj - vxi, in), uy = vf16_and(vf16_gather_idx(VY, jv) - vyi, in),
@@ -1234,7 +1244,7 @@ static inline PBF_SIMD_INLINE void curl_loop(pbf_world *w, int n, const float *P
 #pragma omp for schedule(monotonic : dynamic, 1)
     SWEEP_FOR(sweep_i, i) {
         if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
-            curl_pair(w, i, PK, &cache, &cache_b, vort, sums);
+            curl_pair(w, i, PK, &cache, &cache_b, vort, cubic, sums);
             curl_particle(w, i, PK, &cache, vort, cubic, bad2, sums[0], keep);
         } else {
             curl_particle(w, i, PK, &cache, vort, cubic, bad2, pairs && (i & 1) ? sums[1] : NULL,
@@ -1277,7 +1287,7 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     int bad2 = INT_MAX;
     const int vort = w->def.vorticity > 0.0f, cubic = w->k.cubic != 0.0f;
 #if PBF_PAIRS
-    const int pairs = PK && LISTS(w)->ok && !cubic; /* the paired pass is PBF's kernel's */
+    const int pairs = PK && LISTS(w)->ok;
 #else
     const int pairs = 0;
 #endif
@@ -1292,11 +1302,11 @@ static int stage_velocity(pbf_world *w, float dt, float vmax) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         if (vort && cubic)
-            curl_loop(w, n, PK, 1, 1, 0, &bad2, 0);
+            curl_loop(w, n, PK, 1, 1, pairs, &bad2, 0);
         else if (vort)
             curl_loop(w, n, PK, 1, 0, pairs, &bad2, keep);
         else if (cubic)
-            curl_loop(w, n, PK, 0, 1, 0, &bad2, 0);
+            curl_loop(w, n, PK, 0, 1, pairs, &bad2, 0);
         else
             curl_loop(w, n, PK, 0, 0, pairs, &bad2, 0);
         pbf_denormals_restore(fp_mode);
@@ -1319,8 +1329,8 @@ static inline float omega_norm_at(const pbf_world *w, int i, const int onorm) {
 /* xsph_particle's neighbour sums for particles i and i + 1 (lists built, P the packed copy):
  * sums[p] = {XSPH x, y, z, eta x, y, z} of particle i + p, bit-identical. */
 static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P, nb_ranges *ca,
-                                             nb_ranges *cb, const int vort, float sums[2][6],
-                                             const int onorm) {
+                                             nb_ranges *cb, const int vort, const int cubic,
+                                             float sums[2][6], const int onorm) {
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const float *restrict OMEGA = w->lambda;
     const float *restrict WX = w->px, *restrict WY = w->py, *restrict WZ = w->pz;
@@ -1340,7 +1350,7 @@ static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P
         pbf_vf16 r2 = dx * dx + dy * dy + dz * dz;
         pbf_vi16 in = valid & (r2 < h2v);
         pbf_vf16 vj = vf16_and(mj, in);
-        pbf_vf16 wk = vj * v16_poly6(k, r2, in);
+        pbf_vf16 wk = vj * v16_kw(k, r2, in, cubic);
         sx += vf16_and(wk * (vf16_gather_idx(VX, jv) - vxi), in);
         sy += vf16_and(wk * (vf16_gather_idx(VY, jv) - vyi), in);
         sz += vf16_and(wk * (vf16_gather_idx(VZ, jv) - vzi), in);
@@ -1353,7 +1363,7 @@ static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P
             } else {
                 wj = vf16_gather_idx(OMEGA, jv);
             }
-            pbf_vf16 f = vf16_and(vj * (wj - wi), in) * v16_spiky(k, r2, in);
+            pbf_vf16 f = vf16_and(vj * (wj - wi), in) * v16_kgrad(k, r2, in, cubic);
             ex += vf16_and(f * dx, in);
             ey += vf16_and(f * dy, in);
             ez += vf16_and(f * dz, in);
@@ -1462,7 +1472,7 @@ static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *P
 #pragma omp for schedule(monotonic : dynamic, 1)
     SWEEP_FOR(sweep_i, i) {
         if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
-            xsph_pair(w, i, PK, &cache, &cache_b, vort, sums, onorm);
+            xsph_pair(w, i, PK, &cache, &cache_b, vort, cubic, sums, onorm);
             xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps, sums[0], onorm);
         } else {
             xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps,
@@ -1499,7 +1509,7 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     int64_t clamps = 0;
     const int vort = w->def.vorticity > 0.0f, cubic = w->k.cubic != 0.0f;
 #if PBF_PAIRS
-    const int pairs = PK && LISTS(w)->ok && !cubic; /* the paired pass is PBF's kernel's */
+    const int pairs = PK && LISTS(w)->ok;
 #else
     const int pairs = 0;
 #endif
@@ -1513,11 +1523,11 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         if (vort && cubic)
-            xsph_loop(w, n, PK, 1, 1, 0, dt, vmax, &bad, &clamps, 0);
+            xsph_loop(w, n, PK, 1, 1, pairs, dt, vmax, &bad, &clamps, 0);
         else if (vort)
             xsph_loop(w, n, PK, 1, 0, pairs, dt, vmax, &bad, &clamps, onorm);
         else if (cubic)
-            xsph_loop(w, n, PK, 0, 1, 0, dt, vmax, &bad, &clamps, 0);
+            xsph_loop(w, n, PK, 0, 1, pairs, dt, vmax, &bad, &clamps, 0);
         else
             xsph_loop(w, n, PK, 0, 0, pairs, dt, vmax, &bad, &clamps, 0);
         pbf_denormals_restore(fp_mode);
