@@ -1894,6 +1894,64 @@ static inline PBF_SIMD_INLINE float rate_from_pairs(pbf_world *w, int i, const f
     return vf_hsum(dsum);
 }
 
+#if PBF_PAIRS
+/* density_grad_sums_pairs of particles i and i + 1 at once (lanes 0-7: i, 8-15: i + 1; the lists
+ * built, P the packed positions), bit-identical to it, each particle's gradient factors into its
+ * own pair cache (pca, pcb: its first chunk); with PV (the packed velocities) also the neighbour
+ * sums of rate_from_pairs from the factors just computed (d[0], d[1]; the wall terms are the
+ * caller's), in the same lanes and order, so one gather of x_j serves both. out[p] = {rho, g_x,
+ * g_y, g_z, s} of particle i + p. */
+static inline PBF_SIMD_INLINE void factor_pair2(pbf_world *w, int i, const float *P,
+                                                const float *PV, nb_ranges *ca, nb_ranges *cb,
+                                                float *pca, float *pcb, float out[2][5],
+                                                float d[2]) {
+    const pbf_sph_consts *k = &w->k;
+    const pbf_vf16 h2v = vf16_set1(k->h2), vol = vf16_set1(k->volume), zero = vf16_set1(0.0f);
+    const int cubic = k->cubic != 0.0f;
+    const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
+    const pbf_vf16 vxi = vf16_join(vf_set1(VX[i]), vf_set1(VX[i + 1]));
+    const pbf_vf16 vyi = vf16_join(vf_set1(VY[i]), vf_set1(VY[i + 1]));
+    const pbf_vf16 vzi = vf16_join(vf_set1(VZ[i]), vf_set1(VZ[i + 1]));
+    pbf_vf16 rho = zero, gx = zero, gy = zero, gz = zero, s2 = zero, dsum = zero;
+    FOR_NEIGHBOURS_PAIR(w, i, ca, cb, w->qx, w->qy, w->qz,
+        pbf_vf16 xj, yj, zj;
+        load_packed16(P, jv, &xj, &yj, &zj, NULL);
+        const pbf_vf16 dx = qxi - xj, dy = qyi - yj, dz = qzi - zj;
+        const pbf_vf16 r2 = dx * dx + dy * dy + dz * dz;
+        const pbf_vi16 in = valid & (r2 < h2v);
+        rho += v16_kw(k, r2, in, cubic);
+        const pbf_vf16 sp = v16_kgrad(k, r2, in, cubic);
+        const pbf_vf16 f = vol * sp;
+        const pbf_vf16 ax = vf16_and(f * dx, in), ay = vf16_and(f * dy, in),
+                       az = vf16_and(f * dz, in);
+        gx += ax;
+        gy += ay;
+        gz += az;
+        s2 += ax * ax + ay * ay + az * az;
+        if (la_) vf_store(pca + k_, vf16_lo(sp));
+        if (lb_) vf_store(pcb + k_, vf16_hi(sp));
+        if (PV) { /* rate_from_pairs' terms: its `in` is the cached factor's */
+            pbf_vf16 vxj, vyj, vzj;
+            load_packed16(PV, jv, &vxj, &vyj, &vzj, NULL);
+            const pbf_vf16 ps = vf16_join(la_ ? vf16_lo(sp) : vf_set1(0.0f),
+                                          lb_ ? vf16_hi(sp) : vf_set1(0.0f));
+            const pbf_vi16 inp = ps != zero;
+            const pbf_vf16 fp = vol * ps;
+            const pbf_vf16 ux = vf16_and(vxi - vxj, inp), uy = vf16_and(vyi - vyj, inp),
+                           uz = vf16_and(vzi - vzj, inp);
+            dsum += vf16_and(fp * dx, inp) * ux + vf16_and(fp * dy, inp) * uy +
+                    vf16_and(fp * dz, inp) * uz;
+        }
+    );
+    out[0][0] = vf_hsum(vf16_lo(rho)), out[1][0] = vf_hsum(vf16_hi(rho));
+    out[0][1] = vf_hsum(vf16_lo(gx)), out[1][1] = vf_hsum(vf16_hi(gx));
+    out[0][2] = vf_hsum(vf16_lo(gy)), out[1][2] = vf_hsum(vf16_hi(gy));
+    out[0][3] = vf_hsum(vf16_lo(gz)), out[1][3] = vf_hsum(vf16_hi(gz));
+    out[0][4] = vf_hsum(vf16_lo(s2)), out[1][4] = vf_hsum(vf16_hi(s2));
+    d[0] = vf_hsum(vf16_lo(dsum)), d[1] = vf_hsum(vf16_hi(dsum));
+}
+#endif
+
 /* DFSPH: density (walls included) and the factor of eq. 11 into sx; the step's pair cache; and,
  * as the stage that follows measures the divergence of the same velocities (the divergence
  * solve's first measure, or its warm start's; not distributed, whose hooks exchange between
@@ -1914,12 +1972,30 @@ static int stage_dfsph_factor(pbf_world *w) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         nb_ranges cache = NB_RANGES_INIT;
+#if PBF_PAIRS
+        nb_ranges cache_b = NB_RANGES_INIT;
+        const int two = PC && P && LISTS(w)->ok;
+        float o2[2][5] = {{0}}, d2[2] = {0};
+#endif
         const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
             sph_wall_put(WC, i, wall, gw);
+#if PBF_PAIRS
+            /* the sweep's chunks start even: i even takes i and i + 1 */
+            if (two && ((i & 1) == 0 ? i + 1 < n : 1)) {
+                if ((i & 1) == 0)
+                    factor_pair2(w, i, P, store ? PV : NULL, &cache, &cache_b,
+                                 PC + (size_t)PO[i] * PBF_LANES,
+                                 PC + (size_t)PO[i + 1] * PBF_LANES, o2, d2);
+                const int h = i & 1;
+                rho = o2[h][0], g[0] = o2[h][1], g[1] = o2[h][2], g[2] = o2[h][3], s2 = o2[h][4];
+                if (store)
+                    w->sz[i] = d2[h] + w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
+            } else
+#endif
             if (PC) {
                 density_grad_sums_pairs(w, i, &rho, g, &s2, P, &cache,
                                         PC + (size_t)PO[i] * PBF_LANES);
