@@ -175,8 +175,8 @@ PBF_FN float pbf_dfsph_k(float source, float factor, float previous, float omega
 PBF_FN void pbf_sph_collide_velocity(const pbf_walls_consts *c, const PBF_GLOBAL pbf_wall_box *boxes,
                                      const float x[3], float dt, float *vx, float *vy, float *vz) {
     float q[3] = {x[0] + dt * *vx, x[1] + dt * *vy, x[2] + dt * *vz};
-    const float inv_dt = 1.0f / dt;
     if (!pbf_collide_inside(c, q)) pbf_collide(c, boxes, q, x);
+    const float inv_dt = 1.0f / dt;
     *vx = (q[0] - x[0]) * inv_dt;
     *vy = (q[1] - x[1]) * inv_dt;
     *vz = (q[2] - x[2]) * inv_dt;

@@ -220,9 +220,6 @@ PBF_FN void pbf_bed_drag(const pbf_walls_consts *c, const PBF_GLOBAL pbf_wall_bo
     }
 }
 
-/* Collision response for one particle: pushes it out of boxes and into the container, with
- * friction from its start-of-step position o. Non-finite coordinates end on the container
- * wall (the stage that produced them reports them first). */
 /* Does pbf_collide leave q as it is: no box to push out of and q inside the container's inner
  * box (at least the particle radius from every face; NaN is not)? Most particles, in every pass:
  * the callers test this alone there, which keeps q in registers (the call, not inlined, stores
@@ -234,6 +231,9 @@ PBF_FN int pbf_collide_inside(const pbf_walls_consts *c, const float q[3]) {
            q[2] <= c->hi[2] - rc;
 }
 
+/* Collision response for one particle: pushes it out of boxes and into the container, with
+ * friction from its start-of-step position o. Non-finite coordinates end on the container
+ * wall (the stage that produced them reports them first). */
 PBF_FN void pbf_collide(const pbf_walls_consts *c, const PBF_GLOBAL pbf_wall_box *boxes,
                         float q[3], const float o[3]) {
     const float rc = c->radius;
