@@ -16,6 +16,8 @@
 # --repeat N (default 1; 3 with --targets) alternates the programs N times (SPlisHSPlasH, pbf,
 # SPlisHSPlasH, pbf, ...); the ratio is the median of the N per-repeat ratios, so that a slow
 # stretch of a shared machine hits both programs' figures alike. Each repeat is in the JSON.
+# With --methods each method's pair is alternated N times (pbf's defaults and the matched-error
+# ladder run once); its times are the medians of the repeats' means.
 #
 # --targets also runs pbf alone at 1 thread (the speed-up from 1 to N threads), at 1,000,000
 # particles (1 and N threads, --repeat times: time per step and speed-up as medians over the
@@ -176,20 +178,30 @@ if [[ -n "${methods}" ]]; then
         scale="$(awk -v dt="${dt}" 'BEGIN { printf "%d", 0.005 / dt + 0.5 }')"
         m_steps=$((steps * scale))
         m_warmup=$((warmup * scale))
-        echo "side_by_side: ${m}: SPlisHSPlasH, ${cases}, dt ${dt} s, OMP_NUM_THREADS=${threads}, ${m_warmup} + ${m_steps} steps ..."
-        env "${peer_env[@]}" OMP_NUM_THREADS="${threads}" "${py}" "${root}/bench/splash_timing.py" \
-            --scene "${work}/${scene}" --warmup "${m_warmup}" --steps "${m_steps}" \
-            --method "${m}" --dt "${dt}" "${peer_p[@]}" \
-            --json "${work}/peer_${m}.json" --out-dir "${work}/out_${m}" >"${work}/peer_${m}.log" 2>&1 \
-            || { tail -n 20 "${work}/peer_${m}.log" >&2; echo "side_by_side: SPlisHSPlasH (${m}) failed" >&2; exit 1; }
-        echo "side_by_side: ${m}: pbf bench --case ${cases} --set solver=${m} --dt ${dt} ${pbf_p[*]} --set vorticity=0 (SPlisHSPlasH's physics), then without it (pbf's defaults)"
-        "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
-            --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" --set vorticity=0 \
-            --no-limits -q --json "${work}/pbf_${m}.json" >/dev/null
+        # --repeat N: SPlisHSPlasH and pbf alternated N times (the report takes the median of
+        # the per-repeat ratios); pbf's defaults and the ladder once, after them
+        pbf_runs=""
+        peer_runs=""
+        for ((rep = 1; rep <= repeat; ++rep)); do
+            echo "side_by_side: ${m}: [${rep}/${repeat}] SPlisHSPlasH, ${cases}, dt ${dt} s, OMP_NUM_THREADS=${threads}, ${m_warmup} + ${m_steps} steps ..."
+            env "${peer_env[@]}" OMP_NUM_THREADS="${threads}" "${py}" "${root}/bench/splash_timing.py" \
+                --scene "${work}/${scene}" --warmup "${m_warmup}" --steps "${m_steps}" \
+                --method "${m}" --dt "${dt}" "${peer_p[@]}" \
+                --json "${work}/peer_${m}_r${rep}.json" --out-dir "${work}/out_${m}" \
+                >"${work}/peer_${m}.log" 2>&1 \
+                || { tail -n 20 "${work}/peer_${m}.log" >&2; echo "side_by_side: SPlisHSPlasH (${m}) failed" >&2; exit 1; }
+            echo "side_by_side: ${m}: [${rep}/${repeat}] pbf bench --case ${cases} --set solver=${m} --dt ${dt} ${pbf_p[*]} --set vorticity=0 (SPlisHSPlasH's physics)"
+            "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
+                --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" --set vorticity=0 \
+                --no-limits -q --json "${work}/pbf_${m}_r${rep}.json" >/dev/null
+            pbf_runs+="${pbf_runs:++}${work}/pbf_${m}_r${rep}.json"
+            peer_runs+="${peer_runs:++}${work}/peer_${m}_r${rep}.json"
+        done
+        echo "side_by_side: ${m}: pbf bench with pbf's defaults (vorticity confinement)"
         "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
             --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" --no-limits -q \
             --json "${work}/pbf_${m}_default.json" >/dev/null
-        pair_args+=(--method "${m}=${work}/pbf_${m}.json,${work}/peer_${m}.json,${work}/pbf_${m}_default.json")
+        pair_args+=(--method "${m}=${pbf_runs},${peer_runs},${work}/pbf_${m}_default.json")
         # the matched-error ladder: pbf's iterative solvers again at each looser tolerance; the
         # report picks the loosest whose measured average density error is still at most the
         # peer's measured one (beside, never instead of, the same-tolerance figure)

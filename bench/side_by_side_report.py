@@ -16,6 +16,7 @@ a looser tolerance TOL, for the matched-error figure.
 import argparse
 import json
 import os
+import statistics
 import sys
 
 
@@ -122,18 +123,33 @@ def methods_report(a) -> int:
     for item in a.method:
         name, files = item.split("=", 1)
         parts = files.split(",")
-        pbf_path, peer_path = parts[0], parts[1]
-        pbf, peer = load(pbf_path), load(peer_path)
+        # PBF.json and PEER.json may each be a '+'-joined list: the --repeat pairs, alternated
+        pbf_paths, peer_paths = parts[0].split("+"), parts[1].split("+")
+        pairs = []
+        for pp, qp in zip(pbf_paths, peer_paths):
+            pj, qj = load(pp), load(qp)
+            pr = [r for r in (pj or {}).get("runs", []) if r.get("ok")]
+            if pr and qj:
+                pairs.append((pj, pr[-1], qj))
         dflt = load(parts[2]) if len(parts) > 2 else None
         druns = [r for r in (dflt or {}).get("runs", []) if r.get("ok")]
-        runs = [r for r in (pbf or {}).get("runs", []) if r.get("ok")]
-        if not runs or not peer:
-            print(f"side_by_side: {name}: no result (pbf {bool(runs)}, SPlisHSPlasH {bool(peer)})",
+        if not pairs or len(pbf_paths) != len(peer_paths):
+            print(f"side_by_side: {name}: no result ({len(pairs)} of {len(pbf_paths)} pairs)",
                   file=sys.stderr)
             continue
-        r = runs[-1]
+        pbf, r, peer = pairs[0]
         machine, build, date = pbf.get("machine"), pbf.get("build"), pbf.get("date")
         dt = pbf.get("settings", {}).get("dt") or peer["dt"]
+
+        def ratio(pm, qm, pr_=r, q_=peer):
+            return qm / pm * (dt / q_["dt"]) * (pr_["particles"] / q_["particles"])
+
+        rep_rows = [{"pbf_ms_per_step_mean": x["ms_per_step_mean"],
+                     "peer_ms_per_step_mean": q["ms_per_step_mean"],
+                     "ratio_pbf_over_peer": ratio(x["ms_per_step_mean"], q["ms_per_step_mean"])}
+                    for _, x, q in pairs]
+        pbf_ms = statistics.median(x["pbf_ms_per_step_mean"] for x in rep_rows)
+        peer_ms = statistics.median(x["peer_ms_per_step_mean"] for x in rep_rows)
         rows.append({
             "method": name,
             "dt": peer["dt"],
@@ -144,19 +160,19 @@ def methods_report(a) -> int:
             "warmup_steps": r["warmup_steps"],
             "simulated_time_s_pbf": r.get("simulated_time_s"),
             "simulated_time_s_peer": peer.get("simulated_time_s"),
-            "pbf_ms_per_step_mean": r["ms_per_step_mean"],
-            "pbf_ms_per_step_median": r["ms_per_step_median"],
-            "peer_ms_per_step_mean": peer["ms_per_step_mean"],
-            "peer_ms_per_step_median": peer["ms_per_step_median"],
-            "pbf_s_per_simulated_s": r["ms_per_step_mean"] / 1000.0 / dt,
-            "peer_s_per_simulated_s": peer["ms_per_step_mean"] / 1000.0 / peer["dt"],
-            "ratio_pbf_over_peer": peer["ms_per_step_mean"] / r["ms_per_step_mean"]
-                                   * (dt / peer["dt"]) * (r["particles"] / peer["particles"]),
+            "repeats": len(rep_rows),
+            "per_repeat": rep_rows,
+            "pbf_ms_per_step_mean": pbf_ms,
+            "pbf_ms_per_step_median": statistics.median(x["ms_per_step_median"] for _, x, _ in pairs),
+            "peer_ms_per_step_mean": peer_ms,
+            "peer_ms_per_step_median": statistics.median(q["ms_per_step_median"] for _, _, q in pairs),
+            "pbf_s_per_simulated_s": pbf_ms / 1000.0 / dt,
+            "peer_s_per_simulated_s": peer_ms / 1000.0 / peer["dt"],
+            "ratio_pbf_over_peer": statistics.median(x["ratio_pbf_over_peer"] for x in rep_rows),
             "physics": PHYSICS["splishsplash"],
             "pbf_defaults_ms_per_step_mean": druns[-1]["ms_per_step_mean"] if druns else None,
             "ratio_pbf_defaults_over_peer":
-                peer["ms_per_step_mean"] / druns[-1]["ms_per_step_mean"] * (dt / peer["dt"])
-                * (druns[-1]["particles"] / peer["particles"]) if druns else None,
+                ratio(druns[-1]["ms_per_step_mean"], peer_ms, druns[-1]) if druns else None,
             "pbf_defaults_physics": PHYSICS["defaults"] if druns else None,
             "pbf_defaults_density_error_avg_max":
                 [druns[-1]["density_error_avg"], druns[-1]["density_error_max"]] if druns else None,
@@ -268,6 +284,11 @@ def methods_report(a) -> int:
                 "%.3f/%.2f" % tuple(m["pbf_density_error_avg_max"]), "%.3f/%.2f" % tuple(pe)))
     print("(ms/st: mean wall time per step; it: solver iterations per step (+ divergence); "
           "density error: mean/max of max(rho/rho0 - 1, 0) at the last step)")
+    for x in rows:
+        if x["repeats"] > 1:
+            print("%s: %d alternated pairs, ratios %s: the median above, and the medians of the "
+                  "times" % (x["method"], x["repeats"], ", ".join(
+                      "%.2f" % y["ratio_pbf_over_peer"] for y in x["per_repeat"])))
     out = {
         "tool": "bench/side_by_side.sh --methods",
         "date": date,
