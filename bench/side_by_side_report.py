@@ -11,7 +11,9 @@ usage: side_by_side_report.py --pbf PBF.json --pbf-default PBF_DEFAULTS.json [--
 PBF.json: pbf with SPlisHSPlasH's physics (--set vorticity=0; its scene runs no vorticity
 confinement), the figure the targets are judged on; PBF_DEFAULTS.json: pbf's defaults (vorticity
 confinement on). Both are printed and written, each labelled. --ladder: pbf's method NAME again at
-a looser tolerance TOL, for the matched-error figure.
+a looser tolerance TOL, for the matched-error figure. With --method, PBF.json and PEER.json may
+each be a '+'-joined list, the pairs of --repeat in order: the ratio is then the median of the
+pairs' ratios and the times the medians.
 """
 import argparse
 import json
