@@ -1930,17 +1930,15 @@ static inline PBF_SIMD_INLINE void factor_pair2(pbf_world *w, int i, const float
         s2 += ax * ax + ay * ay + az * az;
         if (la_) vf_store(pca + k_, vf16_lo(sp));
         if (lb_) vf_store(pcb + k_, vf16_hi(sp));
-        if (PV) { /* rate_from_pairs' terms: its `in` is the cached factor's */
+        if (PV) { /* rate_from_pairs' terms: its `in` is the cached factor's (sp is +0 in the
+                   * lanes of a list that has ended, as FOR_PAIRS_PAIR's ps) */
             pbf_vf16 vxj, vyj, vzj;
             load_packed16(PV, jv, &vxj, &vyj, &vzj, NULL);
-            const pbf_vf16 ps = vf16_join(la_ ? vf16_lo(sp) : vf_set1(0.0f),
-                                          lb_ ? vf16_hi(sp) : vf_set1(0.0f));
-            const pbf_vi16 inp = ps != zero;
-            const pbf_vf16 fp = vol * ps;
+            const pbf_vi16 inp = sp != zero;
             const pbf_vf16 ux = vf16_and(vxi - vxj, inp), uy = vf16_and(vyi - vyj, inp),
                            uz = vf16_and(vzi - vzj, inp);
-            dsum += vf16_and(fp * dx, inp) * ux + vf16_and(fp * dy, inp) * uy +
-                    vf16_and(fp * dz, inp) * uz;
+            dsum += vf16_and(f * dx, inp) * ux + vf16_and(f * dy, inp) * uy +
+                    vf16_and(f * dz, inp) * uz;
         }
     );
     out[0][0] = vf_hsum(vf16_lo(rho)), out[1][0] = vf_hsum(vf16_hi(rho));
