@@ -1950,6 +1950,40 @@ static inline PBF_SIMD_INLINE void factor_pair2(pbf_world *w, int i, const float
 }
 #endif
 
+/* The neighbour sums of DFSPH's factor and IISPH's diagonal at particle i (density_grad_sums:
+ * rho, g, s), with the pair cache PC when there is one (its gradient factors stored), two
+ * particles at a time where the lists allow (i even computes i and i + 1 into o2, d2; i odd takes
+ * them); with PV also D_i of the current velocities into SZ[i] (the wall term from gw). The
+ * caller's sweep starts its chunks at even indices. */
+static inline PBF_SIMD_INLINE void grad_sums_cached(pbf_world *w, int i, int n, const float *P,
+                                                   const float *PV, float *PC, nb_ranges *cache,
+                                                   nb_ranges *cache_b, float *rho, float g[3],
+                                                   float *s2, float o2[2][5], float d2[2],
+                                                   float *SZ, const float gw[3]) {
+    const uint32_t *PO = LISTS(w)->pair_off;
+#if PBF_PAIRS
+    /* the sweep's chunks start even: i even takes i and i + 1 */
+    if (PC && P && LISTS(w)->ok && ((i & 1) == 0 ? i + 1 < n : 1)) {
+        if ((i & 1) == 0)
+            factor_pair2(w, i, P, PV, cache, cache_b, PC + (size_t)PO[i] * PBF_LANES,
+                         PC + (size_t)PO[i + 1] * PBF_LANES, o2, d2);
+        const int h = i & 1;
+        *rho = o2[h][0], g[0] = o2[h][1], g[1] = o2[h][2], g[2] = o2[h][3], *s2 = o2[h][4];
+        if (PV) SZ[i] = d2[h] + w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
+        return;
+    }
+#else
+    (void)n, (void)cache_b, (void)o2, (void)d2;
+#endif
+    if (PC) {
+        density_grad_sums_pairs(w, i, rho, g, s2, P, cache, PC + (size_t)PO[i] * PBF_LANES);
+        if (PV) /* as density_rate_pairs adds the wall term */
+            SZ[i] = rate_from_pairs(w, i, P, PV, cache, PC + (size_t)PO[i] * PBF_LANES) +
+                    w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
+    } else
+        density_grad_sums(w, i, rho, g, s2, P, cache, w->k.cubic != 0.0f);
+}
+
 /* DFSPH: density (walls included) and the factor of eq. 11 into sx; the step's pair cache; and,
  * as the stage that follows measures the divergence of the same velocities (the divergence
  * solve's first measure, or its warm start's; not distributed, whose hooks exchange between
@@ -1961,7 +1995,6 @@ static int stage_dfsph_factor(pbf_world *w) {
     int bad = INT_MAX;
     float *WC = sph_wall_begin(w);
     float *PC = pair_reserve(w) ? LISTS(w)->pair : NULL;
-    const uint32_t *PO = LISTS(w)->pair_off;
     const int rate = PC && !w->hooks && w->sz;
     const float *P = NULL, *PV = NULL;
     sph_pack(w, NULL, rate, &P, &PV);
@@ -1969,39 +2002,16 @@ static int stage_dfsph_factor(pbf_world *w) {
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
-        nb_ranges cache = NB_RANGES_INIT;
-#if PBF_PAIRS
-        nb_ranges cache_b = NB_RANGES_INIT;
-        const int two = PC && P && LISTS(w)->ok;
+        nb_ranges cache = NB_RANGES_INIT, cache_b = NB_RANGES_INIT;
         float o2[2][5] = {{0}}, d2[2] = {0};
-#endif
         const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
             sph_wall_put(WC, i, wall, gw);
-#if PBF_PAIRS
-            /* the sweep's chunks start even: i even takes i and i + 1 */
-            if (two && ((i & 1) == 0 ? i + 1 < n : 1)) {
-                if ((i & 1) == 0)
-                    factor_pair2(w, i, P, store ? PV : NULL, &cache, &cache_b,
-                                 PC + (size_t)PO[i] * PBF_LANES,
-                                 PC + (size_t)PO[i + 1] * PBF_LANES, o2, d2);
-                const int h = i & 1;
-                rho = o2[h][0], g[0] = o2[h][1], g[1] = o2[h][2], g[2] = o2[h][3], s2 = o2[h][4];
-                if (store)
-                    w->sz[i] = d2[h] + w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
-            } else
-#endif
-            if (PC) {
-                density_grad_sums_pairs(w, i, &rho, g, &s2, P, &cache,
-                                        PC + (size_t)PO[i] * PBF_LANES);
-                if (store) /* as density_rate_pairs adds the wall term */
-                    w->sz[i] = rate_from_pairs(w, i, P, PV, &cache, PC + (size_t)PO[i] * PBF_LANES) +
-                               w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
-            } else
-                density_grad_sums(w, i, &rho, g, &s2, P, &cache, w->k.cubic != 0.0f);
+            grad_sums_cached(w, i, n, P, store ? PV : NULL, PC, &cache, &cache_b, &rho, g, &s2,
+                             o2, d2, store ? w->sz : NULL, gw);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
             w->sx[i] = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, eps);
@@ -2128,6 +2138,25 @@ static inline PBF_SIMD_INLINE void accel_pairs2(pbf_world *w, int i, const float
 }
 #endif
 
+/* D_i of the current velocities for the measures of DFSPH and IISPH (the wall term from gw):
+ * from the pair cache when `pairs`, two particles at a time where P and PV are packed (i even
+ * computes i and i + 1, i odd takes d2[1]; the caller's sweep starts its chunks at even
+ * indices). */
+static inline PBF_SIMD_INLINE float rate_cached(pbf_world *w, int i, int n, int pairs,
+                                               const float *P, const float *PV, nb_ranges *cache,
+                                               nb_ranges *cache_b, float d2[2],
+                                               const float gw[3]) {
+#if PBF_PAIRS
+    if (pairs && P && PV && ((i & 1) == 0 ? i + 1 < n : 1)) {
+        if ((i & 1) == 0) density_rate_pairs2(w, i, P, PV, cache, cache_b, d2);
+        return d2[i & 1] + w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
+    }
+#else
+    (void)n, (void)cache_b, (void)d2;
+#endif
+    return pairs ? density_rate_pairs(w, i, gw, P, PV, cache) : density_rate(w, i, gw, P, PV, cache);
+}
+
 /* DFSPH: the source term of the divergence (divergence != 0) or density solve from the current
  * velocities, k_i = factor_i * source_i, and the average source as the solve's error.
  * With the warm start (dfsph_warm_start > 0): `start` computes the solve's first k_i from the
@@ -2172,32 +2201,15 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
-        nb_ranges cache = NB_RANGES_INIT;
-#if PBF_PAIRS
-        nb_ranges cache_b = NB_RANGES_INIT;
-        const int two = pairs && P && PV;
+        nb_ranges cache = NB_RANGES_INIT, cache_b = NB_RANGES_INIT;
         float d2[2] = {0};
-#endif
         const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
             sph_wall_get(w, i, WALL_AT_X, p, gw);
-            float d;
-            if (reuse) {
-                d = SZ[i];
-            } else
-#if PBF_PAIRS
-            /* the sweep's chunks start even: i even takes i and i + 1 */
-            if (two && (i & 1) == 0 && i + 1 < n) {
-                density_rate_pairs2(w, i, P, PV, &cache, &cache_b, d2);
-                d = d2[0] + w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
-            } else if (two && (i & 1)) {
-                d = d2[1] + w->vx[i] * gw[0] + w->vy[i] * gw[1] + w->vz[i] * gw[2];
-            } else
-#endif
-            d = pairs ? density_rate_pairs(w, i, gw, P, PV, &cache)
-                      : density_rate(w, i, gw, P, PV, &cache);
+            const float d =
+                reuse ? SZ[i] : rate_cached(w, i, n, pairs, P, PV, &cache, &cache_b, d2, gw);
             if (store) SZ[i] = d;
             float c = pbf_dfsph_source(w->density[i] * inv_rho0, d, dt, divergence, min_rel);
             if (start) {
@@ -2458,17 +2470,20 @@ static int stage_iisph_diagonal(pbf_world *w, float dt) {
     int bad = INT_MAX;
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
     float *WC = sph_wall_begin(w);
+    float *PC = pair_reserve(w) ? LISTS(w)->pair : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
-        nb_ranges cache = NB_RANGES_INIT;
+        nb_ranges cache = NB_RANGES_INIT, cache_b = NB_RANGES_INIT;
+        float o2[2][5] = {{0}}, d2[2] = {0};
         const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3], rho, g[3], s2;
             float wall = pbf_world_wall_density(w, p, gw);
             sph_wall_put(WC, i, wall, gw);
-            density_grad_sums(w, i, &rho, g, &s2, P, &cache, w->k.cubic != 0.0f);
+            grad_sums_cached(w, i, n, P, NULL, PC, &cache, &cache_b, &rho, g, &s2, o2, d2, NULL,
+                             gw);
             float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
             w->sx[i] = pbf_iisph_diagonal(gix * gix + giy * giy + giz * giz, s2);
@@ -2484,30 +2499,39 @@ static int stage_iisph_diagonal(pbf_world *w, float dt) {
         pbf_denormals_restore(fp_mode);
     }
     if (WC) LISTS(w)->wall_at = WALL_AT_X;
+    if (PC) LISTS(w)->pair_ok = 1;
     return bad;
 }
 
 /* IISPH: the density rho_i^l predicted from the velocities the current pressure gives, its error
  * into sz, and the relaxed Jacobi update of the pressure; the average error (compression). */
-static int stage_iisph_pressure(pbf_world *w, float dt) {
+static int stage_iisph_pressure(pbf_world *w, float dt, int xv) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density, omega = w->def.iisph.omega;
     const float eps = 1e-6f * w->lattice_grad2;
     float *restrict WK = w->def.iisph.warm_start > 0.0f ? w->warm : NULL;
     int bad = INT_MAX;
-    const float *P, *PV;
-    sph_pack(w, NULL, 1, &P, &PV);
+    const int pairs = LISTS(w)->pair_ok;
+    const float *P = NULL, *PV = NULL;
+    if (xv) {
+        P = LISTS(w)->pack;
+        PV = LISTS(w)->sph_v;
+    } else {
+        sph_pack(w, NULL, 1, &P, &PV);
+    }
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
     {
         const unsigned fp_mode = pbf_denormals_off();
-        nb_ranges cache = NB_RANGES_INIT;
+        nb_ranges cache = NB_RANGES_INIT, cache_b = NB_RANGES_INIT;
+        float d2[2] = {0};
         const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
         SWEEP_FOR(sweep_i, i) {
             float p[3] = {QX[i], QY[i], QZ[i]}, gw[3];
             sph_wall_get(w, i, WALL_AT_X, p, gw);
-            float rel = w->density[i] * inv_rho0 + dt * density_rate(w, i, gw, P, PV, &cache);
+            const float d = rate_cached(w, i, n, pairs, P, PV, &cache, &cache_b, d2, gw);
+            float rel = w->density[i] * inv_rho0 + dt * d;
             float kn = pbf_iisph_k(w->sy[i], rel, w->sx[i], omega, eps);
             if (WK) WK[i] = pbf_iisph_warm_keep(kn, w->density[i] * inv_rho0, dt);
             w->sz[i] = rel - 1.0f;
@@ -2518,6 +2542,7 @@ static int stage_iisph_pressure(pbf_world *w, float dt) {
         pbf_denormals_restore(fp_mode);
     }
     w->solve_error = 100.0 * mean_excess(w, w->sz, 1.0f, 0.0f);
+    LISTS(w)->xv_packed = !w->hooks && P && PV;
     return bad;
 }
 
@@ -2595,8 +2620,8 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     LISTS(w)->xv_packed = 0;
     if (stage != PBF_STAGE_DIVERGENCE && stage != PBF_STAGE_DENSITY_ADV &&
         stage != PBF_STAGE_DFSPH_WARM_V && stage != PBF_STAGE_DFSPH_WARM &&
-        stage != PBF_STAGE_PRESSURE_ACCEL)
-        LISTS(w)->pair_ok = 0; /* only these keep the positions of DFSPH's pair cache */
+        stage != PBF_STAGE_PRESSURE_ACCEL && stage != PBF_STAGE_IISPH_PRESSURE)
+        LISTS(w)->pair_ok = 0; /* only these keep the positions of the pair cache */
     switch (stage) {
     case PBF_STAGE_PREDICT: return stage_predict(w, c->dt, c->vmax);
     case PBF_STAGE_GRID: stage_grid(w, 1); return INT_MAX;
@@ -2618,7 +2643,7 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     case PBF_STAGE_PCISPH_INIT: return stage_pcisph_init(w, c->dt);
     case PBF_STAGE_PCISPH_PRESSURE: return stage_pcisph_pressure(w, c->dt);
     case PBF_STAGE_IISPH_DIAGONAL: return stage_iisph_diagonal(w, c->dt);
-    case PBF_STAGE_IISPH_PRESSURE: return stage_iisph_pressure(w, c->dt);
+    case PBF_STAGE_IISPH_PRESSURE: return stage_iisph_pressure(w, c->dt, xv);
     case PBF_STAGE_PRESSURE_ACCEL: return stage_pressure_accel(w, c->dt, xv);
     case PBF_STAGE_ADVECT: return stage_advect(w, c->dt);
     case PBF_STAGE_STATS: stage_stats(w); return INT_MAX;
