@@ -30,7 +30,8 @@ const pbf_field_desc pbf_fields[PBF_FIELD_COUNT] = {
                     "the CPU keeps its sum of k_i and that substep's dt)"},
     [PBF_F_WARM_V] = {"warm_v", 0, S | PBF_FIELD_WARM_V, -1, 0,
                       "DFSPH: kappa^v_i of the previous substep's divergence solve (warm "
-                      "start; the CPU keeps its sum of k_i and that substep's dt)"},
+                      "start; the CPU keeps its sum of k_i and that substep's dt); IISPH: p_i / "
+                      "rho_0 of the substep before the previous (pbf_iisph_warm_p)"},
 };
 /* clang-format on */
 
@@ -47,7 +48,7 @@ int pbf_field_in_solver(int f, const pbf_world_def *def) {
     const int iisph = def->solver == PBF_SOLVER_IISPH && def->iisph.warm_start > 0.0f;
     const int dfsph = def->solver == PBF_SOLVER_DFSPH && def->dfsph.warm_start > 0.0f;
     if ((fl & PBF_FIELD_WARM) && !iisph && !dfsph) return 0;
-    if ((fl & PBF_FIELD_WARM_V) && !dfsph) return 0;
+    if ((fl & PBF_FIELD_WARM_V) && !dfsph && !iisph) return 0;
     return 1;
 }
 

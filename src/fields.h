@@ -32,7 +32,8 @@ typedef enum pbf_field_id {
     PBF_F_ID,                     /* stable identity: order of creation */
     PBF_F_CELL,                   /* grid cell of x_i* */
     PBF_F_WARM,                   /* IISPH, DFSPH: the previous substep's pressure (warm start) */
-    PBF_F_WARM_V,                 /* DFSPH: the previous substep's divergence stiffness */
+    PBF_F_WARM_V,                 /* DFSPH: the previous substep's divergence stiffness;
+                                     IISPH: the pressure of the substep before the previous */
     PBF_FIELD_COUNT
 } pbf_field_id;
 
@@ -42,7 +43,8 @@ typedef enum pbf_field_id {
 /* used by the SPH solvers' stages only: the CPU backend keeps no host array of it for PBF, whose
  * stages put their intermediate results in arrays that are dead at the time (see cpu.c) */
 #define PBF_FIELD_SPH 8u
-/* the warm start of IISPH and DFSPH (WARM) and of DFSPH's divergence solve (WARM_V): the value
+/* the warm start of IISPH and DFSPH (WARM), of DFSPH's divergence solve (WARM_V) and IISPH's
+ * pressure one substep older (WARM_V, pbf_iisph_warm_p): the value
  * a solve found in the previous substep, per particle. No array, on the host or a device, for a
  * solver that does not read it (pbf_field_in_solver), so PBF's memory does not change. A new
  * state (pbf_world_add_fluid_block, pbf_world_restore) starts them at 0. */
@@ -66,7 +68,7 @@ extern const pbf_field_desc pbf_fields[PBF_FIELD_COUNT];
 size_t pbf_fields_bytes(unsigned none, unsigned need);
 
 /* Does a world of `def` keep an array of field f, on the host or a device, at all (the WARM rows:
- * IISPH and DFSPH with their warm start on, WARM_V DFSPH's)? The SPH rows have no host array for
+ * IISPH and DFSPH with their warm start on, WARM_V theirs too)? The SPH rows have no host array for
  * PBF on the CPU besides (world.c). */
 int pbf_field_in_solver(int f, const struct pbf_world_def *def);
 /* pbf_fields_bytes(none, 0) of the rows a world of `def` keeps (a GPU backend's device arrays). */

@@ -271,7 +271,8 @@ pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err);
  * its warm start; -1: none (DFSPH's two warm rows are not kept). pbf_world_lambda gives that row
  * on the host (NULL when none); pbf_set_lambda sets it for the first `count` particles from
  * `src`, or to 0 when src is NULL (on a GPU backend through its host row, which every backend
- * keeps then, and write_rows). */
+ * keeps then, and write_rows), and IISPH's pressure one substep older (PBF_F_WARM_V, not
+ * carried) likewise. */
 int pbf_lambda_carried(const pbf_world *w);
 int pbf_carried_row(const pbf_world *w);
 const float *pbf_world_lambda(const pbf_world *w);

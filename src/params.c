@@ -209,7 +209,9 @@ static const pbf_param_info iisph_params[] = {
      "as given"},
     {"iisph_warm_start", PBF_PARAM_FLOAT, "1", 0.5, {0}, 0, 1, 0, NULL, F(iisph.warm_start),
      "warm start: the Jacobi iterations start from p_i^0 = this times p_i of the previous "
-     "substep (Ihmsen et al. 2014: p_i^0 = 0.5 p_i(t - dt), as SPlisHSPlasH); 0 = from p = 0"},
+     "substep (Ihmsen et al. 2014: p_i^0 = 0.5 p_i(t - dt), as SPlisHSPlasH), or of the one "
+     "before where that was smaller (a pressure that held for two substeps, not the correction "
+     "of a transient, which applied again gains energy); 0 = from p = 0"},
 };
 /* clang-format on */
 

@@ -44,9 +44,11 @@ static int on_host(const pbf_world *w, int f) {
     if ((pbf_fields[f].flags & PBF_FIELD_SPH) && w->def.solver == PBF_SOLVER_PBF) return 0;
     if (!pbf_field_in_solver(f, &w->def)) return 0;
     /* the carried row (pbf_carried_row): a host row on every backend (snapshots, restores, new
-     * particles) */
+     * particles); IISPH's older pressure too, which a restore sets from it (pbf_set_lambda) */
+    const int carried = pbf_carried_row(w);
     return w->backend->host_keep == 0 || w->host_rows ||
-           (pbf_fields[f].flags & w->backend->host_keep) != 0 || f == pbf_carried_row(w);
+           (pbf_fields[f].flags & w->backend->host_keep) != 0 || f == carried ||
+           (f == PBF_F_WARM_V && carried == PBF_F_WARM);
 }
 
 /* Bytes per particle of the host arrays the world keeps. */
@@ -159,13 +161,20 @@ const float *pbf_world_lambda(const pbf_world *w) {
 pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *err) {
     const int row = pbf_carried_row(w);
     if (row < 0 || count <= 0 || !w->field[row]) return PBF_OK;
-    if (src) {
-        if (src != w->field[row]) /* (a snapshot of this world points at it) */
-            memcpy(w->field[row], src, (size_t)count * sizeof(float));
-    } else
-        memset(w->field[row], 0, (size_t)count * sizeof(float));
+    /* IISPH's pressure one substep older (WARM_V, pbf_iisph_warm_p) is not carried: it starts as
+     * the carried one, so that the first warm start is the last substep's pressure */
+    const int rows[2] = {row, PBF_F_WARM_V};
+    const int nrows = row == PBF_F_WARM && w->field[PBF_F_WARM_V] ? 2 : 1;
+    for (int r = 0; r < nrows; ++r) {
+        float *dst = w->field[rows[r]];
+        if (src) {
+            if (src != dst) /* (a snapshot of this world points at the carried row) */
+                memcpy(dst, src, (size_t)count * sizeof(float));
+        } else
+            memset(dst, 0, (size_t)count * sizeof(float));
+    }
     if (!w->backend->write_rows) return PBF_OK;
-    return w->backend->write_rows(w, &row, 1, err);
+    return w->backend->write_rows(w, rows, nrows, err);
 }
 
 static float poly6_value(float h, float r2) {

@@ -142,6 +142,16 @@ PBF_FN float pbf_iisph_warm_k(float frac, float p_rho0, float rel, float dt) {
 PBF_FN float pbf_iisph_warm_keep(float k, float rel, float dt) {
     return k * (rel * rel) / (dt * dt);
 }
+/* IISPH's start takes the smaller of the last two substeps' p_i / rho_0 (`last`, `before`): a
+ * pressure that held for two substeps, not the correction of a transient. A substep that needed
+ * many iterations (an impact, or the error that substeps stopped at their minimum iterations
+ * left to grow) ends with the pressure that undid that error; half of it applied again in the
+ * next substep, where the error is gone, pushes the fluid apart, and the iterations, stopping at
+ * the tolerance of the average compression, do not take it back (measured: the dam break at 36
+ * particles across gained 0.023 % of E(0) in one frame, from one substep after a solve of 44
+ * iterations; 0.0004 % with the smaller of the two). In a steady flow both are the same. */
+PBF_FN float pbf_iisph_warm_p(float last, float before) { return before < last ? before : last; }
+
 /* DFSPH: the start applies only where the particle compresses (source > 0), as SPlisHSPlasH's
  * warm start does: elsewhere the solve, whose k_i are >= 0, could not undo it; and only in a
  * full neighbourhood, where the factor is at most `full` (twice the rest lattice's, 1 /

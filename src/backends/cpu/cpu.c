@@ -2460,13 +2460,14 @@ static int stage_pcisph_pressure(pbf_world *w, float dt) {
 }
 
 /* IISPH: density (walls included), the diagonal a_ii into sx, the pressure zeroed; with the warm
- * start (iisph_warm_start > 0) the pressure starts from that fraction of the previous substep's
- * (pbf_iisph_warm_k), in sy and in lambda, which the pressure acceleration that follows applies. */
+ * start (iisph_warm_start > 0) the pressure starts from that fraction of the smaller of the last
+ * two substeps' (pbf_iisph_warm_p, pbf_iisph_warm_k; warm_v takes the last one's), in sy and in
+ * lambda, which the pressure acceleration that follows applies. */
 static int stage_iisph_diagonal(pbf_world *w, float dt) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float frac = w->def.iisph.warm_start, inv_rho0 = 1.0f / w->k.rest_density;
-    const int warm = frac > 0.0f && w->warm;
+    const int warm = frac > 0.0f && w->warm && w->warm_v;
     int bad = INT_MAX;
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
     float *WC = sph_wall_begin(w);
@@ -2488,7 +2489,9 @@ static int stage_iisph_diagonal(pbf_world *w, float dt) {
             w->density[i] = w->k.mass * rho + w->k.rest_density * wall;
             w->sx[i] = pbf_iisph_diagonal(gix * gix + giy * giy + giz * giz, s2);
             if (warm) {
-                const float k0 = pbf_iisph_warm_k(frac, w->warm[i], w->density[i] * inv_rho0, dt);
+                const float pw = pbf_iisph_warm_p(w->warm[i], w->warm_v[i]);
+                w->warm_v[i] = w->warm[i];
+                const float k0 = pbf_iisph_warm_k(frac, pw, w->density[i] * inv_rho0, dt);
                 w->sy[i] = k0;
                 w->lambda[i] = k0;
             } else {

@@ -670,7 +670,8 @@ static inline void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stag
         PBF_GPU_LAUNCH(g, PBF_GK_IISPH_DIAGONAL, n, wg, PBF_GPU_NB(q0q),
                        PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(SX)),
                        PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
-                       PBF_GPU_A(PBF_GPU_FB(WARM)), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+                       PBF_GPU_A(PBF_GPU_FB(WARM)), PBF_GPU_A(PBF_GPU_FB(WARM_V)),
+                       PBF_GPU_A(g->bad), PBF_GPU_A(slot));
         break;
     }
     case PBF_STAGE_IISPH_PRESSURE: {

@@ -1089,7 +1089,7 @@ PBF_KERNEL pbf_k_iisph_diagonal(const pbf_gpu_params P, const PBF_GLOBAL float *
                                 const PBF_GLOBAL pbf_wall_box *boxes, PBF_GLOBAL float *density,
                                 PBF_GLOBAL float *aii, PBF_GLOBAL float *kacc,
                                 PBF_GLOBAL float *kk, const PBF_GLOBAL float *warm,
-                                PBF_GLOBAL int *bad, int slot) {
+                                PBF_GLOBAL float *warm_v, PBF_GLOBAL int *bad, int slot) {
     const int i = PBF_GID;
     if (i >= P.n) return;
     const pbf_walls_consts wc = P.wc;
@@ -1102,7 +1102,9 @@ PBF_KERNEL pbf_k_iisph_diagonal(const pbf_gpu_params P, const PBF_GLOBAL float *
     density[i] = r;
     aii[i] = a;
     if (P.warm > 0.0f) { /* the warm start: applied by the pressure acceleration that follows */
-        const float k0 = pbf_iisph_warm_k(P.warm, warm[i], r * P.inv_rho0, P.dt);
+        const float pw = pbf_iisph_warm_p(warm[i], warm_v[i]);
+        warm_v[i] = warm[i];
+        const float k0 = pbf_iisph_warm_k(P.warm, pw, r * P.inv_rho0, P.dt);
         kacc[i] = k0;
         kk[i] = k0;
     } else {
