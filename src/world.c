@@ -39,16 +39,20 @@ size_t pbf_bytes_per_particle(void) {
     return pbf_fields_bytes(0, 0) + 16 + 32 + 2 + 40 * 3 / 2;
 }
 
+/* The row that a restore sets from carried row `carried` though no snapshot holds it: IISPH's
+ * pressure one substep older (WARM_V, pbf_iisph_warm_p) beside its last (WARM); -1: none. */
+static int carried_companion(int carried) { return carried == PBF_F_WARM ? PBF_F_WARM_V : -1; }
+
 /* Is field f kept in host memory by the world's backend? */
 static int on_host(const pbf_world *w, int f) {
     if ((pbf_fields[f].flags & PBF_FIELD_SPH) && w->def.solver == PBF_SOLVER_PBF) return 0;
     if (!pbf_field_in_solver(f, &w->def)) return 0;
     /* the carried row (pbf_carried_row): a host row on every backend (snapshots, restores, new
-     * particles); IISPH's older pressure too, which a restore sets from it (pbf_set_lambda) */
+     * particles); its companion too, which a restore sets from it (pbf_set_lambda) */
     const int carried = pbf_carried_row(w);
     return w->backend->host_keep == 0 || w->host_rows ||
            (pbf_fields[f].flags & w->backend->host_keep) != 0 || f == carried ||
-           (f == PBF_F_WARM_V && carried == PBF_F_WARM);
+           f == carried_companion(carried);
 }
 
 /* Bytes per particle of the host arrays the world keeps. */
@@ -161,10 +165,10 @@ const float *pbf_world_lambda(const pbf_world *w) {
 pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *err) {
     const int row = pbf_carried_row(w);
     if (row < 0 || count <= 0 || !w->field[row]) return PBF_OK;
-    /* IISPH's pressure one substep older (WARM_V, pbf_iisph_warm_p) is not carried: it starts as
-     * the carried one, so that the first warm start is the last substep's pressure */
-    const int rows[2] = {row, PBF_F_WARM_V};
-    const int nrows = row == PBF_F_WARM && w->field[PBF_F_WARM_V] ? 2 : 1;
+    /* the companion row (IISPH's pressure one substep older) is not carried: it starts as the
+     * carried one, so that the first warm start is the last substep's pressure */
+    const int rows[2] = {row, carried_companion(row)};
+    const int nrows = rows[1] >= 0 && w->field[rows[1]] ? 2 : 1;
     for (int r = 0; r < nrows; ++r) {
         float *dst = w->field[rows[r]];
         if (src) {

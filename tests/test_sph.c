@@ -58,6 +58,19 @@ static pbf_world *create(pbf_world_def *def) {
     return w;
 }
 
+/* A world of `def` holding the fluid block b, or NULL (the error printed). */
+static pbf_world *create_with_block(pbf_world_def *def, pbf_fluid_block b) {
+    pbf_world *w = create(def);
+    if (!w) return NULL;
+    pbf_error err;
+    if (pbf_world_add_fluid_block(w, &b, &err) != PBF_OK) {
+        printf("add block: %s\n", err.message);
+        pbf_world_destroy(w);
+        return NULL;
+    }
+    return w;
+}
+
 /* A 0.2 x 0.3 x 0.2 m column (768 particles) in a 0.2 x 0.6 x 0.2 m tank. */
 static pbf_world *column(pbf_solver_kind solver, int threads) {
     pbf_world_def def = pbf_default_world_def();
@@ -65,16 +78,7 @@ static pbf_world *column(pbf_solver_kind solver, int threads) {
     def.domain_max = (pbf_vec3){0.2f, 0.6f, 0.2f};
     def.solver = solver;
     def.threads = threads;
-    pbf_world *w = create(&def);
-    if (!w) return NULL;
-    pbf_error err;
-    pbf_fluid_block b = {{0, 0, 0}, {0.2f, 0.3f, 0.2f}, {0, 0, 0}};
-    if (pbf_world_add_fluid_block(w, &b, &err) != PBF_OK) {
-        printf("add block: %s\n", err.message);
-        pbf_world_destroy(w);
-        return NULL;
-    }
-    return w;
+    return create_with_block(&def, (pbf_fluid_block){{0, 0, 0}, {0.2f, 0.3f, 0.2f}, {0, 0, 0}});
 }
 
 /* Kinetic plus potential energy (gravity along -y), J per kg of fluid. */
@@ -442,13 +446,7 @@ static pbf_world *warm_column(pbf_solver_kind solver, float warm) {
     def.threads = 0;
     def.iisph.warm_start = warm;
     def.dfsph.warm_start = warm;
-    pbf_world *w = create(&def);
-    pbf_fluid_block b = {{0, 0, 0}, {0.2f, 0.3f, 0.2f}, {0, 0, 0}};
-    if (w && pbf_world_add_fluid_block(w, &b, NULL) != PBF_OK) {
-        pbf_world_destroy(w);
-        return NULL;
-    }
-    return w;
+    return create_with_block(&def, (pbf_fluid_block){{0, 0, 0}, {0.2f, 0.3f, 0.2f}, {0, 0, 0}});
 }
 
 static int same_particles(const pbf_world *a, const pbf_world *b) {
@@ -563,11 +561,10 @@ static void test_iisph_warm_transient(void) {
     def.particle_radius = 0.0020277777f;
     def.domain_max = (pbf_vec3){0.73f, 0.438f, 0.016222222f};
     def.vorticity = 0.0f;
-    pbf_world *w = create(&def);
+    const pbf_fluid_block b = {{0, 0, 0}, {0.146f, 0.292f, 0.016222222f}, {0, 0, 0}};
+    pbf_world *w = create_with_block(&def, b);
     ENSURE(w);
     if (!w) return;
-    pbf_fluid_block b = {{0, 0, 0}, {0.146f, 0.292f, 0.016222222f}, {0, 0, 0}};
-    ENSURE(pbf_world_add_fluid_block(w, &b, NULL) == PBF_OK);
     const double e0 = energy(w);
     double prev = e0, rise = -1.0;
     int at = 0;
@@ -808,11 +805,10 @@ static void test_divergence_min_density(void) {
     def.domain_max = (pbf_vec3){0.6f, 0.4f, 0.15f};
     def.solver = PBF_SOLVER_DFSPH;
     def.dfsph.divergence_min_density = 0.95f;
-    pbf_world *w = create(&def);
+    const pbf_fluid_block b = {{0, 0, 0}, {0.2f, 0.3f, 0.15f}, {0, 0, 0}};
+    pbf_world *w = create_with_block(&def, b);
     ENSURE(w);
     if (!w) return;
-    pbf_fluid_block b = {{0, 0, 0}, {0.2f, 0.3f, 0.15f}, {0, 0, 0}};
-    ENSURE(pbf_world_add_fluid_block(w, &b, NULL) == PBF_OK);
     const double e0 = energy(w);
     double y = mean_y(w), emax = e0;
     for (int k = 0; k < 30; ++k) {
