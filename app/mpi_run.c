@@ -55,15 +55,42 @@ static void report(const mpi_ctx *c, const char *msg) {
     }
 }
 
+/* Every process's message ("" for none) printed by process 0, in process order, as "pbf: MPI
+ * process N: message": what a process other than 0 writes to stderr reaches the terminal only
+ * through mpirun's forwarding, which may keep it after process 0's lines or lose it when the run
+ * ends; process 0 prints what it receives. `root_too`: process 0's own message as well.
+ * Collective. */
+#define MPI_MESSAGE_BYTES 704
+static void report_gathered(const mpi_ctx *c, const char *msg, int root_too) {
+    char mine[MPI_MESSAGE_BYTES];
+    snprintf(mine, sizeof mine, "%s", msg);
+    char *all = c->root ? calloc((size_t)c->size, sizeof mine) : NULL;
+    MPI_Gather(mine, (int)sizeof mine, MPI_CHAR, all, (int)sizeof mine, MPI_CHAR, 0,
+               MPI_COMM_WORLD);
+    if (!c->root) return;
+    if (!all) { /* out of memory: process 0's own message at least */
+        if (root_too && msg[0]) fprintf(stderr, "pbf: MPI process 0: %s\n", msg);
+        fflush(stderr);
+        return;
+    }
+    for (int r = root_too ? 0 : 1; r < c->size; ++r) {
+        const char *m = all + (size_t)r * sizeof mine;
+        if (m[0]) fprintf(stderr, "pbf: MPI process %d: %s\n", r, m);
+    }
+    fflush(stderr);
+    free(all);
+}
+
 /* Prints process 0's message, or when it has none, those of the processes that have one. */
 static void report_any(const mpi_ctx *c, const char *msg) {
     int root_has = msg[0] != '\0';
     MPI_Bcast(&root_has, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (c->root && msg[0])
-        fprintf(stderr, "pbf: %s\n", msg);
-    else if (!c->root && !root_has && msg[0])
-        fprintf(stderr, "pbf: MPI process %d: %s\n", c->rank, msg);
-    fflush(stderr);
+    if (root_has) {
+        if (c->root) fprintf(stderr, "pbf: %s\n", msg);
+        fflush(stderr);
+        return;
+    }
+    report_gathered(c, msg, 0);
 }
 
 /* A checkpoint written by every process (app/checkpoint.h: pieces and an index): each process
@@ -82,9 +109,11 @@ static int save_checkpoint(const mpi_ctx *c, pbf_mpi_domain *dom, pbfapp_output 
                                                   c->rank, c->size, &sum, &err);
     int rc = agree(exit_for(st));
     if (rc) {
+        char msg[MPI_MESSAGE_BYTES] = "";
         if (st != PBF_OK)
-            fprintf(stderr, "pbf: MPI process %d: checkpoint of frame %lld: %s\n", c->rank,
-                    (long long)frame, err.message);
+            snprintf(msg, sizeof msg, "checkpoint of frame %lld: %s", (long long)frame,
+                     err.message);
+        report_gathered(c, msg, 1);
         return rc;
     }
     pbfapp_checkpoint_index ix;
@@ -144,9 +173,9 @@ static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, 
         st = pbfapp_write_piece(dir, frame, c->rank, pbf_world_stats(world).time, &mine, &err);
         int rc = agree(exit_for(st));
         if (rc) {
-            char msg[700];
-            snprintf(msg, sizeof msg, "frame %d: %s", frame, err.message);
-            if (st != PBF_OK) fprintf(stderr, "pbf: MPI process %d: %s\n", c->rank, msg);
+            char msg[MPI_MESSAGE_BYTES] = "";
+            if (st != PBF_OK) snprintf(msg, sizeof msg, "frame %d: %s", frame, err.message);
+            report_gathered(c, msg, 1);
             return rc;
         }
     }
@@ -332,8 +361,7 @@ static pbf_status resume_state(const mpi_ctx *c, const char *dir, uint64_t hash,
             st = restore_pieces(c, path, &ix, world, part, &e1);
             pbfapp_checkpoint_index_free(&ix);
             if (agree(st != PBF_OK)) {
-                if (st != PBF_OK && !c->root)
-                    fprintf(stderr, "pbf: MPI process %d: %s\n", c->rank, e1.message);
+                report_gathered(c, st != PBF_OK && !c->root ? e1.message : "", 0);
                 if (st == PBF_OK) st = pbfapp_fail(&e1, PBF_ERR_INVALID_ARGUMENT,
                                                    "%s: a piece could not be read", path);
                 free(part->key);

@@ -204,14 +204,19 @@ mp 3 run --resume cut --frames 12 > cut.out 2>&1
 rc=$?
 [[ "${rc}" -eq 0 ]] && grep -q 'checkpoint_00006.pbfck: frame 6' cut.out && same_files cut 7 &&
     ! ls cut | grep -q '\.tmp$' && [[ $(ls cut | grep -c '\.pbfpc$') -eq 7 ]] # 4 of frame 6, 3 of 12
-check "checkpoint cut short by a killed process: resumed from the previous one, identical, leftovers deleted" $?
-# a damaged piece of the newest checkpoint: refused with a message, the previous one used
+ok=$?
+[[ "${ok}" -eq 0 ]] || { echo "  exit ${rc}; what the run printed:"; sed 's/^/    /' cut.out; ls cut | sed 's/^/    /'; }
+check "checkpoint cut short by a killed process: resumed from the previous one, identical, leftovers deleted" "${ok}"
+# a damaged piece of the newest checkpoint: refused with a message, the previous one used; process
+# 2 of 3 reads piece 1 of 2, and process 0 prints its message (gathered, not forwarded by mpirun)
 rm -rf dmg && cp -r np2 dmg && printf 'Z' | dd of=dmg/checkpoint_00012_00001.pbfpc bs=1 seek=300 conv=notrunc 2> /dev/null
 mp 3 run --resume dmg --frames 12 > dmg.out 2>&1
 rc=$?
-[[ "${rc}" -eq 0 ]] && grep -q 'checkpoint_00012_00001.pbfpc: checksum mismatch' dmg.out &&
+[[ "${rc}" -eq 0 ]] && grep -q 'MPI process 2: dmg/checkpoint_00012_00001.pbfpc: checksum mismatch' dmg.out &&
     grep -q 'trying the previous checkpoint' dmg.out && same_files dmg 7
-check "a damaged piece: refused, the previous checkpoint used, the run ends identical" $?
+ok=$?
+[[ "${ok}" -eq 0 ]] || { echo "  exit ${rc}; what the run printed:"; sed 's/^/    /' dmg.out; }
+check "a damaged piece: refused, the previous checkpoint used, the run ends identical" "${ok}"
 
 # SIGKILL of one process at random moments, resumed on another process count each time: each
 # attempt is killed once its run has written 1 to 4 more frames (stats.jsonl lines) and then a
