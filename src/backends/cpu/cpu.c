@@ -714,6 +714,7 @@ static inline PBF_SIMD_INLINE void pair_next_ranges(nb_ranges *ca, nb_ranges *cb
 #endif
 
 static double mean_excess(pbf_world *w, const float *a, float scale, float offset);
+static int sph_reserve(pbf_world *w);
 
 static void swapf(float **a, float **b) {
     float *t = *a;
@@ -1328,9 +1329,9 @@ static inline float omega_norm_at(const pbf_world *w, int i, const int onorm) {
 #if PBF_PAIRS
 /* xsph_particle's neighbour sums for particles i and i + 1 (lists built, P the packed copy):
  * sums[p] = {XSPH x, y, z, eta x, y, z} of particle i + p, bit-identical. */
-static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P, nb_ranges *ca,
-                                             nb_ranges *cb, const int vort, const int cubic,
-                                             float sums[2][6], const int onorm) {
+static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P, const float *PV,
+                                             nb_ranges *ca, nb_ranges *cb, const int vort,
+                                             const int cubic, float sums[2][6], const int onorm) {
     const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
     const float *restrict OMEGA = w->lambda;
     const float *restrict WX = w->px, *restrict WY = w->py, *restrict WZ = w->pz;
@@ -1351,9 +1352,17 @@ static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P
         pbf_vi16 in = valid & (r2 < h2v);
         pbf_vf16 vj = vf16_and(mj, in);
         pbf_vf16 wk = vj * v16_kw(k, r2, in, cubic);
-        sx += vf16_and(wk * (vf16_gather_idx(VX, jv) - vxi), in);
-        sy += vf16_and(wk * (vf16_gather_idx(VY, jv) - vyi), in);
-        sz += vf16_and(wk * (vf16_gather_idx(VZ, jv) - vzi), in);
+        pbf_vf16 vxj, vyj, vzj;
+        if (PV) {
+            load_packed16(PV, jv, &vxj, &vyj, &vzj, NULL);
+        } else {
+            vxj = vf16_gather_idx(VX, jv);
+            vyj = vf16_gather_idx(VY, jv);
+            vzj = vf16_gather_idx(VZ, jv);
+        }
+        sx += vf16_and(wk * (vxj - vxi), in);
+        sy += vf16_and(wk * (vyj - vyi), in);
+        sz += vf16_and(wk * (vzj - vzi), in);
         if (vort) {
             pbf_vf16 wj;
             if (onorm) {
@@ -1380,9 +1389,10 @@ static inline PBF_SIMD_INLINE void xsph_pair(pbf_world *w, int i, const float *P
 }
 #endif
 
-/* pre: the neighbour sums from xsph_pair, or NULL (computed here). */
+/* pre: the neighbour sums from xsph_pair, or NULL (computed here). PV: the packed velocities
+ * (v_x, v_y, v_z, 0), or NULL (gathered from the arrays): the same values either way. */
 static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const float *P,
-                                                 nb_ranges *cache, const int vort,
+                                                 const float *PV, nb_ranges *cache, const int vort,
                                                  const int cubic, float dt, float vmax, int *bad,
                                                  int64_t *clamps, const float *pre,
                                                  const int onorm) {
@@ -1414,9 +1424,11 @@ static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const floa
         pbf_vf vj = vf_and(mj, in);
         /* XSPH: sum_j (m / rho_j) (v_j - v_i) W_ij  (eq. 17); the j = i term is 0 */
         pbf_vf wk = vj * v_kw(k, r2, in, cubic);
-        sx += vf_and(wk * (LOAD(VX) - vxi), in);
-        sy += vf_and(wk * (LOAD(VY) - vyi), in);
-        sz += vf_and(wk * (LOAD(VZ) - vzi), in);
+        pbf_vf vxj, vyj, vzj;
+        load_neighbours(PV, jv, VX, VY, VZ, NULL, &vxj, &vyj, &vzj, NULL);
+        sx += vf_and(wk * (vxj - vxi), in);
+        sy += vf_and(wk * (vyj - vyi), in);
+        sz += vf_and(wk * (vzj - vzi), in);
         if (vort) {
             /* eta = grad |omega| = sum_j V_j (|omega_j| - |omega_i|) grad_i W_ij  (eq. 16) */
             pbf_vf wj;
@@ -1458,7 +1470,8 @@ static inline PBF_SIMD_INLINE void xsph_particle(pbf_world *w, int i, const floa
 }
 
 /* The XSPH pass's worksharing loop, as curl_loop. */
-static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *PK, const int vort,
+static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *PK,
+                                             const float *PV, const int vort,
                                              const int cubic, const int pairs, float dt,
                                              float vmax, int *bad, int64_t *clamps,
                                              const int onorm) {
@@ -1472,10 +1485,11 @@ static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *P
 #pragma omp for schedule(monotonic : dynamic, 1)
     SWEEP_FOR(sweep_i, i) {
         if (pairs && (i & 1) == 0 && i + 1 < n) { /* chunks start even */
-            xsph_pair(w, i, PK, &cache, &cache_b, vort, cubic, sums, onorm);
-            xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps, sums[0], onorm);
+            xsph_pair(w, i, PK, PV, &cache, &cache_b, vort, cubic, sums, onorm);
+            xsph_particle(w, i, PK, PV, &cache, vort, cubic, dt, vmax, bad, clamps, sums[0],
+                          onorm);
         } else {
-            xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps,
+            xsph_particle(w, i, PK, PV, &cache, vort, cubic, dt, vmax, bad, clamps,
                           pairs && (i & 1) ? sums[1] : NULL, onorm);
         }
     }
@@ -1484,7 +1498,7 @@ static inline PBF_SIMD_INLINE void xsph_loop(pbf_world *w, int n, const float *P
     const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)
     SWEEP_FOR(sweep_i, i)
-        xsph_particle(w, i, PK, &cache, vort, cubic, dt, vmax, bad, clamps, NULL, onorm);
+        xsph_particle(w, i, PK, PV, &cache, vort, cubic, dt, vmax, bad, clamps, NULL, onorm);
 #endif
 }
 
@@ -1494,16 +1508,26 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const float *restrict RHO = w->density;
     int bad = INT_MAX;
-    /* the packed copy for this pass: (x*, y*, z*, m / rho) */
+    /* the packed copy for this pass: (x*, y*, z*, m / rho); the SPH solvers', which have the
+     * room (sph_v, free at this point), also the velocities (v_x, v_y, v_z, 0): a neighbour's
+     * velocity is then one 16-byte load, not three scattered ones (PBF gathers them) */
     float *restrict PK = pack_reserve(w) ? LISTS(w)->pack : NULL;
+    float *restrict PV =
+        PK && w->def.solver != PBF_SOLVER_PBF && sph_reserve(w) ? LISTS(w)->sph_v : NULL;
     if (PK) {
         const float m = w->k.mass;
+        const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;
 #pragma omp parallel for schedule(static) num_threads(w->nthreads)
         for (int i = 0; i < n; ++i) {
             PK[4 * i + 0] = QX[i];
             PK[4 * i + 1] = QY[i];
             PK[4 * i + 2] = QZ[i];
             PK[4 * i + 3] = m / RHO[i];
+            if (PV) {
+                PV[4 * i + 0] = VX[i];
+                PV[4 * i + 1] = VY[i];
+                PV[4 * i + 2] = VZ[i];
+            }
         }
     }
     int64_t clamps = 0;
@@ -1523,13 +1547,13 @@ static int stage_vorticity_xsph(pbf_world *w, float dt, float vmax) {
     {
         const unsigned fp_mode = pbf_denormals_off();
         if (vort && cubic)
-            xsph_loop(w, n, PK, 1, 1, pairs, dt, vmax, &bad, &clamps, 0);
+            xsph_loop(w, n, PK, PV, 1, 1, pairs, dt, vmax, &bad, &clamps, 0);
         else if (vort)
-            xsph_loop(w, n, PK, 1, 0, pairs, dt, vmax, &bad, &clamps, onorm);
+            xsph_loop(w, n, PK, PV, 1, 0, pairs, dt, vmax, &bad, &clamps, onorm);
         else if (cubic)
-            xsph_loop(w, n, PK, 0, 1, pairs, dt, vmax, &bad, &clamps, 0);
+            xsph_loop(w, n, PK, PV, 0, 1, pairs, dt, vmax, &bad, &clamps, 0);
         else
-            xsph_loop(w, n, PK, 0, 0, pairs, dt, vmax, &bad, &clamps, 0);
+            xsph_loop(w, n, PK, PV, 0, 0, pairs, dt, vmax, &bad, &clamps, 0);
         pbf_denormals_restore(fp_mode);
     }
     w->solve.speed_clamps += clamps;
@@ -1590,8 +1614,15 @@ static double mean_excess(pbf_world *w, const float *a, float scale, float offse
         int m = 0;
         for (int i = i0; i < i1; ++i) {
             if (ghost && ghost[i]) continue;
-            float e = a[i] * scale + offset;
-            if (e > 0.0f) sum += e;
+            const float e = a[i] * scale + offset;
+            /* e where it is positive, else +0 (by a mask: no branch to mispredict on the sign of
+             * each); + 0.0 leaves the sum's bits as they are, so the sum is the positive terms' */
+            uint32_t bits;
+            memcpy(&bits, &e, sizeof bits);
+            bits &= 0u - (uint32_t)(e > 0.0f);
+            float ep;
+            memcpy(&ep, &bits, sizeof ep);
+            sum += (double)ep;
             ++m;
         }
         part[c] = sum;
