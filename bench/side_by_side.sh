@@ -165,13 +165,19 @@ if [[ -n "${methods}" ]]; then
             iisph) peer_p=(--param "maxError=${tol}" --param minIterations=2 --param maxIterations=100)
                    pbf_p=(--set "iisph_tolerance=${tol}" --set iisph_min_iterations=2
                           --set iisph_max_iterations=100 --set iisph_cfl=0) ;;
+            # SPlisHSPlasH's TimeStepDFSPH warm-starts both solves from half the previous
+            # substep's stiffness (USE_WARMSTART, USE_WARMSTART_V); pbf warm-starts its
+            # divergence solve at the same fraction, within the solve's first iteration (its
+            # density solve's start, dfsph_warm_start, stays off: with the Chebyshev iterations
+            # it gains energy at an impact)
             dfsph) peer_p=(--param "maxError=${tol}" --param minIterations=2 --param maxIterations=100
                            --param "maxErrorV=${tol}" --param maxIterationsV=100
                            --param enableDivergenceSolver=true)
                    pbf_p=(--set "dfsph_tolerance=${tol}" --set dfsph_min_iterations=2
                           --set dfsph_max_iterations=100 --set "dfsph_divergence_tolerance=${tol}"
                           --set dfsph_divergence_min_iterations=1
-                          --set dfsph_divergence_max_iterations=100 --set dfsph_cfl=0) ;;
+                          --set dfsph_divergence_max_iterations=100 --set dfsph_cfl=0
+                          --set dfsph_divergence_warm_start=0.5) ;;
             *) echo "side_by_side.sh: method ${m}: expected pbf, wcsph, pcisph, iisph or dfsph" >&2; exit 2 ;;
         esac
         # the same simulated time for every method: steps scaled by 0.005 s / dt

@@ -28,6 +28,8 @@
  * (...): the warm start (iisph_warm_start, dfsph_warm_start; stages marked `warm`, skipped when
  * it is 0): the solve starts from a fraction of the previous substep's pressure, kept per
  * particle (the registry's WARM rows), and these stages apply it before the first iteration.
+ * DFSPH's dfsph_divergence_warm_start warm-starts the divergence solve inside its first
+ * iteration instead (its measuring stage), so that solve's warm stages are skipped.
  *
  * An iterative solve is a block of stages with the same `loop`: its first stage measures the
  * error (w->solve_error); the block repeats until the error is at most the tolerance after at
@@ -258,11 +260,16 @@ static void run_one(pbf_world *w, const pbf_stage_desc *sd, const pbf_step_ctx *
 }
 
 /* Does the warm start's stage s run: the solver's warm start is on and the solve it starts (the
- * next block of iterations) runs at least one iteration? */
+ * next block of iterations) runs at least one iteration? DFSPH's divergence solve has none with
+ * dfsph_divergence_warm_start, which warm-starts it within its first iteration. */
 static int warm_runs(const pbf_world *w, const pbf_stage_desc *st, int s, int n) {
     if (!(pbf_warm_start(&w->def) > 0.0f)) return 0;
     for (int k = s; k < n; ++k)
-        if (st[k].loop) return bounds(w, st[k].loop).max > 0;
+        if (st[k].loop) {
+            if (st[k].loop == PBF_SOLVE_DIVERGENCE && w->def.dfsph.divergence_warm_start > 0.0f)
+                return 0;
+            return bounds(w, st[k].loop).max > 0;
+        }
     return 0;
 }
 

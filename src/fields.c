@@ -47,8 +47,11 @@ int pbf_field_in_solver(int f, const pbf_world_def *def) {
     const unsigned fl = pbf_fields[f].flags;
     const int iisph = def->solver == PBF_SOLVER_IISPH && def->iisph.warm_start > 0.0f;
     const int dfsph = def->solver == PBF_SOLVER_DFSPH && def->dfsph.warm_start > 0.0f;
+    /* DFSPH's divergence warm start alone keeps kappa^v only */
+    const int dfsph_v =
+        def->solver == PBF_SOLVER_DFSPH && def->dfsph.divergence_warm_start > 0.0f;
     if ((fl & PBF_FIELD_WARM) && !iisph && !dfsph) return 0;
-    if ((fl & PBF_FIELD_WARM_V) && !dfsph && !iisph) return 0;
+    if ((fl & PBF_FIELD_WARM_V) && !dfsph && !dfsph_v && !iisph) return 0;
     return 1;
 }
 

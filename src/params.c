@@ -159,6 +159,14 @@ static const pbf_param_info dfsph_params[] = {
      "neighbourhood; 0 (the default) = off. DFSPH's iterations only add pressure, so a start "
      "above what the substep needs stays: at 0.5 the dam break gains 0.02 % of E(0) at its "
      "release"},
+    {"dfsph_divergence_warm_start", PBF_PARAM_FLOAT, "1", 0, {0}, 0, 1, 0, NULL,
+     F(dfsph.divergence_warm_start),
+     "warm start of the divergence solve within its first iteration: where the particle "
+     "compresses and has a full neighbourhood, the first iteration's k_i is the larger of its "
+     "Jacobi update and this fraction of the previous substep's kappa^v_i (SPlisHSPlasH's "
+     "TimeStepDFSPH starts from 0.5), and the Chebyshev weights restart after it; unlike "
+     "dfsph_warm_start it needs no pass of its own, and it replaces dfsph_warm_start for the "
+     "divergence solve (which then starts only the density solve); 0 (the default) = off"},
     {"dfsph_divergence_min_density", PBF_PARAM_FLOAT, "1", 0, {0}, 0, 2, 0, NULL,
      F(dfsph.divergence_min_density),
      "divergence solve: leave out particles whose density number rho_i / rho_0 (fluid and "

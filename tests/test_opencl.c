@@ -591,16 +591,27 @@ static void test_iisph_dam_break_matches_cpu(void) {
     check_sph_dam_break(PBF_SOLVER_IISPH);
 }
 
-/* The warm starts on the device: DFSPH's (off by default) at SPlisHSPlasH's 0.5, and IISPH's
+/* The warm starts on the device: DFSPH's (off by default) at SPlisHSPlasH's 0.5, its divergence
+ * warm start within the first iteration alone and with the density solve's start, and IISPH's
  * (on by default) off: the CPU's states step by step. */
 static void test_warm_starts_match_cpu(void) {
-    pbf_world_def def = solver_def(PBF_SOLVER_DFSPH);
-    def.dfsph.warm_start = 0.5f;
-    pbf_world *cpu = dam_break_of(def, "cpu", 1), *gpu = dam_break_of(def, "opencl", 1);
-    ENSURE(cpu && gpu);
-    if (cpu && gpu) run_and_compare_solve(cpu, gpu, 40, "dfsph, warm start 0.5");
-    pbf_world_destroy(cpu);
-    pbf_world_destroy(gpu);
+    static const float both[3][2] = {{0.5f, 0.0f}, {0.0f, 0.5f}, {0.5f, 0.5f}};
+    static const char *const what[3] = {"dfsph, warm start 0.5",
+                                        "dfsph, divergence warm start 0.5",
+                                        "dfsph, warm start 0.5, divergence warm start 0.5"};
+    pbf_world_def def;
+    pbf_world *cpu, *gpu;
+    for (int k = 0; k < 3; ++k) {
+        def = solver_def(PBF_SOLVER_DFSPH);
+        def.dfsph.warm_start = both[k][0];
+        def.dfsph.divergence_warm_start = both[k][1];
+        cpu = dam_break_of(def, "cpu", 1);
+        gpu = dam_break_of(def, "opencl", 1);
+        ENSURE(cpu && gpu);
+        if (cpu && gpu) run_and_compare_solve(cpu, gpu, 40, what[k]);
+        pbf_world_destroy(cpu);
+        pbf_world_destroy(gpu);
+    }
     def = solver_def(PBF_SOLVER_IISPH);
     def.iisph.warm_start = 0.0f;
     cpu = dam_break_of(def, "cpu", 1);

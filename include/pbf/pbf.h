@@ -151,6 +151,10 @@ typedef struct pbf_dfsph_params {
     float chebyshev_rho;        /* Chebyshev acceleration of both solves' Jacobi iterations
                                    (Wang 2015) on k_i: the estimated spectral radius; 0: plain
                                    Jacobi, the paper */
+    float divergence_warm_start; /* the divergence solve's first iteration applies at least
+                                    this fraction of the previous substep's kappa^v_i, within its
+                                    own pass (no start pass); it then replaces warm_start for that
+                                    solve; 0: off */
 } pbf_dfsph_params;
 
 /* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009): per substep, predict

@@ -179,6 +179,23 @@ PBF_FN float pbf_dfsph_k(float source, float factor, float previous, float omega
     return pbf_chebyshev_lambda(source * factor, previous, omega);
 }
 
+/* DFSPH's divergence warm start within the solve's first iteration (dfsph_divergence_warm_start):
+ * that iteration applies the larger of its Jacobi k_i and the warm k_i (pbf_dfsph_warm_k of the
+ * previous substep's kappa^v_i: 0 where the particle does not compress or its neighbourhood is
+ * not full), so the start costs no pressure pass of its own, and where this substep needs less
+ * than the warm pressure the iterations after it find the overshoot as expansion, which they
+ * leave alone (the source counts compression only). The Chebyshev weights restart after it
+ * (pbf_dfsph_cheb_iteration): their extrapolation from a warm k_i, which is not a Jacobi
+ * update, would add half of it again. Measured on a falling block at dt = 5 ms (59,319
+ * particles): 0.5 takes the iterations per step from 3.3 + 3.0 to 2.0 + 3.0. */
+PBF_FN float pbf_dfsph_warm_first(float k, float kw) { return k > kw ? k : kw; }
+/* The iteration whose Chebyshev weight an iteration of either solve takes: its own, or with the
+ * warm start within the first iteration (warm_first), one less, so that the second iteration is
+ * plain Jacobi and the sequence starts over from it. */
+PBF_FN int pbf_dfsph_cheb_iteration(int iteration, int warm_first) {
+    return warm_first && iteration > 0 ? iteration - 1 : iteration;
+}
+
 /* The collisions and friction of walls.h on a velocity: the motion dt v from x (the position the
  * solve works at) is pushed out of the boxes and into the container, and v becomes what is left
  * of it. Inside the SPH solvers' iterations, as PBF projects its collisions in every iteration:

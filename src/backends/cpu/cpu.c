@@ -2198,18 +2198,23 @@ static inline PBF_SIMD_INLINE float rate_cached(pbf_world *w, int i, int n, int 
  * (pbf_dfsph_warm_keep with dt = 1), and the next substep's start takes kappa_i = sum / dt^2 with
  * the dt of that substep (warm_dt): the same operations as keeping kappa_i, so the same bits as
  * the GPU kernels, which keep the sum apart (ksum); sz stays free for D_i, so that the starts,
- * like the cold solves' first measures, read D_i from the stage before instead of a pass. */
+ * like the cold solves' first measures, read D_i from the stage before instead of a pass.
+ * With dfsph_divergence_warm_start the divergence solve has no start: its first iteration takes
+ * the warm k_i from kappa^v_i itself (pbf_dfsph_warm_first), its sum starting at 0. */
 static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start, int iteration,
                               int rate_ok, int xv) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
-    const float frac = w->def.dfsph.warm_start;
+    /* the divergence solve's warm start within its first iteration (pbf_dfsph_warm_first) */
+    const int first = divergence && w->def.dfsph.divergence_warm_start > 0.0f;
+    const float frac = first ? w->def.dfsph.divergence_warm_start : w->def.dfsph.warm_start;
     const float min_rel = w->def.dfsph.divergence_min_density;
     float *restrict WK = divergence ? w->warm_v : w->warm;
     const int keep = frac > 0.0f && WK;
     const float full = 2.0f / w->lattice_grad2;
-    const float omega = pbf_chebyshev_omega(w->def.dfsph.chebyshev_rho, iteration);
+    const float omega = pbf_chebyshev_omega(w->def.dfsph.chebyshev_rho,
+                                            pbf_dfsph_cheb_iteration(iteration, first));
     int bad = INT_MAX;
     const int pairs = LISTS(w)->pair_ok;
     /* D_i of these velocities is in sz already (the factor pass's for the divergence solve's
@@ -2247,12 +2252,19 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
                 const float kappa = dtp > 0.0f ? WK[i] / (dtp * dtp) : 0.0f;
                 w->lambda[i] = keep ? pbf_dfsph_warm_k(frac, kappa, c, w->sx[i], full, dt) : 0.0f;
             } else {
-                if (keep) {
+                float kw = 0.0f; /* the warm k of the first iteration (first) */
+                const int warm_first = keep && first && iteration == 0;
+                if (warm_first) {
+                    const float kappa = dtp > 0.0f ? WK[i] / (dtp * dtp) : 0.0f;
+                    kw = pbf_dfsph_warm_k(frac, kappa, c, w->sx[i], full, dt);
+                    WK[i] = 0.0f; /* no k applied yet in this substep */
+                } else if (keep) {
                     const float sum = iteration == 0 ? w->lambda[i] : WK[i] + w->lambda[i];
                     WK[i] = pbf_dfsph_warm_keep(sum, w->sx[i], full, 1.0f);
                 }
                 w->sy[i] = c;
-                w->lambda[i] = pbf_dfsph_k(c, w->sx[i], w->lambda[i], omega);
+                const float k = pbf_dfsph_k(c, w->sx[i], w->lambda[i], omega);
+                w->lambda[i] = warm_first ? pbf_dfsph_warm_first(k, kw) : k;
             }
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;
         }

@@ -127,6 +127,10 @@ typedef struct pbf_gpu_params {
     float pcisph_delta; /* PCISPH: pbf_pcisph_delta of the rest lattice (m^2 in k) */
     float iisph_omega;  /* IISPH: relaxation of the Jacobi update */
     float warm;         /* IISPH, DFSPH: the warm start's fraction (pbf_warm_start), 0: off */
+    float warm_v;       /* DFSPH's divergence solve: its warm start's fraction (warm, or
+                           dfsph_divergence_warm_start when that is on) */
+    int warm_first;     /* DFSPH: dfsph_divergence_warm_start is on (pbf_dfsph_warm_first) */
+    float chebyshev_v;  /* the divergence solve's Chebyshev weight (pbf_dfsph_cheb_iteration) */
     float dfsph_full;   /* DFSPH's warm start: the largest factor of a full neighbourhood */
     float dfsph_min_rel; /* DFSPH: dfsph_divergence_min_density (pbf_dfsph_source) */
     int iteration;      /* the iteration of a solve (pbf_step_ctx.iteration) */
