@@ -4,7 +4,9 @@
 # after the same iteration), against the single-process run of scenes/quick.json (a dam break,
 # 2250 particles, 6 frames, one thread per process):
 #   - WCSPH, PCISPH, IISPH and DFSPH (each with its CFL substeps and tolerance stop, the
-#     defaults) and PBF stopped at a tolerance (pbf_tolerance = 0.05 %) on 2 and 4 processes:
+#     defaults; DFSPH also with dfsph_divergence_warm_start = 0.5, whose kappa^v_i migrates
+#     with its particle) and PBF stopped at a tolerance (pbf_tolerance = 0.05 %) on 2 and 4
+#     processes:
 #     every frame byte-identical to the single-process run's, and stats.jsonl equal to its own
 #     (iterations, substeps, divergence iterations; the solves' errors, summed over processes,
 #     within 1e-9 relative), ranks = N.
@@ -15,12 +17,15 @@ set -uo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/mpi_common.sh" "$@"
 frames=6
 
-for solver in wcsph pcisph iisph dfsph pbf; do
+for solver in wcsph pcisph iisph dfsph dfsph_warm_v pbf; do
     set_args=(--set "solver=${solver}")
     name="${solver}"
     if [[ "${solver}" == pbf ]]; then
         set_args+=(--set pbf_tolerance=0.05)
         name="pbf, pbf_tolerance = 0.05 %"
+    elif [[ "${solver}" == dfsph_warm_v ]]; then # kappa^v_i migrates with its particle
+        set_args=(--set solver=dfsph --set dfsph_divergence_warm_start=0.5)
+        name="dfsph, dfsph_divergence_warm_start = 0.5"
     fi
     "${pbf}" run "${scene}" --out "ref_${solver}" --set threads=1 --frames "${frames}" -q \
         "${set_args[@]}"
