@@ -163,6 +163,10 @@ float pbf_warm_start(const pbf_world_def *def) {
     }
 }
 
+float pbf_dfsph_first_warm(const pbf_world_def *def) {
+    return def->solver == PBF_SOLVER_DFSPH ? def->dfsph.divergence_warm_start : 0.0f;
+}
+
 const char *pbf_stage_name(pbf_stage_id id) {
     return (int)id >= 0 && id < PBF_STAGE_COUNT && stage_names[id] ? stage_names[id] : "?";
 }
@@ -266,7 +270,7 @@ static int warm_runs(const pbf_world *w, const pbf_stage_desc *st, int s, int n)
     if (!(pbf_warm_start(&w->def) > 0.0f)) return 0;
     for (int k = s; k < n; ++k)
         if (st[k].loop) {
-            if (st[k].loop == PBF_SOLVE_DIVERGENCE && w->def.dfsph.divergence_warm_start > 0.0f)
+            if (st[k].loop == PBF_SOLVE_DIVERGENCE && pbf_dfsph_first_warm(&w->def) > 0.0f)
                 return 0;
             return bounds(w, st[k].loop).max > 0;
         }

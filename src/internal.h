@@ -185,6 +185,9 @@ typedef struct pbf_stage_desc {
 /* The fraction of the previous substep's solution an IISPH or DFSPH solve starts from
  * (iisph_warm_start, dfsph_warm_start); 0 for the other solvers and when it is off. */
 float pbf_warm_start(const pbf_world_def *def);
+/* DFSPH's divergence warm start within the solve's first iteration (dfsph_divergence_warm_start,
+ * pbf_dfsph_warm_first): its fraction; 0 for the other solvers and when it is off. */
+float pbf_dfsph_first_warm(const pbf_world_def *def);
 /* The step of a solver as a table of stages, ending with PBF_STAGE_STATS. */
 const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count);
 /* A stage's name: in pbf_stats.bad_stage, diagnoses and benchmark breakdowns. */

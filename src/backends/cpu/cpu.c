@@ -2207,8 +2207,8 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     /* the divergence solve's warm start within its first iteration (pbf_dfsph_warm_first) */
-    const int first = divergence && w->def.dfsph.divergence_warm_start > 0.0f;
-    const float frac = first ? w->def.dfsph.divergence_warm_start : w->def.dfsph.warm_start;
+    const int first = divergence && pbf_dfsph_first_warm(&w->def) > 0.0f;
+    const float frac = first ? pbf_dfsph_first_warm(&w->def) : w->def.dfsph.warm_start;
     const float min_rel = w->def.dfsph.divergence_min_density;
     float *restrict WK = divergence ? w->warm_v : w->warm;
     const int keep = frac > 0.0f && WK;

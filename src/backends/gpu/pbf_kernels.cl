@@ -940,8 +940,8 @@ PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx
         const int warm_first = keep && first && P.iteration == 0;
         if (warm_first) { /* kappa^v_i, read before it is replaced */
             kw = pbf_dfsph_warm_k(frac, warm[i], c, factor[i], P.dfsph_full, P.dt);
-            ksum[i] = 0.0f;
-            warm[i] = pbf_dfsph_warm_keep(0.0f, factor[i], P.dfsph_full, P.dt);
+            ksum[i] = 0.0f; /* no k applied yet in this substep */
+            warm[i] = 0.0f;
         } else if (keep) { /* the k applied so far: the start's, then each iteration's */
             const float sum = P.iteration == 0 ? kk[i] : ksum[i] + kk[i];
             ksum[i] = sum;
