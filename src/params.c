@@ -157,8 +157,8 @@ static const pbf_param_info dfsph_params[] = {
      "each starts by applying this fraction of the sum of the previous substep's stiffness "
      "parameters kappa_i (kappa^v_i), where the particle compresses and has a full "
      "neighbourhood; 0 (the default) = off. DFSPH's iterations only add pressure, so a start "
-     "above what the substep needs stays: at 0.5 the dam break gains 0.02 % of E(0) at its "
-     "release"},
+     "above what the substep needs stays: at 0.5 the dam break (36 particles across) gains "
+     "0.30 % of E(0) between two frames at its release, with the Chebyshev iterations"},
     {"dfsph_divergence_warm_start", PBF_PARAM_FLOAT, "1", 0, {0}, 0, 1, 0, NULL,
      F(dfsph.divergence_warm_start),
      "warm start of the divergence solve within its first iteration: where the particle "
