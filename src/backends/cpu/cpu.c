@@ -2207,8 +2207,9 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     /* the divergence solve's warm start within its first iteration (pbf_dfsph_warm_first) */
-    const int first = divergence && pbf_dfsph_first_warm(&w->def) > 0.0f;
-    const float frac = first ? pbf_dfsph_first_warm(&w->def) : w->def.dfsph.warm_start;
+    const float first_warm = divergence ? pbf_dfsph_first_warm(&w->def) : 0.0f;
+    const int first = first_warm > 0.0f;
+    const float frac = first ? first_warm : w->def.dfsph.warm_start;
     const float min_rel = w->def.dfsph.divergence_min_density;
     float *restrict WK = divergence ? w->warm_v : w->warm;
     const int keep = frac > 0.0f && WK;

@@ -82,8 +82,9 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.pcisph_delta = pbf_pcisph_delta(w->lattice_grad2);
     P.iisph_omega = w->def.iisph.omega;
     P.warm = pbf_warm_start(&w->def);
-    const int first = pbf_dfsph_first_warm(&w->def) > 0.0f;
-    P.warm_v = first ? pbf_dfsph_first_warm(&w->def) : P.warm;
+    const float first_warm = pbf_dfsph_first_warm(&w->def);
+    const int first = first_warm > 0.0f;
+    P.warm_v = first ? first_warm : P.warm;
     P.warm_first = first;
     P.chebyshev_v =
         pbf_chebyshev_omega(rho, pbf_dfsph_cheb_iteration(c ? c->iteration : 0, first));
