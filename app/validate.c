@@ -74,6 +74,7 @@ static double run_cpu_seconds(void) {
 #define SETTLED_FROM 0.75 /* the last quarter of the hydrostatic run is "settled" */
 #define STAB_FPS 60.0     /* the envelope's frames, as in `pbf run` scenes */
 #define STAB_DENSITY 10.0 /* %: a larger maximum density error counts as unstable */
+#define STAB_ENERGY 1.0   /* %: an energy gain E(t) - E(0) above this, of E(0), is unstable */
 #define GRAVITY 9.81
 #define N_COARSE 18
 #define N_MEDIUM 36
@@ -146,9 +147,11 @@ typedef struct sim_head {
     char message[512];
     int nrec, nbins, ncurve, particles;
     int fail;      /* first failure: 0 none, 1 non-finite, 2 escaped, 3 average density error
-                        >= STAB_DENSITY, 4 largest density error > stab_guard() */
+                        >= STAB_DENSITY, 4 largest density error > stab_guard(), 5 (stability
+                        envelope) energy gain above STAB_ENERGY % of E(0) at a frame */
     double fail_t; /* s */
     double peak_avg, peak_max; /* % over every step */
+    double peak_gain;  /* largest E(t) - E(0) over the frames, % of E(0) */
     double max_over_t; /* first time the maximum density error reached STAB_DENSITY, or -1 */
     int64_t steps;
     double wall_s, mass, h0; /* h0: height the volume implies (hydrostatic), m */
@@ -466,16 +469,10 @@ static void simulate(const spec *sp, int threads, sim_result *res) {
         goto done;
     }
     double dt = 1.0 / (sp->fps * sp->substeps);
-    if (sp->kind != CASE_STAB)
-        measure(w, sp, &def, res->h.mass, res->h.h0, buf, nd, nn, dy, &res->rec[0]);
-    else {
-        pbf_stats st = pbf_world_stats(w);
-        res->rec[0] = (frame_rec){.t = st.time,
-                                  .err_avg = st.density_error_avg,
-                                  .err_max = st.density_error_max,
-                                  .vmax = st.max_speed};
-    }
+    measure(w, sp, &def, res->h.mass, res->h.h0, buf, nd, nn, dy, &res->rec[0]);
+    const double e0 = res->rec[0].ekin + res->rec[0].epot;
     res->h.nrec = 1;
+    res->h.peak_gain = 0.0;
     for (int f = 1; f <= sp->frames; ++f) {
         int stop = 0;
         for (int k = 0; k < sp->substeps && !stop; ++k) {
@@ -504,16 +501,17 @@ static void simulate(const spec *sp, int threads, sim_result *res) {
             if (fail == 1 || fail == 2 || (fail && sp->kind == CASE_STAB)) stop = 1;
         }
         if (stop) break;
-        if (sp->kind != CASE_STAB)
-            measure(w, sp, &def, res->h.mass, res->h.h0, buf, nd, nn, dy, &res->rec[f]);
-        else {
-            pbf_stats st = pbf_world_stats(w);
-            res->rec[f] = (frame_rec){.t = st.time,
-                                      .err_avg = st.density_error_avg,
-                                      .err_max = st.density_error_max,
-                                      .vmax = st.max_speed};
-        }
+        measure(w, sp, &def, res->h.mass, res->h.h0, buf, nd, nn, dy, &res->rec[f]);
         res->h.nrec = f + 1;
+        /* a run that explodes can keep every density: the envelope also asks that nothing gains
+         * energy (gravity and walls at rest add none; vorticity confinement adds little) */
+        const double gain = 100.0 * (res->rec[f].ekin + res->rec[f].epot - e0) / e0;
+        if (gain > res->h.peak_gain) res->h.peak_gain = gain;
+        if (sp->kind == CASE_STAB && gain > STAB_ENERGY && !res->h.fail) {
+            res->h.fail = 5;
+            res->h.fail_t = res->rec[f].t;
+            break;
+        }
     }
     if (sp->kind == CASE_HYDRO) {
         /* final profiles: mean density per layer of height s, number density / bulk */
@@ -2759,11 +2757,13 @@ static int write_report(const validate_options *o, const char *report, const run
             "hits the far wall and runs up it). Stable: no non-finite value, no particle "
             "outside the container, an average density error under %.0f %% and no particle's "
             "density error above %.0f %% (\"guard\": where `pbf run`'s default "
-            "`guard_density_error` stops a run) after every step of the run. Each cell gives "
-            "the peak average / peak maximum density error; "
+            "`guard_density_error` stops a run) after every step of the run, and no gain of "
+            "energy (kinetic + potential) above E(0) by more than %.0f %% of E(0) at a frame: "
+            "a run that blows up can keep its densities, and nothing in the dam break adds "
+            "energy. Each cell gives the peak average / peak maximum density error; "
             "⚠ marks a cell whose maximum (one particle) went over %.0f %% (first at the time "
             "given) while the average stayed under.\n\n",
-            LONG_T_END, STAB_DENSITY, stab_guard(), STAB_DENSITY);
+            LONG_T_END, STAB_DENSITY, stab_guard(), STAB_ENERGY, STAB_DENSITY);
     for (int j = 0; j < 2; ++j) {
         if (!get(rs, "stab_n%d_s%d_it4", RES[j], 4)) continue;
         double s = KO_L / RES[j];
@@ -2784,7 +2784,10 @@ static int write_report(const validate_options *o, const char *report, const run
                     fprintf(f, " — |");
                     continue;
                 }
-                if (r->h.fail)
+                if (r->h.fail == 5)
+                    fprintf(f, " ❌ energy +%.0f %% at %.3f s (peak %.1f / %.1f %%) |",
+                            r->h.peak_gain, r->h.fail_t, r->h.peak_avg, r->h.peak_max);
+                else if (r->h.fail)
                     fprintf(f, " ❌ %s at %.3f s (peak %.1f / %.1f %%) |",
                             r->h.fail == 1   ? "non-finite"
                             : r->h.fail == 2 ? "escaped"
@@ -3021,6 +3024,30 @@ static const sim_result *get_method(const run_set *rs, int solver, const char *f
     return &rs->res[i];
 }
 
+/* The stability envelope of one method, run by run: "1/60 s ❌ energy +11 % at 0.400 s; ...". */
+static void envelope_line(FILE *f, const run_set *rs, int solver, int n) {
+    int any = 0;
+    for (int a = 0; a < 4; ++a) {
+        const sim_result *r = get_method(rs, solver, "stab_n%d_s%d", n, SUBSTEPS[a]);
+        if (!r) continue;
+        fprintf(f, "%s1/%.0f s ", any++ ? "; " : " Stability envelope (n = 18): ",
+                STAB_FPS * SUBSTEPS[a]);
+        if (r->h.fail == 5)
+            fprintf(f, "❌ energy +%.0f %% of E(0) at %.3f s", r->h.peak_gain, r->h.fail_t);
+        else if (r->h.fail)
+            fprintf(f, "❌ %s at %.3f s",
+                    r->h.fail == 1   ? "non-finite"
+                    : r->h.fail == 2 ? "escaped"
+                    : r->h.fail == 3 ? "average density error"
+                                     : "a density error above the guard",
+                    r->h.fail_t);
+        else
+            fprintf(f, "✅ (energy gain %+.2f %%, peak density error %.2f / %.1f %%)",
+                    r->h.peak_gain, r->h.peak_avg, r->h.peak_max);
+    }
+    if (any) fprintf(f, ".");
+}
+
 /* The hydrostatic load along the depth of the settled column: at the centre y_b of each layer
  * of the final density profile, p_b = g m (particles above + half the layer's) / area, against
  * rho0 g d_b with d_b = surface - y_b (the settled surface); the least-squares slope over the
@@ -3213,12 +3240,13 @@ static int write_method_report(const validate_options *o, const char *report, co
             "column falls), and the wall time per simulated second (one thread);\n"
             "- **stability envelope** (n = 18, full run only): frames of 1/60 s split into 1, 2, "
             "4, 8 steps, 1 s; stable = no non-finite value, no escape, average density error "
-            "below %.0f %% and no particle's above %.0f %% (where `pbf run`'s default "
-            "`guard_density_error` stops a run). The SPH solvers' CFL substeps are off "
+            "below %.0f %%, no particle's above %.0f %% (where `pbf run`'s default "
+            "`guard_density_error` stops a run) and no energy gain above %.0f %% of E(0) at a "
+            "frame (a run that blows up can keep its densities). The SPH solvers' CFL substeps are off "
             "(`dfsph_cfl`, `pcisph_cfl`, `iisph_cfl` = 0: the step as given); WCSPH's cannot be "
             "(its substeps follow the sound speed), so its envelope shows the outer step only.\n\n",
             DEPTH_LAYERS, o->out, ENERGY_NOISE, ENERGY_NOISE, RELEASE_T, STAB_DENSITY,
-            stab_guard());
+            stab_guard(), STAB_ENERGY);
     fprintf(f,
             "Solver settings (defaults): PBF %d iterations; WCSPH B = %.0f Pa, γ = %.0f, CFL "
             "%.2g; PCISPH, IISPH, DFSPH tolerance %.2g %% (DFSPH's divergence %.2g %%), their "
@@ -3321,6 +3349,7 @@ static int write_method_report(const validate_options *o, const char *report, co
         else
             fprintf(f, " Density bound: %.0f × the solve's tolerance (%.2g %%).", METHOD_TOL_FACTOR,
                     method_tolerance(sv));
+        envelope_line(f, rs, sv, N_COARSE);
         for (int i = 0; i < METHOD_CHECKS; ++i)
             if (c[i].note)
                 fprintf(f, " CI tolerance of \"%s\": %.2g %s, looser than the target %.2g %s: %s.",

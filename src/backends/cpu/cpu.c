@@ -2264,7 +2264,7 @@ static int stage_dfsph_source(pbf_world *w, float dt, int divergence, int start,
                     WK[i] = pbf_dfsph_warm_keep(sum, w->sx[i], full, 1.0f);
                 }
                 w->sy[i] = c;
-                const float k = pbf_dfsph_k(c, w->sx[i], w->lambda[i], omega);
+                const float k = pbf_dfsph_k(c, w->sx[i], w->lambda[i], omega, divergence);
                 w->lambda[i] = warm_first ? pbf_dfsph_warm_first(k, kw) : k;
             }
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;

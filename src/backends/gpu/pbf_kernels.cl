@@ -947,7 +947,7 @@ PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx
             ksum[i] = sum;
             warm[i] = pbf_dfsph_warm_keep(sum, factor[i], P.dfsph_full, P.dt);
         }
-        ki = pbf_dfsph_k(c, factor[i], kk[i], divergence ? P.chebyshev_v : P.chebyshev);
+        ki = pbf_dfsph_k(c, factor[i], kk[i], divergence ? P.chebyshev_v : P.chebyshev, divergence);
         if (warm_first) ki = pbf_dfsph_warm_first(ki, kw);
         err[i] = c;
     }
