@@ -2785,7 +2785,7 @@ static int write_report(const validate_options *o, const char *report, const run
                     continue;
                 }
                 if (r->h.fail == 5)
-                    fprintf(f, " ❌ energy +%.0f %% at %.3f s (peak %.1f / %.1f %%) |",
+                    fprintf(f, " ❌ energy +%.1f %% at %.3f s (peak %.1f / %.1f %%) |",
                             r->h.peak_gain, r->h.fail_t, r->h.peak_avg, r->h.peak_max);
                 else if (r->h.fail)
                     fprintf(f, " ❌ %s at %.3f s (peak %.1f / %.1f %%) |",
@@ -3033,7 +3033,7 @@ static void envelope_line(FILE *f, const run_set *rs, int solver, int n) {
         fprintf(f, "%s1/%.0f s ", any++ ? "; " : " Stability envelope (n = 18): ",
                 STAB_FPS * SUBSTEPS[a]);
         if (r->h.fail == 5)
-            fprintf(f, "❌ energy +%.0f %% of E(0) at %.3f s", r->h.peak_gain, r->h.fail_t);
+            fprintf(f, "❌ energy +%.1f %% of E(0) at %.3f s", r->h.peak_gain, r->h.fail_t);
         else if (r->h.fail)
             fprintf(f, "❌ %s at %.3f s",
                     r->h.fail == 1   ? "non-finite"

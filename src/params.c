@@ -166,7 +166,10 @@ static const pbf_param_info dfsph_params[] = {
      "Jacobi update and this fraction of the previous substep's kappa^v_i (SPlisHSPlasH's "
      "TimeStepDFSPH starts from 0.5), and the Chebyshev weights restart after it; unlike "
      "dfsph_warm_start it needs no pass of its own, and it replaces dfsph_warm_start for the "
-     "divergence solve (which then starts only the density solve); 0 (the default) = off"},
+     "divergence solve (which then starts only the density solve); at an impact, where the "
+     "substep needs less than the warm pressure, it pushes the fluid apart (a block falling "
+     "onto the floor at 5 ms steps: E rose by 0.13 % of E(0) in one step, never without it); "
+     "0 (the default) = off"},
     {"dfsph_divergence_min_density", PBF_PARAM_FLOAT, "1", 0, {0}, 0, 2, 0, NULL,
      F(dfsph.divergence_min_density),
      "divergence solve: leave out particles whose density number rho_i / rho_0 (fluid and "
@@ -178,9 +181,11 @@ static const pbf_param_info dfsph_params[] = {
     {"dfsph_chebyshev_rho", PBF_PARAM_FLOAT, "1", 0.8, {0}, 0, 0.9, 0, NULL,
      F(dfsph.chebyshev_rho),
      "Chebyshev semi-iterative acceleration (Wang 2015, eq. 10-12) of both solves' Jacobi "
-     "iterations, on the stiffness k_i each iteration applies: the estimated spectral radius "
-     "rho; the default 0.8 needs a third fewer iterations for the same tolerance (and gains no "
-     "energy); 0.9 leaves the fluid unstable; 0 = plain Jacobi, the paper's"},
+     "iterations, on the stiffness k_i each iteration applies (in the divergence solve only "
+     "where the particle compresses: extrapolating the push of a particle that already expands "
+     "adds energy, without bound in the splashes of a large step): the estimated spectral "
+     "radius rho; the default 0.8 needs a fifth fewer iterations for the same tolerance and is "
+     "the value the validation runs (it gains no energy there); 0 = plain Jacobi, the paper's"},
 };
 
 /* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009). */
@@ -361,14 +366,16 @@ pbf_status pbf_param_check_number(const pbf_param_info *p, double value, const c
                       value);
         return PBF_ERR_INVALID_ARGUMENT;
     }
-    /* float fields are checked against the float nearest each bound, so that a bound such as
-     * 0.99 (stored as 0.99000001f) accepts the value it names */
-    double lo = p->min, hi = p->max;
+    /* float fields are checked as the float they will hold against the float nearest each
+     * bound, so that a bound such as 0.99 (stored as 0.99000001f) or 0.9 (0.89999998f) accepts
+     * the value it names */
+    double lo = p->min, hi = p->max, v = value;
     if (p->type == PBF_PARAM_FLOAT || p->type == PBF_PARAM_VEC3) {
         lo = (double)(float)lo;
         hi = (double)(float)hi;
+        v = (double)(float)value;
     }
-    if (value < lo || value > hi || (p->min_exclusive && value <= lo)) {
+    if (v < lo || v > hi || (p->min_exclusive && v <= lo)) {
         format_range(p, range, sizeof range);
         const char *unit = pbf_param_shown_unit(p);
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "%s: value %.9g is out of range %s%s%s%s",

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "pbf/params.h"
 #include "pbf/pbf.h"
 #include "test.h"
 
@@ -742,6 +743,27 @@ static void test_errors(void) {
     def = pbf_default_world_def();
     def.pbf.scorr_dq = 0.99f;
     ENSURE(pbf_world_def_validate(&def, &err) == PBF_OK);
+    /* and so does a value typed as text (--set, scene files): every float key of every table
+     * takes its two bounds as written (0.9 is stored as 0.89999998f, below the double 0.9) */
+    const pbf_param_info *tables[PBF_MAX_PARAM_TABLES];
+    size_t counts[PBF_MAX_PARAM_TABLES];
+    const int nt = pbf_world_param_tables(tables, counts, PBF_MAX_PARAM_TABLES);
+    int floats = 0;
+    for (int t = 0; t < nt; ++t)
+        for (size_t i = 0; i < counts[t]; ++i) {
+            const pbf_param_info *p = &tables[t][i];
+            if (p->type != PBF_PARAM_FLOAT) continue;
+            ++floats;
+            if (!p->min_exclusive)
+                ENSURE(pbf_param_check_number(p, p->min, p->name, &err) == PBF_OK);
+            ENSURE(pbf_param_check_number(p, p->max, p->name, &err) == PBF_OK);
+            ENSURE(pbf_param_check_number(p, p->max * 1.001 + 1e-3, p->name, &err) != PBF_OK);
+        }
+    ENSURE(floats > 20);
+    const pbf_param_info *cheb = NULL;
+    for (int t = 0; t < nt && !cheb; ++t)
+        cheb = pbf_param_find(tables[t], counts[t], "dfsph_chebyshev_rho");
+    ENSURE(cheb && pbf_param_check_number(cheb, 0.9, "dfsph_chebyshev_rho", &err) == PBF_OK);
     /* absurd counts saturate instead of overflowing (UBSan checks the conversion) */
     def.particle_radius = 1e-30f;
     pbf_fluid_block huge = {{0, 0, 0}, {1, 1, 1}, {0, 0, 0}};
