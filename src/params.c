@@ -366,14 +366,16 @@ pbf_status pbf_param_check_number(const pbf_param_info *p, double value, const c
                       value);
         return PBF_ERR_INVALID_ARGUMENT;
     }
-    /* float fields are checked as the float they will hold against the float nearest each
-     * bound, so that a bound such as 0.99 (stored as 0.99000001f) or 0.9 (0.89999998f) accepts
-     * the value it names */
+    /* float fields are checked against the float nearest each bound, the value as typed or as
+     * the float it will be stored as, so that a bound such as 0.99 (stored as 0.99000001f) or
+     * 0.9 (0.89999998f) accepts the value it names; a value whose float leaves the range (1e-50
+     * becomes 0) is refused where the float is stored, with that message */
     double lo = p->min, hi = p->max, v = value;
     if (p->type == PBF_PARAM_FLOAT || p->type == PBF_PARAM_VEC3) {
         lo = (double)(float)lo;
         hi = (double)(float)hi;
-        v = (double)(float)value;
+        const double f = (double)(float)value;
+        if (f >= lo && f <= hi && !(p->min_exclusive && f <= lo)) v = f;
     }
     if (v < lo || v > hi || (p->min_exclusive && v <= lo)) {
         format_range(p, range, sizeof range);
