@@ -1904,6 +1904,16 @@ void pbfapp_validate_check_line(char *buf, size_t size, const char *what, const 
         snprintf(buf + used, size - (size_t)used, "; within the looser CI tolerance %s", b);
 }
 
+/* What stopped a run (sim_head.fail 1 to 4), in a table cell's words or in a sentence's. */
+static const char *stab_failure(int fail, int sentence) {
+    switch (fail) {
+    case 1: return "non-finite";
+    case 2: return "escaped";
+    case 3: return sentence ? "average density error" : "avg density";
+    default: return sentence ? "a density error above the guard" : "guard";
+    }
+}
+
 static double stab_ok(const run_set *rs, int n, int sub, int it) {
     const sim_result *r = get(rs, "stab_n%d_s%d_it4", n, sub);
     if (it != 4) {
@@ -2789,11 +2799,8 @@ static int write_report(const validate_options *o, const char *report, const run
                             r->h.peak_gain, r->h.fail_t, r->h.peak_avg, r->h.peak_max);
                 else if (r->h.fail)
                     fprintf(f, " ❌ %s at %.3f s (peak %.1f / %.1f %%) |",
-                            r->h.fail == 1   ? "non-finite"
-                            : r->h.fail == 2 ? "escaped"
-                            : r->h.fail == 3 ? "avg density"
-                                             : "guard",
-                            r->h.fail_t, r->h.peak_avg, r->h.peak_max);
+                            stab_failure(r->h.fail, 0), r->h.fail_t, r->h.peak_avg,
+                            r->h.peak_max);
                 else if (r->h.max_over_t >= 0)
                     fprintf(f, " ✅ %.2f / %.1f %% ⚠ %.3f s |", r->h.peak_avg, r->h.peak_max,
                             r->h.max_over_t);
@@ -3035,12 +3042,7 @@ static void envelope_line(FILE *f, const run_set *rs, int solver, int n) {
         if (r->h.fail == 5)
             fprintf(f, "❌ energy +%.1f %% of E(0) at %.3f s", r->h.peak_gain, r->h.fail_t);
         else if (r->h.fail)
-            fprintf(f, "❌ %s at %.3f s",
-                    r->h.fail == 1   ? "non-finite"
-                    : r->h.fail == 2 ? "escaped"
-                    : r->h.fail == 3 ? "average density error"
-                                     : "a density error above the guard",
-                    r->h.fail_t);
+            fprintf(f, "❌ %s at %.3f s", stab_failure(r->h.fail, 1), r->h.fail_t);
         else
             fprintf(f, "✅ (energy gain %+.2f %%, peak density error %.2f / %.1f %%)",
                     r->h.peak_gain, r->h.peak_avg, r->h.peak_max);
