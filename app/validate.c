@@ -3244,9 +3244,10 @@ static int write_method_report(const validate_options *o, const char *report, co
             "4, 8 steps, 1 s; stable = no non-finite value, no escape, average density error "
             "below %.0f %%, no particle's above %.0f %% (where `pbf run`'s default "
             "`guard_density_error` stops a run) and no energy gain above %.0f %% of E(0) at a "
-            "frame (a run that blows up can keep its densities). The SPH solvers' CFL substeps are off "
-            "(`dfsph_cfl`, `pcisph_cfl`, `iisph_cfl` = 0: the step as given); WCSPH's cannot be "
-            "(its substeps follow the sound speed), so its envelope shows the outer step only.\n\n",
+            "frame (a run that blows up can keep its densities). The SPH solvers' CFL substeps "
+            "are off (`dfsph_cfl`, `pcisph_cfl`, `iisph_cfl` = 0: the step as given); WCSPH's "
+            "cannot be (its substeps follow the sound speed), so its envelope shows the outer step "
+            "only.\n\n",
             DEPTH_LAYERS, o->out, ENERGY_NOISE, ENERGY_NOISE, RELEASE_T, STAB_DENSITY,
             stab_guard(), STAB_ENERGY);
     fprintf(f,

@@ -171,10 +171,10 @@ PBF_FN float pbf_dfsph_warm_keep(float ksum, float factor, float full, float dt)
 
 /* The stiffness k_i an iteration of either DFSPH solve applies: the Jacobi update factor_i *
  * source_i (Bender & Koschier 2017, Algorithms 2 and 3), with Chebyshev's semi-iterative
- * acceleration (Wang 2015, eq. 10-12; dfsph_chebyshev_rho) when the iteration's weight omega (pbf_chebyshev_omega) is not 1: k_i <- omega k_i(Jacobi) +
- * (omega - 1) k_i(previous iteration), PBF's update of lambda (pbf_chebyshev_lambda) on k_i. The
- * velocity change is linear in the k applied, so this is Wang's acceleration of the accumulated
- * stiffness sum_k k_i.
+ * acceleration (Wang 2015, eq. 10-12; dfsph_chebyshev_rho) when the iteration's weight omega
+ * (pbf_chebyshev_omega) is not 1: k_i <- omega k_i(Jacobi) + (omega - 1) k_i(previous
+ * iteration), PBF's update of lambda (pbf_chebyshev_lambda) on k_i. The velocity change is linear
+ * in the k applied, so this is Wang's acceleration of the accumulated stiffness sum_k k_i.
  * The divergence solve (`divergence`) extrapolates only where the particle compresses: where its
  * source is 0 it applies nothing. The source counts compression only, so the solve is one of
  * inequalities, and the extrapolation (omega - 1) k_i(previous) of a particle that already
