@@ -919,13 +919,16 @@ static inline PBF_SIMD_INLINE void density_grad_sums_pair(pbf_world *w, int i, f
 }
 #endif
 
-/* cheb: the Chebyshev weight of this iteration (pbf_chebyshev_omega; 1 = plain Jacobi). */
-static int stage_lambda(pbf_world *w, float cheb) {
+/* cheb: the Chebyshev weight of this iteration (pbf_chebyshev_omega; 1 = plain Jacobi);
+ * iteration: its number in the step (the first, 0, adds lambda_carry times the carried lambda). */
+static int stage_lambda(pbf_world *w, float cheb, int iteration) {
     const float *restrict QX = w->qx, *restrict QY = w->qy, *restrict QZ = w->qz;
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     const int unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
-    const float beta = w->def.pbf.lambda_warm_start;
+    const int warm = w->def.pbf.lambda_warm_start != 0.0f;
+    const float beta = pbf_warm_lambda_factor(w->def.pbf.lambda_warm_start,
+                                              w->def.pbf.lambda_carry, iteration);
     int bad = INT_MAX;
     const float *P = pack_reserve(w) ? (pack_xyzl(w, 0), LISTS(w)->pack) : NULL;
 #pragma omp parallel num_threads(w->nthreads) reduction(min : bad)
@@ -970,7 +973,7 @@ static int stage_lambda(pbf_world *w, float cheb) {
             /* lambda still holds the previous iteration's (each particle reads its own) */
             lambda = pbf_chebyshev_lambda(lambda, w->lambda[i], cheb);
             /* the warm start: lambda holds the previous iteration's, or the previous step's last */
-            if (beta != 0.0f) lambda = pbf_warm_lambda(lambda, w->lambda[i], beta);
+            if (warm) lambda = pbf_warm_lambda(lambda, w->lambda[i], beta);
             w->lambda[i] = lambda;
             if (!isfinite(w->lambda[i]) && i < bad) bad = i;
         }
@@ -2673,7 +2676,8 @@ int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     case PBF_STAGE_PREDICT: return stage_predict(w, c->dt, c->vmax);
     case PBF_STAGE_GRID: stage_grid(w, 1); return INT_MAX;
     case PBF_STAGE_LAMBDA:
-        return stage_lambda(w, pbf_chebyshev_omega(w->def.pbf.chebyshev_rho, c->iteration));
+        return stage_lambda(w, pbf_chebyshev_omega(w->def.pbf.chebyshev_rho, c->iteration),
+                            c->iteration);
     case PBF_STAGE_DELTA_P: return stage_delta_p(w, c->dt);
     case PBF_STAGE_COLLIDE: return stage_collide(w);
     case PBF_STAGE_VELOCITY: return stage_velocity(w, c->dt, c->vmax);

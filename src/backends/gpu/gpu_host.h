@@ -68,6 +68,7 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
                                                         : w->def.pbf.chebyshev_rho;
     P.chebyshev = pbf_chebyshev_omega(rho, c ? c->iteration : 0);
     P.lambda_warm = pbf_lambda_carried(w) ? w->def.pbf.lambda_warm_start : 0.0f;
+    P.lambda_carry = w->def.pbf.lambda_carry;
     P.vorticity = w->def.vorticity;
     P.xsph = w->def.xsph_viscosity;
     P.scorr_n = w->def.pbf.scorr_n;

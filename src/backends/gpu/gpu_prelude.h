@@ -118,6 +118,7 @@ typedef struct pbf_gpu_params {
     float chebyshev; /* this iteration's Chebyshev weight (pbf_chebyshev_omega): of PBF's lambda,
                         of DFSPH's k_i (pbf_dfsph_k) */
     float lambda_warm; /* lambda_warm_start: PBF's warm start of lambda (pbf_warm_lambda); 0: none */
+    float lambda_carry; /* lambda_carry: its factor in the first iteration (pbf_warm_lambda_factor) */
     float vorticity, xsph;
     int scorr_n;
     int unilateral;

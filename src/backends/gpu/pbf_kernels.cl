@@ -532,7 +532,8 @@ PBF_DEVICE_FN void pbf_gpu_density_grad_sums(const pbf_gpu_params *P, const PBF_
 
 /* rho_i (eq. 2) with the wall, C_i (eq. 1, clamped at 0 when unilateral), lambda_i (eq. 11),
  * Chebyshev-accelerated (pbf_chebyshev_lambda) when P.chebyshev != 1, warm-started
- * (pbf_warm_lambda) when P.lambda_warm != 0. */
+ * (pbf_warm_lambda) when P.lambda_warm != 0, by P.lambda_carry in the first iteration
+ * (pbf_warm_lambda_factor). */
 PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                         const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
                         const PBF_GLOBAL unsigned int *cell, const PBF_GLOBAL unsigned int *start,
@@ -557,7 +558,9 @@ PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     /* lambda still holds the previous iteration's (each work-item reads its own) */
     lam = pbf_chebyshev_lambda(lam, lambda[i], P.chebyshev);
     /* the warm start: lambda holds the previous iteration's, or the previous step's last */
-    if (P.lambda_warm != 0.0f) lam = pbf_warm_lambda(lam, lambda[i], P.lambda_warm);
+    if (P.lambda_warm != 0.0f)
+        lam = pbf_warm_lambda(lam, lambda[i],
+                              pbf_warm_lambda_factor(P.lambda_warm, P.lambda_carry, P.iteration));
     lambda[i] = lam;
     if (!isfinite(lam)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
