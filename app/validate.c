@@ -52,9 +52,10 @@ static double run_cpu_seconds(void) {
 }
 
 /* The time of a full run (51 simulations) and of --fast (8), as README.md says: measured as
- * CPU time on the 2-core development machine (6:18 CPU-minutes, 10 CPU-seconds), so the wall time
- * of --jobs 2 on 2 idle cores. Each report states the wall time it took (longer on busy cores). */
-#define FULL_RUN_TIME "about 3 to 4 minutes on 2 idle cores, 6.3 CPU-minutes"
+ * CPU time on the 2-core development machine (4:49 CPU-minutes, 2:25 of wall time with --jobs 2 on
+ * 2 idle cores; --fast 9 CPU-seconds). Each report states the wall time it took (longer on busy
+ * cores). */
+#define FULL_RUN_TIME "about 2 to 3 minutes on 2 idle cores, 4.8 CPU-minutes"
 #define FAST_RUN_TIME "about 5 s on 2 idle cores"
 
 #define EXIT_RUNTIME 1
