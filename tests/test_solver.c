@@ -222,15 +222,17 @@ static double column_odd_even(float carry) {
     def.pbf.lambda_carry = carry;
     pbf_world *w = make(&def);
     if (!w) return NAN;
-    if (!add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){9 * s, 72 * s, 4 * s}, (pbf_vec3){0, 0, 0}))
-        return NAN;
     const float dt = 1.0f / 960.0f;
-    for (int k = 0; k < 1440; ++k)
-        if (pbf_world_step(w, dt, NULL) != PBF_OK) return NAN;
+    int ok = add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){9 * s, 72 * s, 4 * s},
+                       (pbf_vec3){0, 0, 0});
+    for (int k = 0; ok && k < 1440; ++k) ok = pbf_world_step(w, dt, NULL) == PBF_OK;
     pbf_particles p = pbf_world_particles(w);
     const int n = p.count;
-    float *v = malloc(3 * sizeof(float) * (size_t)n);
-    if (!v) return NAN;
+    float *v = ok ? malloc(3 * sizeof(float) * (size_t)n) : NULL;
+    if (!v) {
+        pbf_world_destroy(w);
+        return NAN;
+    }
     for (int i = 0; i < n; ++i) {
         v[3 * p.id[i] + 0] = p.vx[i];
         v[3 * p.id[i] + 1] = p.vy[i];

@@ -107,9 +107,10 @@ typedef struct pbf_pbf_params {
     float lambda_warm_start;    /* beta: each iteration's lambda_i adds beta times the previous
                                    iteration's, the first the previous step's last (heavy-ball
                                    momentum carried across steps); 0 = the paper */
-    float lambda_carry;         /* with the warm start (beta > 0): what the first iteration adds
-                                   of the previous step's last lambda_i, in its place of beta
-                                   (beta itself: the same bits as before this key) */
+    float lambda_carry;         /* with the warm start (beta > 0): the first iteration adds
+                                   lambda_carry times the previous step's last lambda_i, where
+                                   the later ones add beta times the previous iteration's
+                                   (lambda_carry = beta: every iteration alike) */
     pbf_constraint_mode constraint;
     float scorr_k;              /* tensile correction s_corr = -k (W(r)/W(dq))^n (eq. 13), for
                                    pairs closer than the rest spacing s (the part of s_corr above
