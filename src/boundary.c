@@ -119,15 +119,20 @@ void pbf_wall_tables_free(pbf_wall_tables *t) {
     t->F = t->G = NULL;
 }
 
-float pbf_wall_calibration(const pbf_world *w) {
+void pbf_wall_calibration(const pbf_world *w, float *face, float *edge, float *corner) {
     /* A lattice particle one radius from a flat wall misses the ghost layers at 2r, 4r, ...
      * behind it. Their share of the kernel sum, sum over ghost sites of W / sum over all sites,
      * is what the wall must supply; the continuum integral supplies the share of the half space
      * beyond r. Their ratio scales the wall so that resting fluid at a wall is at rest density
-     * (the continuum alone over-counts by ~3 % per wall, ~4 % in a corner, at h = 4r). */
+     * (the continuum alone over-counts by ~3 % per wall, ~4 % in a corner, at h = 4r). The same
+     * for the lattice site in an edge (ghost sites beyond either of two walls) and in a corner
+     * (beyond any of three) gives the factors of the container's edge and corner terms
+     * (pbf_container_density): s1 2H - s2 Q = edge share, s1 3H - s2 3Q + s3 O = corner share,
+     * with H, Q, O the continuum beyond one, two and three walls. At h = 4r: s1 = 0.881,
+     * s2 = 0.689, s3 = 0.365. */
     const float d = w->spacing, h = w->k.h;
     const int K = (int)ceilf(h / d);
-    double all = 0.0, ghost = 0.0;
+    double all = 0.0, ghost = 0.0, ghost2 = 0.0, ghost3 = 0.0;
     for (int i = -K; i <= K; ++i)
         for (int j = -K; j <= K; ++j)
             for (int l = -K; l <= K; ++l) {
@@ -138,11 +143,19 @@ float pbf_wall_calibration(const pbf_world *w) {
                                                : (double)dd * dd * dd;
                 all += wv;
                 if (l < 0) ghost += wv;
+                if (l < 0 || i < 0) ghost2 += wv;
+                if (l < 0 || i < 0 || j < 0) ghost3 += wv;
             }
-    const float big = 1e3f * h;
-    float lo[3] = {-big, -big, -big}, hi[3] = {big, -0.5f * d, big}, p[3] = {0, 0, 0}, g[3];
-    float continuum = pbf_box_integral(&w->wc, w->walls.F, w->walls.G, lo, hi, p, g);
-    return continuum > 0.0f ? (float)(ghost / all) / continuum : 1.0f;
+    const float t = 0.5f * d;
+    const float H = pbf_wall_lookup(&w->wc, w->walls.F, t, -h, -h);
+    const float Q = pbf_wall_lookup(&w->wc, w->walls.F, t, t, -h);
+    const float O = pbf_wall_lookup(&w->wc, w->walls.F, t, t, t);
+    const double s1 = H > 0.0f ? ghost / all / H : 1.0;
+    const double s2 = Q > 1e-6f ? (s1 * 2.0 * H - ghost2 / all) / Q : s1;
+    const double s3 = O > 1e-6f ? (ghost3 / all - 3.0 * s1 * H + 3.0 * s2 * Q) / O : s1;
+    *face = (float)s1;
+    *edge = (float)s2;
+    *corner = (float)s3;
 }
 
 static pbf_vec3 motion_offset(const pbf_box_state *bs, double t) {

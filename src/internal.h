@@ -165,8 +165,9 @@ double pbf_cubic_slope_d(double h, double r);
 void pbf_wall_tables_free(pbf_wall_tables *t);
 /* Moves every box to its position at time t; prev_lo keeps the position before. */
 void pbf_boxes_update(pbf_world *w, double t);
-/* Scale of the wall density that puts a lattice layer at a flat wall at rest density. */
-float pbf_wall_calibration(const pbf_world *w);
+/* Scales of the wall density that put the lattice site at a flat wall (face), in an edge of the
+ * container and in its corner at rest density (pbf_container_density). */
+void pbf_wall_calibration(const pbf_world *w, float *face, float *edge, float *corner);
 
 /* Wall density of the world at p (the tables and boxes of the host), for host-side callers. */
 static inline float pbf_world_wall_density(const pbf_world *w, const float p[3], float grad[3]) {

@@ -339,8 +339,7 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
         c->mu_dynamic = def->friction_dynamic;
         pbf_bed_drag_consts(c, def);
         c->nboxes = 0;
-        c->scale = 1.0f;
-        c->scale = pbf_wall_calibration(w);
+        pbf_wall_calibration(w, &c->scale, &c->scale_edge, &c->scale_corner);
     }
     if (s == PBF_OK) s = pbf_backend_open(w, def->device, err);
     if (s == PBF_OK) w->stage_timing = w->backend == &pbf_backend_cpu; /* free there */
