@@ -245,6 +245,8 @@ static void test_container_density(void) {
         pbf_world *w = ws[v];
         const float d = w->spacing, r = 0.5f * d, h = w->k.h, rho0 = w->def.rest_density;
         const int K = (int)ceilf(h / d);
+        pbf_walls_consts one = w->wc; /* one factor for faces, edges and corners */
+        one.scale_edge = one.scale_corner = one.scale;
         /* the site one radius from 1, 2 and 3 faces (the lower x, y, z faces of [0, 1]^3) */
         for (int walls = 1; walls <= 3; ++walls) {
             const float p[3] = {r, walls >= 2 ? r : 0.5f, walls >= 3 ? r : 0.5f};
@@ -259,8 +261,6 @@ static void test_container_density(void) {
                         if (r2 < w->k.h2) rho += w->k.mass * pbf_kernel_w(&w->k, r2);
                     }
             float g[3];
-            pbf_walls_consts one = w->wc; /* one factor for faces, edges and corners */
-            one.scale_edge = one.scale_corner = one.scale;
             const double rho1 = rho + rho0 * pbf_container_density(&one, w->walls.F, w->walls.G, p, g);
             rho += rho0 * pbf_world_wall_density(w, p, g);
             printf("  %s, lattice site at %d wall(s): %.4f rho0 (one factor: %.4f)\n",
@@ -269,8 +269,6 @@ static void test_container_density(void) {
             if (walls >= 2) ENSURE(fabs(rho1 / rho0 - 1.0) > 2e-3); /* what the test tells apart */
         }
         /* one factor for faces, edges and corners: the container's box integral, 1 - inside */
-        pbf_walls_consts one = w->wc;
-        one.scale_edge = one.scale_corner = one.scale;
         const float lo[3] = {0, 0, 0}, hi[3] = {1, 1, 1};
         double worst_v = 0.0, worst_g = 0.0, worst_fd = 0.0;
         for (int m = 0; m < 64; ++m) {

@@ -175,7 +175,6 @@ PBF_FN float pbf_container_density(const pbf_walls_consts *c, const PBF_GLOBAL f
 PBF_FN float pbf_wall_density(const pbf_walls_consts *c, const PBF_GLOBAL float *F,
                               const PBF_GLOBAL float *G, const PBF_GLOBAL pbf_wall_box *boxes,
                               const float p[3], float grad[3]) {
-    const float h = c->h;
     float rel = 0.0f, g[3];
     grad[0] = grad[1] = grad[2] = 0.0f;
     for (int b = 0; b < c->nboxes; ++b) {
@@ -197,13 +196,10 @@ PBF_FN float pbf_wall_density(const pbf_walls_consts *c, const PBF_GLOBAL float 
     grad[0] *= k;
     grad[1] *= k;
     grad[2] *= k;
-    if (p[0] - c->lo[0] < h || c->hi[0] - p[0] < h || p[1] - c->lo[1] < h ||
-        c->hi[1] - p[1] < h || p[2] - c->lo[2] < h || c->hi[2] - p[2] < h) {
-        rel += pbf_container_density(c, F, G, p, g);
-        grad[0] += g[0];
-        grad[1] += g[1];
-        grad[2] += g[2];
-    }
+    rel += pbf_container_density(c, F, G, p, g); /* 0 beyond h of every face */
+    grad[0] += g[0];
+    grad[1] += g[1];
+    grad[2] += g[2];
     return rel;
 }
 
