@@ -42,6 +42,11 @@ G = 9.81
 SQ = math.sqrt(G * 2 * L)
 
 
+def in_settled_window(t):
+    """The last quarter of the run, as `pbf validate` takes it."""
+    return t >= 0.75 * T_END - 1e-9
+
+
 def splash_scene(path, peer_dir):
     doc = {
         "Configuration": {
@@ -114,7 +119,7 @@ def run_pbf(exe, out_dir):
             if s["frame"] > 0:
                 frames.append(s)
     for s in frames:  # the mean speed from the frame's particles (csv: x,y,z,vx,vy,vz,...)
-        if s["time"] < 0.75 * T_END - 1e-9:
+        if not in_settled_window(s["time"]):
             continue
         with open(os.path.join(out_dir, "pbf_out", "frame_%05d.csv" % s["frame"])) as f:
             rows = [l.split(",") for l in f.read().split("\n")[1:] if l]
@@ -124,7 +129,7 @@ def run_pbf(exe, out_dir):
 
 
 def settled(frames):
-    st = [f for f in frames if f["time"] >= 0.75 * T_END - 1e-9]
+    st = [f for f in frames if in_settled_window(f["time"])]
     if not st:
         raise RuntimeError("settled_column: the run ended before the settled window")
     res = {"particles": st[-1]["particles"], "settled_frames": len(st),
