@@ -55,8 +55,8 @@ static double run_cpu_seconds(void) {
  * CPU time on the 2-core development machine (4:49 CPU-minutes, 2:25 of wall time with --jobs 2 on
  * 2 idle cores; --fast 9 CPU-seconds). Each report states the wall time it took (longer on busy
  * cores). */
-#define FULL_RUN_TIME "about 2 to 3 minutes on 2 idle cores, 4.8 CPU-minutes"
-#define FAST_RUN_TIME "about 5 s on 2 idle cores"
+#define FULL_RUN_TIME "about 8 minutes on 2 idle cores, 16 CPU-minutes"
+#define FAST_RUN_TIME "about 7 s on 2 idle cores"
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
