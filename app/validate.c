@@ -52,8 +52,8 @@ static double run_cpu_seconds(void) {
 }
 
 /* The time of a full run (51 simulations) and of --fast (8), as README.md says: measured as
- * CPU time on the 2-core development machine (4:49 CPU-minutes, 2:25 of wall time with --jobs 2 on
- * 2 idle cores; --fast 9 CPU-seconds). Each report states the wall time it took (longer on busy
+ * CPU time on the 2-core development machine (15-16 CPU-minutes, 7:23-7:59 of wall time with
+ * --jobs 2 on 2 idle cores; --fast 14 CPU-seconds, 7 s of wall time). Each report states the wall time it took (longer on busy
  * cores). */
 #define FULL_RUN_TIME "about 8 minutes on 2 idle cores, 16 CPU-minutes"
 #define FAST_RUN_TIME "about 7 s on 2 idle cores"
