@@ -53,8 +53,8 @@ static double run_cpu_seconds(void) {
 
 /* The time of a full run (51 simulations) and of --fast (8), as README.md says: measured as
  * CPU time on the 2-core development machine (15-16 CPU-minutes, 7:23-7:59 of wall time with
- * --jobs 2 on 2 idle cores; --fast 14 CPU-seconds, 7 s of wall time). Each report states the wall time it took (longer on busy
- * cores). */
+ * --jobs 2 on 2 idle cores; --fast 14 CPU-seconds, 7 s of wall time). Each report states the
+ * wall time it took (longer on busy cores). */
 #define FULL_RUN_TIME "about 8 minutes on 2 idle cores, 16 CPU-minutes"
 #define FAST_RUN_TIME "about 7 s on 2 idle cores"
 
@@ -2510,13 +2510,14 @@ static int write_report(const validate_options *o, const char *report, const run
                "four times the XSPH viscosity (c = 0.04) brings the mean to 0.10 %% at 3 s but not "
                "the kicks (4.6 to 6 %%); 8 iterations leave more motion (a mean of 0.47 %% at "
                "1-1.5 s, against 0.24 %%), and so do the paper's plain solve (1.3 to 1.6 %%, not "
-               "decaying) and no s_corr (0.8 to 1.1 %%). In three dimensions the column does not come "
-               "to rest either: in a box L deep at n = 18 (`bench/settled_column.py`, the same "
+               "decaying) and no s_corr (0.8 to 1.1 %%). In three dimensions the column does not "
+               "come to rest either: in a box L deep at n = 18 (`bench/settled_column.py`, the same "
                "column Froude-scaled), pbf's still moves at 5.7 %% of sqrt(g H0) after 5 s (mean "
                "0.57 %%; 5.7 to 10.8 %% and 0.57 to 0.95 %% when the last bit of one parameter "
                "changes), SPlisHSPlasH's PBF at 6.6 %% (mean 0.55 %%): the slab's side walls, four "
                "spacings apart, hold the motion that the box's interior keeps. ");
-    fprintf(f, "The settled maximum is chaotic: at n = 18, changing the last bit of one parameter (XSPH, "
+    fprintf(f, "The settled maximum is chaotic: at n = 18, changing the last bit of one "
+               "parameter (XSPH, "
                "s_corr's k or dq, the relaxation, the vorticity) moves it between 0.2 and 1.1 %%, "
                "the fastest then being one particle of the compressed bottom rows swinging in "
                "place (0.13 r, period about 0.2 s) while the mean is 0.01 to 0.05 %%. Measured "
