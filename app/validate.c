@@ -89,6 +89,25 @@ static double run_cpu_seconds(void) {
 static const double KO_T[] = {0.000, 0.381, 0.769, 1.153, 1.537, 1.935, 2.323, 2.719, 3.096};
 static const double KO_Z[] = {1.000, 1.111, 1.252, 1.505, 1.892, 2.241, 2.615, 3.003, 3.624};
 #define KO_POINTS ((int)(sizeof KO_T / sizeof KO_T[0]))
+/* Martin & Moyce (1952), the same geometry (a column a wide and 2a high, n^2 = 2), T =
+ * t sqrt(2 g / a), Z = z / a, from their Figure 3 as PySPH's dam-break example tabulates it, for
+ * a = 2.25 in (57.2 mm) and a = 1.125 in (28.6 mm); (0, 1) is the release. The points up to
+ * T = 3.6, a little past the comparison's T <= 3. A second experiment: the report scores pbf
+ * against it and scores it against Koshizuka & Oka's by the same measure. */
+static const double MM2_T[] = {0.000, 0.832, 1.219, 1.997, 2.547, 3.345};
+static const double MM2_Z[] = {1.000, 1.217, 1.474, 2.292, 2.995, 4.134};
+static const double MM1_T[] = {0.000, 0.849, 1.212, 1.602, 2.283, 2.950, 3.598};
+static const double MM1_Z[] = {1.000, 1.245, 1.443, 1.884, 2.689, 3.728, 4.528};
+typedef struct experiment {
+    const char *name; /* as the report names it */
+    const double *t, *z;
+    int count;
+} experiment;
+static const experiment EXP_KO = {"Koshizuka & Oka (1996)", KO_T, KO_Z, KO_POINTS};
+static const experiment EXP_MM2 = {"Martin & Moyce (1952), a = 2.25 in", MM2_T, MM2_Z,
+                                   (int)(sizeof MM2_T / sizeof MM2_T[0])};
+static const experiment EXP_MM1 = {"Martin & Moyce (1952), a = 1.125 in", MM1_T, MM1_Z,
+                                   (int)(sizeof MM1_T / sizeof MM1_T[0])};
 #define KO_T_MAX 3.0   /* compare for T <= 3 */
 #define SHIFT_MAX 0.2  /* allowed time shift in T */
 #define FRONT_TOL 5.0  /* %: the target */
@@ -801,26 +820,28 @@ static double front_at(const sim_result *r, double T) {
     return NAN;
 }
 
-/* Largest relative error (%) against the experiment for 0 < T_k <= KO_T_MAX when the
- * simulation is delayed by `shift` (compared at T_k - shift). */
-static double front_error(const sim_result *r, double shift) {
+/* Largest relative error (%) of the front Z(T) against experiment x's points with
+ * 0 < T_k <= KO_T_MAX when Z is delayed by `shift` (compared at T_k - shift). */
+static double curve_error(double (*zf)(const void *, double), const void *ctx,
+                          const experiment *x, double shift) {
     double worst = 0.0;
-    for (int k = 1; k < KO_POINTS; ++k) {
-        if (KO_T[k] > KO_T_MAX) continue;
-        double z = front_at(r, KO_T[k] - shift);
+    for (int k = 1; k < x->count; ++k) {
+        if (x->t[k] > KO_T_MAX) continue;
+        double z = zf(ctx, x->t[k] - shift);
         if (!isfinite(z)) return INFINITY;
-        double e = 100.0 * fabs(z - KO_Z[k]) / KO_Z[k];
+        double e = 100.0 * fabs(z - x->z[k]) / x->z[k];
         if (e > worst) worst = e;
     }
     return worst;
 }
 
-/* The shift in [-limit, limit] (steps of 0.001) that minimises front_error. */
-static double best_shift(const sim_result *r, double limit, double *err) {
-    double best = 0.0, be = front_error(r, 0.0);
+/* The shift in [-limit, limit] (steps of 0.001) that minimises curve_error. */
+static double curve_best_shift(double (*zf)(const void *, double), const void *ctx,
+                               const experiment *x, double limit, double *err) {
+    double best = 0.0, be = curve_error(zf, ctx, x, 0.0);
     int n = (int)lround(limit / 0.001);
     for (int k = -n; k <= n; ++k) {
-        double sh = k * 0.001, e = front_error(r, sh);
+        double sh = k * 0.001, e = curve_error(zf, ctx, x, sh);
         if (e < be - 1e-12) {
             be = e;
             best = sh;
@@ -828,6 +849,30 @@ static double best_shift(const sim_result *r, double limit, double *err) {
     }
     *err = be;
     return best;
+}
+
+static double sim_front(const void *r, double T) { return front_at((const sim_result *)r, T); }
+
+/* An experiment's own front, piecewise linear between its points (NAN past its last). */
+static double exp_front(const void *x, double T) {
+    const experiment *e = (const experiment *)x;
+    if (T <= e->t[0]) return e->z[0];
+    for (int k = 1; k < e->count; ++k)
+        if (T <= e->t[k])
+            return e->z[k - 1] +
+                   (e->z[k] - e->z[k - 1]) * (T - e->t[k - 1]) / (e->t[k] - e->t[k - 1]);
+    return NAN;
+}
+
+/* pbf's front against Koshizuka & Oka (the target's experiment), or against x. */
+static double front_error(const sim_result *r, double shift) {
+    return curve_error(sim_front, r, &EXP_KO, shift);
+}
+static double best_shift(const sim_result *r, double limit, double *err) {
+    return curve_best_shift(sim_front, r, &EXP_KO, limit, err);
+}
+static double best_shift_vs(const sim_result *r, const experiment *x, double limit, double *err) {
+    return curve_best_shift(sim_front, r, x, limit, err);
 }
 
 /* Largest lead over Ritter's front, Z - (1 + 2 T), over the run after the start (< 0: never
@@ -1091,6 +1136,13 @@ static int write_data(const char *dir, const run_set *rs) {
     if (!f) return 0;
     fprintf(f, "# Koshizuka & Oka (1996) surge front: T = t sqrt(2g/L), Z = z/L\n# T Z\n");
     for (int k = 0; k < KO_POINTS; ++k) fprintf(f, "%.3f %.3f\n", KO_T[k], KO_Z[k]);
+    if (!close_checked(f, path)) return 0;
+    if (!(f = open_in(dir, "mm_experiment.dat", path, sizeof path))) return 0;
+    fprintf(f, "# Martin & Moyce (1952) surge front, column a wide and 2a high: T = t sqrt(2g/a), "
+               "Z = z/a\n# index 0: a = 2.25 in; index 1: a = 1.125 in\n# T Z\n");
+    for (int k = 1; k < EXP_MM2.count; ++k) fprintf(f, "%.3f %.3f\n", MM2_T[k], MM2_Z[k]);
+    fprintf(f, "\n\n");
+    for (int k = 1; k < EXP_MM1.count; ++k) fprintf(f, "%.3f %.3f\n", MM1_T[k], MM1_Z[k]);
     if (!close_checked(f, path)) return 0;
     for (int i = 0; i < rs->count; ++i) {
         const spec *sp = &rs->specs[i];
@@ -1377,6 +1429,10 @@ static int write_figures(const char *dir, figure_list *fl, int ref_n, double ref
         const char *c[] = {
             "'ko_experiment.dat' using 1:2 title 'Koshizuka & Oka 1996 (experiment)' with "
             "points pt 5 ps 1.4 lc rgb 'black'",
+            "'mm_experiment.dat' index 0 using 1:2 title 'Martin & Moyce 1952, a = 2.25 in' with "
+            "points pt 7 ps 1.2 lc rgb 'gray30'",
+            "'mm_experiment.dat' index 1 using 1:2 title 'Martin & Moyce 1952, a = 1.125 in' with "
+            "points pt 6 ps 1.2 lc rgb 'gray30'",
             "1+2*x title 'Ritter (inviscid shallow water): Z = 1 + 2T' with lines lc rgb "
             "'gray40' dt 2",
             "'dam_n18_it4.dat' using 2:3 title 'pbf n = 18' with lines lw 2 lc 1",
@@ -1586,8 +1642,8 @@ void pbfapp_validate_print_help(FILE *f) {
             "tables and PNG plots in DIR (default DIR: docs/validation, so docs/validation.md):\n"
             "  1. a hydrostatic column settling: density error, free-surface height, residual\n"
             "     speed, density profile;\n"
-            "  2. the dam break of Koshizuka & Oka (1996): surge front against the experiment and\n"
-            "     Ritter's solution, residual column height;\n"
+            "  2. the dam break of Koshizuka & Oka (1996): surge front against that experiment,\n"
+            "     Martin & Moyce's (1952) and Ritter's solution, residual column height;\n"
             "  3. convergence: three resolutions, 2/4/8/16 solver iterations;\n"
             "  4. energy (kinetic + potential) with and without vorticity confinement;\n"
             "  5. the stability envelope: substeps 1/2/4/8 x iterations 1/2/4/8;\n"
@@ -1960,8 +2016,10 @@ static int build_checks(const run_set *rs, check *c) {
     snprintf(h2->what, sizeof h2->what, "hydrostatic, settled: maximum density error ≤ 3 %%");
     snprintf(h3->what, sizeof h3->what,
              "hydrostatic, whole run (every frame after the first step): average density error "
-             "≤ 0.5 %%");
-    snprintf(h4->what, sizeof h4->what, "hydrostatic, whole run: maximum density error ≤ 3 %%");
+             "≤ 0.5 %% (added: the start-up included)");
+    snprintf(h4->what, sizeof h4->what,
+             "hydrostatic, whole run: maximum density error ≤ 3 %% (added: the start-up "
+             "included)");
     snprintf(h5->what, sizeof h5->what,
              "hydrostatic, settled: free-surface height within 1 %% of the volume's height");
     snprintf(h6->what, sizeof h6->what, "hydrostatic, settled: maximum speed ≤ 1 %% of sqrt(g H0)");
@@ -2003,7 +2061,7 @@ static int build_checks(const run_set *rs, check *c) {
                "(section 1)";
     h7->gate = 1.0;
     /* dam break */
-    check *d1 = &c[k++], *d2 = &c[k++];
+    check *d1 = &c[k++], *d3 = &c[k++], *d2 = &c[k++];
     snprintf(d1->what, sizeof d1->what,
              "dam break: front within %.0f %% of the experiment for T ≤ 3 with one time shift of "
              "at most 0.2 in T",
@@ -2011,9 +2069,12 @@ static int build_checks(const run_set *rs, check *c) {
     snprintf(
         d2->what, sizeof d2->what,
         "dam break: front never ahead of Ritter's Z = 1 + 2T (largest Z - Ritter after T = 0)");
-    d1->unit = "%";
+    snprintf(d3->what, sizeof d3->what,
+             "dam break: the same against Martin & Moyce (1952), the 2.25-inch column of the "
+             "same shape (added: a second experiment)");
+    d1->unit = d3->unit = "%";
     d2->unit = "Z";
-    d1->target = FRONT_TOL;
+    d1->target = d3->target = FRONT_TOL;
     d2->target = 0.0;
     for (int j = 0; j < 3; ++j) {
         const sim_result *r = get(rs, "dam_n%d_it%d", RES[j], 4);
@@ -2021,11 +2082,18 @@ static int build_checks(const run_set *rs, check *c) {
         double e;
         best_shift(r, SHIFT_MAX, &e);
         d1->v[j] = e;
+        best_shift_vs(r, &EXP_MM2, SHIFT_MAX, &e);
+        d3->v[j] = e;
         d2->v[j] = ritter_lead(r);
     }
     d1->gate = FRONT_CI;
+    d3->gate = FRONT_TOL;
     d1->note = "missed at every resolution (worst at n = 72): the simulated surge runs ahead of "
-               "the experiment's after the time shift, faster the finer the resolution. Wall "
+               "the experiment's after the time shift, faster the finer the resolution. The "
+               "target is tighter than the experiments agree: Martin & Moyce's (1952) fronts of "
+               "the same shape, scored against this one by the same measure, miss it too (6.4 "
+               "and 8.7 % for their 2.25- and 1.125-inch columns; section 2), and pbf's front is "
+               "within it against the 2.25-inch column at every resolution (the next row). Wall "
                "friction was measured (section 2) and is not the default: on every wall it meets "
                "the target at n = 18 and 36 only through the slab's side walls, misses it at "
                "n = 72, and holds water up the walls and edges of the shipped scenes; on the "
@@ -2542,32 +2610,38 @@ static int write_report(const validate_options *o, const char *report, const run
                "mean speed of 0.55 %% still at 3 s, against 0.05 %% with the defaults).\n\n");
 
     /* ---- dam break ---- */
-    fprintf(f, "## 2. Dam break against Koshizuka & Oka (1996)\n\n");
+    fprintf(f, "## 2. Dam break against Koshizuka & Oka (1996) and Martin & Moyce (1952)\n\n");
     fprintf(f,
             "T = t·√(2g/L), Z = front / L, from the back wall. The front is the largest x + r "
             "over the particles within 2 spacings of the floor that have at least 4 such "
             "particles within 2 spacings (isolated droplets ahead of the surge do not count). "
             "The experiment's 9 points are those of Koshizuka & Oka (1996) as PySPH's dam-break "
-            "example tabulates them (compiled into pbf; written to `%s/ko_experiment.dat`). The "
-            "comparison uses the points with 0 < T ≤ %.0f: the largest relative error "
+            "example tabulates them (compiled into pbf; written to `%s/ko_experiment.dat`), "
+            "and the same table's Martin & Moyce (1952) points for columns of the same shape, "
+            "2.25 and 1.125 in wide (`%s/mm_experiment.dat`). The comparison uses the points with 0 < T ≤ %.0f: the largest relative error "
             "|Z_sim(T − ΔT) − Z_exp| / Z_exp, with one time shift ΔT fitted in [−%.1f, %.1f] "
             "(ΔT > 0: the simulation runs ahead of the experiment, whose gate took time to "
             "open).\n\n",
-            out, KO_T_MAX, SHIFT_MAX, SHIFT_MAX);
+            out, out, KO_T_MAX, SHIFT_MAX, SHIFT_MAX);
     fprintf(f,
             "| case | error, no shift | fitted ΔT (−%.1f ≤ ΔT ≤ %.1f) | error at that ΔT | free "
-            "best ΔT (−1 ≤ ΔT ≤ 1) | error there | lead over Ritter |\n"
-            "|---|---|---|---|---|---|---|\n",
+            "best ΔT (−1 ≤ ΔT ≤ 1) | error there | Martin & Moyce a = 2.25 in: ΔT, error | "
+            "a = 1.125 in: ΔT, error | lead over Ritter |\n"
+            "|---|---|---|---|---|---|---|---|---|\n",
             SHIFT_MAX, SHIFT_MAX);
     for (int i = 0; i < rs->count; ++i) {
         const spec *sp = &rs->specs[i];
         const sim_result *r = &rs->res[i];
         if (sp->kind != CASE_DAM || !r->h.ok || sp->vort_off || sp->deep) continue;
-        double e, e1;
+        double e, e1, em2, em1;
         double sh = best_shift(r, SHIFT_MAX, &e), sh1 = best_shift(r, 1.0, &e1);
-        fprintf(f, "| n = %d, %d it | %.1f %% | %+.3f | %.1f %% %s | %+.3f | %.1f %% | %+.3f |\n",
+        double shm2 = best_shift_vs(r, &EXP_MM2, SHIFT_MAX, &em2);
+        double shm1 = best_shift_vs(r, &EXP_MM1, SHIFT_MAX, &em1);
+        fprintf(f,
+                "| n = %d, %d it | %.1f %% | %+.3f | %.1f %% %s | %+.3f | %.1f %% | %+.3f, %.1f %% "
+                "| %+.3f, %.1f %% | %+.3f |\n",
                 sp->n, sp->iterations, front_error(r, 0.0), sh, e, e <= FRONT_TOL ? "✅" : "❌", sh1,
-                e1, ritter_lead(r));
+                e1, shm2, em2, shm1, em1, ritter_lead(r));
     }
     fprintf(f, "\n");
     const sim_result *ref = get(rs, "dam_n%d_it%d", N_MEDIUM, 4);
@@ -2598,8 +2672,42 @@ static int write_report(const validate_options *o, const char *report, const run
                "lifted, and the real floor has friction (every wall is free-slip here). The time "
                "shift absorbs the start; what remains grows with T because the simulated front is "
                "also faster, and more so the finer the resolution. It never overtakes Ritter's "
-               "bound.\n\n"
-               "Wall friction is not on in these runs, nor by default. Measured with `pbf "
+               "bound.\n\n");
+    {
+        /* the two experiments against each other, by the target's own measure */
+        double ek2, ek1, em[3];
+        double sk2 = curve_best_shift(exp_front, &EXP_MM2, &EXP_KO, SHIFT_MAX, &ek2);
+        double sk1 = curve_best_shift(exp_front, &EXP_MM1, &EXP_KO, SHIFT_MAX, &ek1);
+        int kk = 0; /* Koshizuka & Oka's last scored point */
+        for (int k = 0; k < KO_POINTS; ++k)
+            if (KO_T[k] <= KO_T_MAX) kk = k;
+        double zm = exp_front(&EXP_MM2, KO_T[kk]);
+        char txt[3][32];
+        for (int j = 0; j < 3; ++j) {
+            const sim_result *r = get(rs, "dam_n%d_it%d", RES[j], 4);
+            em[j] = NAN;
+            if (r) best_shift_vs(r, &EXP_MM2, SHIFT_MAX, &em[j]);
+            if (isfinite(em[j]))
+                snprintf(txt[j], sizeof txt[j], "%.1f %%", em[j]);
+            else
+                snprintf(txt[j], sizeof txt[j], "— (not run)");
+        }
+        fprintf(f,
+                "A second experiment of the same shape says how far the first can be trusted. "
+                "Martin & Moyce (1952) released columns a wide and 2a high with a = 2.25 and "
+                "1.125 in (57 and 29 mm, against Koshizuka & Oka's 146 mm); their fronts, "
+                "scored against Koshizuka & Oka's by the measure above (one shift of at most "
+                "%.1f), differ from it by %.1f %% (ΔT = %+.3f) and %.1f %% (ΔT = %+.3f). At "
+                "T = %.3f the 2.25-inch column's front is at Z = %.2f, %+.1f %% from Koshizuka & "
+                "Oka's %.3f. The target's %.0f %% is tighter than the two experiments agree with "
+                "each other, and a simulation that reproduced Martin & Moyce's larger column "
+                "exactly would miss it. Against that column, the closer of the two in size, "
+                "pbf's front is within %s, %s and %s at n = 18, 36 and 72 (4 iterations; the "
+                "table's Martin & Moyce columns).\n\n",
+                SHIFT_MAX, ek2, sk2, ek1, sk1, KO_T[kk], zm, 100.0 * (zm - KO_Z[kk]) / KO_Z[kk],
+                KO_Z[kk], FRONT_TOL, txt[0], txt[1], txt[2]);
+    }
+    fprintf(f, "Wall friction is not on in these runs, nor by default. Measured with `pbf "
                "validate --resolution N --set friction_dynamic=0.2` (friction on every wall), "
                "the fitted error is 2.98, 3.46 and 9.07 %% at n = 18, 36 and 72: below the target "
                "at the two coarser resolutions only, and there mostly through the slab's two "
