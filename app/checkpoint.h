@@ -28,8 +28,8 @@
  *   64+32n   8   uint64 checksum: FNV-1a 64 of every byte before it
  *
  * Version 3: version 1 with, after id[n], PBF's multipliers lambda[n] (float), which its warm
- * start carries from step to step (pbf_snapshot.lambda; lambda_warm_start != 0); the checksum
- * follows them (64+36n). Written only when the snapshot has them, so that every other run's
+ * start carries from step to step (pbf_snapshot.lambda; lambda_warm_start != 0 and 3 or more
+ * iterations a step); the checksum follows them (64+36n). Written only when the snapshot has them, so that every other run's
  * checkpoint stays version 1.
  *
  * The arrays are pbf_snapshot's, in the world's memory order (which is part of the state): one

@@ -87,7 +87,10 @@ static const pbf_param_info pbf_params[] = {
      "warm start of the multipliers beta: each iteration adds beta times the previous one's lambda, "
      "the first that of the previous step's last (heavy-ball momentum carried across steps, as "
      "XPBD carries its multipliers: Macklin, Mueller & Chentanez 2016); halves the compression "
-     "the 4 iterations leave at 0.5; 0 = each step solves from lambda = 0, the paper"},
+     "the 4 iterations leave at 0.5; 0 = each step solves from lambda = 0, the paper. It acts only "
+     "when every step runs at least 3 iterations (solver_iterations, or pbf_min_iterations with "
+     "pbf_tolerance): with fewer its momentum made a resting column boil, so such steps solve "
+     "from lambda = 0"},
     {"lambda_carry", PBF_PARAM_FLOAT, "1", 0.6, {0}, 0, 1, 0, NULL, F(pbf.lambda_carry),
      "with the warm start: the multiple of the previous step's last lambda that the first "
      "iteration adds (the later ones add lambda_warm_start times the previous iteration's); "

@@ -143,7 +143,12 @@ pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err) {
 }
 
 int pbf_lambda_carried(const pbf_world *w) {
-    return w->def.solver == PBF_SOLVER_PBF && w->def.pbf.lambda_warm_start != 0.0f;
+    const pbf_world_def *d = &w->def;
+    /* the fewest iterations a step runs: solver_iterations, or pbf_min_iterations with a
+     * tolerance */
+    const int least = d->pbf.tolerance > 0.0f ? d->pbf.min_iterations : d->pbf.solver_iterations;
+    return d->solver == PBF_SOLVER_PBF && d->pbf.lambda_warm_start != 0.0f &&
+           least >= PBF_WARM_MIN_ITERATIONS;
 }
 
 int pbf_carried_row(const pbf_world *w) {

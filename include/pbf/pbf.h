@@ -106,7 +106,10 @@ typedef struct pbf_pbf_params {
                                    Jacobi (the paper) */
     float lambda_warm_start;    /* beta: each iteration's lambda_i adds beta times the previous
                                    iteration's, the first the previous step's last (heavy-ball
-                                   momentum carried across steps); 0 = the paper */
+                                   momentum carried across steps); 0 = the paper. It acts
+                                   only when every step runs at least 3 iterations
+                                   (solver_iterations, or min_iterations with a tolerance):
+                                   with fewer its momentum makes a resting column boil */
     float lambda_carry;         /* with the warm start (beta > 0): the first iteration adds
                                    lambda_carry times the previous step's last lambda_i, where
                                    the later ones add beta times the previous iteration's

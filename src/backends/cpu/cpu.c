@@ -926,7 +926,7 @@ static int stage_lambda(pbf_world *w, float cheb, int iteration) {
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     const int unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
-    const int warm = w->def.pbf.lambda_warm_start != 0.0f;
+    const int warm = pbf_lambda_carried(w);
     const float beta = pbf_warm_lambda_factor(w->def.pbf.lambda_warm_start,
                                               w->def.pbf.lambda_carry, iteration);
     int bad = INT_MAX;
