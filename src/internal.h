@@ -270,8 +270,8 @@ pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err);
 
 /* world.c: PBF's warm start (lambda_warm_start, pbf_warm_lambda; from PBF_WARM_MIN_ITERATIONS
  * iterations per step) carries each particle's multiplier to the next step: lambda is then part
- * of the state. pbf_carried_row: the row a
- * solver carries to the next step beyond the state, which snapshots and checkpoints keep
+ * of the state. pbf_carried_row: the row a solver carries to the next step beyond the state,
+ * which snapshots and checkpoints keep
  * (pbf_snapshot.lambda): PBF's lambda with its warm start, IISPH's last pressure (PBF_F_WARM) with
  * its warm start; -1: none (DFSPH's two warm rows are not kept). pbf_world_lambda gives that row
  * on the host (NULL when none); pbf_set_lambda sets it for the first `count` particles from

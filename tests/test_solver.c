@@ -209,22 +209,33 @@ static void test_warm_start(void) {
     ENSURE(warm.max_speed <= 1.1 * plain.max_speed);
 }
 
+/* That column at rest (9 x 72 x 4 particles of r = 2.03 mm in a container 216 spacings high,
+ * vorticity off) in a world of `def`'s other parameters; NULL on failure. */
+static pbf_world *column_n36(pbf_world_def def) {
+    const float r = 0.0020277777f, s = 2.0f * r;
+    def.particle_radius = r;
+    def.domain_max = (pbf_vec3){9 * s, 216 * s, 4 * s};
+    def.vorticity = 0.0f;
+    pbf_world *w = make(&def);
+    if (w && !add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){9 * s, 72 * s, 4 * s},
+                        (pbf_vec3){0, 0, 0})) {
+        pbf_world_destroy(w);
+        w = NULL;
+    }
+    return w;
+}
+
 /* The largest odd-even part of the velocities, max |v_i(step k) - v_i(step k + 1)| / 2 over the
  * particles (matched by id), of a column of the validation's n = 36 resolution (r = 2.03 mm),
  * 9 particles wide, 72 deep, 4 across, after 1.5 s at dt = 1/960 s without vorticity
  * confinement; with `carry` the warm start's lambda_carry. In m/s. */
 static double column_odd_even(float carry) {
     pbf_world_def def = pbf_default_world_def();
-    const float r = 0.0020277777f, s = 2.0f * r;
-    def.particle_radius = r;
-    def.domain_max = (pbf_vec3){9 * s, 216 * s, 4 * s};
-    def.vorticity = 0.0f;
     def.pbf.lambda_carry = carry;
-    pbf_world *w = make(&def);
+    pbf_world *w = column_n36(def);
     if (!w) return NAN;
     const float dt = 1.0f / 960.0f;
-    int ok = add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){9 * s, 72 * s, 4 * s},
-                       (pbf_vec3){0, 0, 0});
+    int ok = 1;
     for (int k = 0; ok && k < 1440; ++k) ok = pbf_world_step(w, dt, NULL) == PBF_OK;
     pbf_particles p = pbf_world_particles(w);
     const int n = p.count;
@@ -271,24 +282,18 @@ static void test_warm_carry(void) {
     ENSURE(odd < 0.0025 * sqrt_gh);
 }
 
-/* The column of column_odd_even (n = 36: r = 2.03 mm, 9 x 72 x 4 particles, dt = 1/960 s,
- * vorticity off) for 0.2 s with `iterations` fixed iterations (tolerance 0) or a tolerance and
+/* The column of column_n36 at dt = 1/960 s for 0.2 s with `iterations` fixed iterations (tolerance 0) or a tolerance and
  * pbf_min_iterations = `iterations`, the warm start at `warm`: the largest speed over the steps
  * (m/s; NAN if a step failed) and, into pos, the final positions by id (3 floats per particle). */
 static double column_iterations(int iterations, float tolerance, float warm, float *pos) {
     pbf_world_def def = pbf_default_world_def();
-    const float r = 0.0020277777f, s = 2.0f * r;
-    def.particle_radius = r;
-    def.domain_max = (pbf_vec3){9 * s, 216 * s, 4 * s};
-    def.vorticity = 0.0f;
     def.pbf.solver_iterations = iterations;
     def.pbf.tolerance = tolerance;
     def.pbf.min_iterations = iterations;
     def.pbf.lambda_warm_start = warm;
-    pbf_world *w = make(&def);
+    pbf_world *w = column_n36(def);
     if (!w) return NAN;
-    int ok = add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){9 * s, 72 * s, 4 * s},
-                       (pbf_vec3){0, 0, 0});
+    int ok = 1;
     double vmax = 0.0;
     for (int k = 0; ok && k < 192; ++k) {
         ok = pbf_world_step(w, 1.0f / 960.0f, NULL) == PBF_OK;
@@ -306,11 +311,11 @@ static double column_iterations(int iterations, float tolerance, float warm, flo
 }
 
 /* The warm start acts only when every step runs at least 3 iterations (PBF_WARM_MIN_ITERATIONS):
- * at 2 its momentum made this resting column boil within 0.04 s (every particle at the speed
- * limit, 15.6 m/s); the paper's solve keeps it below 1 m/s (its start-up: 0.93 m/s, under
- * sqrt(g H) = 1.69 m/s). So at 2 iterations, and with a
- * tolerance from 1 iteration, the default run is the plain solve's to the bit; at 3 iterations,
- * and with a tolerance from 3, the warm start acts (the runs differ). */
+ * at 2 its momentum made this resting column boil within 0.04 s (its fastest particles at the
+ * speed limit, 15.6 m/s); the paper's solve keeps it below 1 m/s (its start-up: 0.93 m/s, under
+ * sqrt(g H) = 1.69 m/s). So at 2 iterations, and with a tolerance from 1 iteration, the default
+ * run is the plain solve's to the bit; at 3 iterations, and with a tolerance from 3, the warm
+ * start acts (the runs differ). */
 static void test_warm_needs_iterations(void) {
     const int n = 9 * 72 * 4;
     const double sqrt_gh = sqrt(9.81 * 72 * 2 * 0.0020277777);
