@@ -99,15 +99,12 @@ static const double MM2_Z[] = {1.000, 1.217, 1.474, 2.292, 2.995, 4.134};
 static const double MM1_T[] = {0.000, 0.849, 1.212, 1.602, 2.283, 2.950, 3.598};
 static const double MM1_Z[] = {1.000, 1.245, 1.443, 1.884, 2.689, 3.728, 4.528};
 typedef struct experiment {
-    const char *name; /* as the report names it */
     const double *t, *z;
     int count;
 } experiment;
-static const experiment EXP_KO = {"Koshizuka & Oka (1996)", KO_T, KO_Z, KO_POINTS};
-static const experiment EXP_MM2 = {"Martin & Moyce (1952), a = 2.25 in", MM2_T, MM2_Z,
-                                   (int)(sizeof MM2_T / sizeof MM2_T[0])};
-static const experiment EXP_MM1 = {"Martin & Moyce (1952), a = 1.125 in", MM1_T, MM1_Z,
-                                   (int)(sizeof MM1_T / sizeof MM1_T[0])};
+static const experiment EXP_KO = {KO_T, KO_Z, KO_POINTS};
+static const experiment EXP_MM2 = {MM2_T, MM2_Z, (int)(sizeof MM2_T / sizeof MM2_T[0])};
+static const experiment EXP_MM1 = {MM1_T, MM1_Z, (int)(sizeof MM1_T / sizeof MM1_T[0])};
 #define KO_T_MAX 3.0   /* compare for T <= 3 */
 #define SHIFT_MAX 0.2  /* allowed time shift in T */
 #define FRONT_TOL 5.0  /* %: the target */
@@ -864,15 +861,15 @@ static double exp_front(const void *x, double T) {
     return NAN;
 }
 
-/* pbf's front against Koshizuka & Oka (the target's experiment), or against x. */
+/* pbf's front against experiment x, and against Koshizuka & Oka (the target's experiment). */
+static double best_shift_vs(const sim_result *r, const experiment *x, double limit, double *err) {
+    return curve_best_shift(sim_front, r, x, limit, err);
+}
 static double front_error(const sim_result *r, double shift) {
     return curve_error(sim_front, r, &EXP_KO, shift);
 }
 static double best_shift(const sim_result *r, double limit, double *err) {
-    return curve_best_shift(sim_front, r, &EXP_KO, limit, err);
-}
-static double best_shift_vs(const sim_result *r, const experiment *x, double limit, double *err) {
-    return curve_best_shift(sim_front, r, x, limit, err);
+    return best_shift_vs(r, &EXP_KO, limit, err);
 }
 
 /* Largest lead over Ritter's front, Z - (1 + 2 T), over the run after the start (< 0: never
