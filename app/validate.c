@@ -2091,7 +2091,10 @@ static int build_checks(const run_set *rs, check *c) {
                "target is tighter than the experiments agree: Martin & Moyce's (1952) fronts of "
                "the same shape, scored against this one by the same measure, miss it too (6.4 "
                "and 8.7 % for their 2.25- and 1.125-inch columns; section 2), and pbf's front is "
-               "within it against the 2.25-inch column at every resolution (the next row). Wall "
+               "within it against the 2.25-inch column at every resolution (the next row). "
+               "SPlisHSPlasH misses it by more: on the same column in a box L deep at n = 18, "
+               "settled before the release, its DFSPH by 12.1 % and its PBF by 11.1 %, against "
+               "pbf's 7.8 % there (`bench/dam_front_peers.py`). Wall "
                "friction was measured (section 2) and is not the default: on every wall it meets "
                "the target at n = 18 and 36 only through the slab's side walls, misses it at "
                "n = 72, and holds water up the walls and edges of the shipped scenes; on the "
@@ -2708,7 +2711,13 @@ static int write_report(const validate_options *o, const char *report, const run
                 "each other, and a simulation that reproduced Martin & Moyce's larger column "
                 "exactly would miss it. Against that column, the closer of the two in size, "
                 "pbf's front is within %s, %s and %s at n = 18, 36 and 72 (4 iterations; the "
-                "table's Martin & Moyce columns).\n\n",
+                "table's Martin & Moyce columns). SPlisHSPlasH, the field's reference "
+                "implementation of these solvers, does no better against Koshizuka & Oka: on "
+                "the same column in a box L deep at n = 18, its own column settled before the "
+                "release, its DFSPH misses it by 12.1 %% and its PBF by 11.1 %%, and both are "
+                "within 2.8 %% of Martin & Moyce's 2.25-inch column; pbf there gives 7.8 and "
+                "1.6 %% (`bench/dam_front_peers.py`, "
+                "`bench/results/dam_front_peers_20261125_vm.json`).\n\n",
                 SHIFT_MAX, ek2, sk2, ek1, sk1, KO_T[kk], zm, 100.0 * (zm - KO_Z[kk]) / KO_Z[kk],
                 KO_Z[kk], FRONT_TOL, txt[0], txt[1], txt[2]);
     }
