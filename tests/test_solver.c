@@ -282,9 +282,10 @@ static void test_warm_carry(void) {
     ENSURE(odd < 0.0025 * sqrt_gh);
 }
 
-/* The column of column_n36 at dt = 1/960 s for 0.2 s with `iterations` fixed iterations (tolerance 0) or a tolerance and
- * pbf_min_iterations = `iterations`, the warm start at `warm`: the largest speed over the steps
- * (m/s; NAN if a step failed) and, into pos, the final positions by id (3 floats per particle). */
+/* The column of column_n36 at dt = 1/960 s for 0.2 s with `iterations` fixed iterations
+ * (tolerance 0) or a tolerance and pbf_min_iterations = `iterations`, the warm start at `warm`:
+ * the largest speed over the steps (m/s; NAN if a step failed) and, into pos, the final
+ * positions by id (3 floats per particle). */
 static double column_iterations(int iterations, float tolerance, float warm, float *pos) {
     pbf_world_def def = pbf_default_world_def();
     def.pbf.solver_iterations = iterations;
