@@ -49,6 +49,8 @@ import shutil
 import subprocess
 import sys
 
+from splash_common import machine_and_build, preload_gldispatch
+
 G = 9.81
 L0 = 0.146  # Koshizuka & Oka's column width, m
 R = 0.025   # SPlisHSPlasH's particle radius, m
@@ -287,27 +289,10 @@ def main():
                                                         "shared", "peers", "splishsplash"),
                     help="folder with SPlisHSPlasH's UnitBox.obj")
     a = ap.parse_args()
-    # The wheel's bundled libGLdispatch crashes its import on Debian 12 unless the system's copy
-    # is preloaded (as bench/side_by_side.sh does): re-run this script with it preloaded.
-    plain = subprocess.run([sys.executable, "-c", "import pysplishsplash"], capture_output=True)
-    if plain.returncode != 0 and "LD_PRELOAD" not in os.environ:
-        libs = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout.split("\n")
-        gld = [l.split()[-1] for l in libs if "libGLdispatch.so.0" in l and "x86-64" in l]
-        if gld:
-            os.execve(sys.executable, [sys.executable] + sys.argv,
-                      dict(os.environ, LD_PRELOAD=gld[0]))
+    preload_gldispatch()
     os.makedirs(a.out, exist_ok=True)
-    cpu = ""
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as f:
-            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
-    ver = subprocess.run([os.path.abspath(a.pbf), "--version"], capture_output=True, text=True)
-    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse",
-                             "--short=12", "HEAD"], capture_output=True, text=True)
-    out = {"machine": {"cpu": cpu, "cores": os.cpu_count(),
-                       "omp_num_threads": os.environ.get("OMP_NUM_THREADS", "")},
-           "pbf": ver.stdout.strip(), "commit": commit.stdout.strip(),
-           "experiments_against_each_other": {}, "runs": []}
+    out = machine_and_build(a.pbf)
+    out.update({"experiments_against_each_other": {}, "runs": []})
     for name, exp in EXPERIMENTS.items():  # each experiment's own front scored against the others
         if exp is not KO:
             sh, e = best_shift(exp, KO)

@@ -33,6 +33,8 @@ import shutil
 import subprocess
 import sys
 
+from splash_common import machine_and_build, preload_gldispatch
+
 L0, R0 = 0.146, 0.146 / 36  # the validation's column at n = 18
 R = 0.025
 S = R / R0  # length scale
@@ -159,26 +161,9 @@ def main():
     a = ap.parse_args()
     global T_END
     T_END = a.validation_seconds * math.sqrt(S)
-    # The wheel's bundled libGLdispatch crashes its import on Debian 12 unless the system's copy
-    # is preloaded (as bench/side_by_side.sh does): re-run this script with it preloaded.
-    plain = subprocess.run([sys.executable, "-c", "import pysplishsplash"], capture_output=True)
-    if plain.returncode != 0 and "LD_PRELOAD" not in os.environ:
-        libs = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout.split("\n")
-        gld = [l.split()[-1] for l in libs if "libGLdispatch.so.0" in l and "x86-64" in l]
-        if gld:
-            os.execve(sys.executable, [sys.executable] + sys.argv,
-                      dict(os.environ, LD_PRELOAD=gld[0]))
+    preload_gldispatch()
     os.makedirs(a.out, exist_ok=True)
-    cpu = ""
-    if os.path.exists("/proc/cpuinfo"):
-        with open("/proc/cpuinfo") as f:
-            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
-    ver = subprocess.run([os.path.abspath(a.pbf), "--version"], capture_output=True, text=True)
-    commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse",
-                             "--short=12", "HEAD"], capture_output=True, text=True)
-    out = {"machine": {"cpu": cpu, "cores": os.cpu_count(),
-                       "omp_num_threads": os.environ.get("OMP_NUM_THREADS", "")},
-           "pbf": ver.stdout.strip(), "commit": commit.stdout.strip()}
+    out = machine_and_build(a.pbf)
     out["setup"] = {"radius_m": R, "L_m": L, "dt_s": DT, "t_end_s": T_END,
                      "sqrt_gH0_m_s": SQ, "settled_from_s": settled_from()}
     out["pbf_column"] = settled(run_pbf(os.path.abspath(a.pbf), a.out))
