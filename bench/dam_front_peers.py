@@ -49,7 +49,7 @@ import shutil
 import subprocess
 import sys
 
-from splash_common import machine_and_build, preload_gldispatch
+from splash_common import machine_and_build, preload_gldispatch, write_result
 
 G = 9.81
 L0 = 0.146  # Koshizuka & Oka's column width, m
@@ -235,7 +235,7 @@ def run_splash(scene, out_dir, su):
                          "column_z": [min(zs) - R, max(zs) + R]})
         t = float(sph.TimeManager.getCurrent().getTime())
         z = front(xs, ys, zs, 2 * R)
-        if z is not None and all(math.isfinite(v) for v in xs[:1]):
+        if z is not None and math.isfinite(z):
             curve.append((t * su.t_scale, z / su.L))
 
     base = sph.Exec.SimulatorBase()
@@ -331,11 +331,7 @@ def main():
             out["runs"].append(run)
             with open(os.path.join(d, "front.dat"), "w") as f:
                 f.write("# T Z\n" + "".join("%.5f %.5f\n" % p for p in curve))
-    text = json.dumps(out, indent=1)
-    print(text)
-    if a.json:
-        with open(a.json, "w") as f:
-            f.write(text + "\n")
+    write_result(out, a.json)
     return 0
 
 

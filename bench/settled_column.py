@@ -33,7 +33,7 @@ import shutil
 import subprocess
 import sys
 
-from splash_common import machine_and_build, preload_gldispatch
+from splash_common import machine_and_build, preload_gldispatch, write_result
 
 L0, R0 = 0.146, 0.146 / 36  # the validation's column at n = 18
 R = 0.025
@@ -178,11 +178,7 @@ def main():
         out["SPlisHSPlasH_column"] = settled(run_splash(scene, splash_dir))
     except ImportError as e:
         out["SPlisHSPlasH_column"] = {"skipped": "pysplishsplash not importable: %s" % e}
-    text = json.dumps(out, indent=1)
-    print(text)
-    if a.json:
-        with open(a.json, "w") as f:
-            f.write(text + "\n")
+    write_result(out, a.json)
     return 0
 
 

@@ -1,5 +1,6 @@
 """What bench/settled_column.py and bench/dam_front_peers.py share: the SPlisHSPlasH wheel's
-import on Debian 12 and the machine and build a result names."""
+import on Debian 12, the machine and build a result names, and the result's output."""
+import json
 import os
 import subprocess
 import sys
@@ -31,3 +32,13 @@ def machine_and_build(pbf_exe):
     return {"machine": {"cpu": cpu, "cores": os.cpu_count(),
                         "omp_num_threads": os.environ.get("OMP_NUM_THREADS", "")},
             "pbf": ver.stdout.strip(), "commit": commit.stdout.strip()}
+
+
+def write_result(out, path):
+    """Prints the result as JSON (after SPlisHSPlasH's log on stdout) and, with a path, writes it
+    there alone."""
+    text = json.dumps(out, indent=1)
+    print(text)
+    if path:
+        with open(path, "w") as f:
+            f.write(text + "\n")
