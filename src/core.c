@@ -1,43 +1,21 @@
 /*
- * The stage runner: one step of the world's pressure solver as a table of named stages, run by
- * the world's backend. Position Based Fluids (Macklin & Müller 2013, Algorithm 1):
- *
- *   predict         v += dt g, |v| <= v_max (CFL), x* = x + dt v                   (lines 1-4)
- *   grid            counting sort by the cell of x*, reorder every sorted field      (lines 5-7)
- *   lambda          rho_i (eq. 2) with the wall, C_i (eq. 1), lambda_i (eq. 11)  \
- *   delta_p         delta p_i with s_corr (eq. 12-14) and the wall term           } iterations
- *   collide         x* += delta p, collision response and friction               /  (lines 8-19)
- *   velocity        v = (x* - x) / dt, |v| <= v_max, omega (eq. 15), rho at x*      (line 21)
- *   vorticity_xsph  vorticity confinement (eq. 16), XSPH (eq. 17), x = x*          (lines 22-23)
- *   stats           statistics of the new state
- *
- * The SPH solvers are the same table with their own pressure stages in the middle: gravity keeps
- * x* = x so that the grid and the densities are those of the current positions, the pressure
- * stages change the velocity, advect + collide move the particles by dt v with the shared
- * collisions and friction, and velocity, vorticity_xsph and stats are shared as they are.
- *
- *   wcsph  gravity, grid, wcsph_pressure, pressure_accel, advect, collide, velocity, ...
- *   dfsph  gravity, grid, dfsph_factor, (dfsph_warm_v, pressure_accel), [divergence,
- *          pressure_accel] (divergence solve), (dfsph_warm, pressure_accel), [density_adv,
- *          pressure_accel] (density solve), advect, collide, velocity, ...
- *   pcisph gravity, grid, pcisph_init, [pcisph_pressure, pressure_accel] (predict-correct
- *          loop), advect, collide, velocity, ...
- *   iisph  gravity, grid, iisph_diagonal, (pressure_accel), [iisph_pressure, pressure_accel]
- *          (relaxed Jacobi), advect, collide, velocity, ...
- *
- * (...): the warm start (iisph_warm_start, dfsph_warm_start; stages marked `warm`, skipped when
- * it is 0): the solve starts from a fraction of the previous substep's pressure, kept per
- * particle (the registry's WARM rows), and these stages apply it before the first iteration.
- * DFSPH's dfsph_divergence_warm_start warm-starts the divergence solve inside its first
- * iteration instead (its measuring stage), so that solve's warm stages are skipped.
+ * The stage runner: one step of the world's method as its table of named stages (the method's
+ * descriptor, src/solvers/<name>/<name>.c), run by the world's backend.
  *
  * An iterative solve is a block of stages with the same `loop`: its first stage measures the
  * error (w->solve_error); the block repeats until the error is at most the tolerance after at
- * least the minimum number of iterations, or the maximum is reached. A tolerance of 0 runs a
- * fixed count of iterations (PBF's solver_iterations), exactly as the plain loop did.
+ * least the minimum number of iterations, or the maximum is reached (the method's bounds). A
+ * tolerance of 0 runs a fixed count of iterations (PBF's solver_iterations), exactly as a plain
+ * loop does.
  *
- * The SPH solvers split a step into substeps limited by their CFL condition; the step's dt stays
- * what the caller asked for, so frames and outputs keep their times.
+ * Stages marked `warm` belong to a warm start (the method's warm_start > 0): the solve starts
+ * from a fraction of the previous substep's solution, kept per particle (the registry's WARM
+ * rows), and these stages apply it before the first iteration; a method whose first_warm is on
+ * warm-starts its divergence solve inside the first iteration instead, so that solve's warm
+ * stages are skipped.
+ *
+ * A method with a CFL rule (substep_dt) splits a step into substeps; the step's dt stays what
+ * the caller asked for, so frames and outputs keep their times.
  *
  * A stage's name is written once, here: the timings (pbf_world_timings, `pbf bench`'s breakdown)
  * and the guard's "first stage that produced a non-finite value" both come from these tables.
@@ -49,10 +27,6 @@
 #include <string.h>
 
 #include "internal.h"
-
-#define TIMING(f) offsetof(pbf_timings, f)
-#define D PBF_SOLVE_DENSITY
-#define V PBF_SOLVE_DIVERGENCE
 
 static const char *const stage_names[PBF_STAGE_COUNT] = {
     [PBF_STAGE_PREDICT] = "predict",
@@ -78,134 +52,30 @@ static const char *const stage_names[PBF_STAGE_COUNT] = {
     [PBF_STAGE_STATS] = "stats",
 };
 
-/* clang-format off */
-static const pbf_stage_desc pbf_stages[] = {
-    {PBF_STAGE_PREDICT,        TIMING(predict),  0, 0, 0},
-    {PBF_STAGE_GRID,           TIMING(grid),     0, 0, 0},
-    {PBF_STAGE_LAMBDA,         TIMING(lambda),   D, D, 0},
-    {PBF_STAGE_DELTA_P,        TIMING(delta_p),  D, 0, 0},
-    {PBF_STAGE_COLLIDE,        TIMING(collide),  D, 0, 0},
-    {PBF_STAGE_VELOCITY,       TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_STATS,          TIMING(stats),    0, 0, 0},
-};
-/* The SPH solvers' tables: gravity and the grid, their own pressure stages, then the shared
- * advection, collisions, velocity, vorticity/XSPH and statistics */
-#define SPH_HEAD                                                                                   \
-    {PBF_STAGE_GRAVITY, TIMING(predict), 0, 0, 0}, {PBF_STAGE_GRID, TIMING(grid), 0, 0, 0}
-#define SPH_TAIL                                                                                   \
-    {PBF_STAGE_ADVECT, TIMING(collide), 0, 0, 0}, {PBF_STAGE_COLLIDE, TIMING(collide), 0, 0, 0},  \
-        {PBF_STAGE_VELOCITY, TIMING(velocity), 0, 0, 0},                                          \
-        {PBF_STAGE_VORTICITY_XSPH, TIMING(velocity), 0, 0, 0},                                    \
-        {PBF_STAGE_STATS, TIMING(stats), 0, 0, 0}
-static const pbf_stage_desc wcsph_stages[] = {
-    SPH_HEAD,
-    {PBF_STAGE_WCSPH_PRESSURE, TIMING(lambda),   0, D, 0},
-    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0, 0},
-    SPH_TAIL,
-};
-static const pbf_stage_desc dfsph_stages[] = {
-    SPH_HEAD,
-    {PBF_STAGE_DFSPH_FACTOR,   TIMING(lambda),   0, 0, 0},
-    {PBF_STAGE_DFSPH_WARM_V,   TIMING(lambda),   0, 0, 1},
-    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0, 1},
-    {PBF_STAGE_DIVERGENCE,     TIMING(lambda),   V, V, 0},
-    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  V, 0, 0},
-    {PBF_STAGE_DFSPH_WARM,     TIMING(lambda),   0, 0, 1},
-    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  0, 0, 1},
-    {PBF_STAGE_DENSITY_ADV,    TIMING(lambda),   D, D, 0},
-    {PBF_STAGE_PRESSURE_ACCEL, TIMING(delta_p),  D, 0, 0},
-    SPH_TAIL,
-};
-static const pbf_stage_desc pcisph_stages[] = {
-    SPH_HEAD,
-    {PBF_STAGE_PCISPH_INIT,     TIMING(lambda),   0, 0, 0},
-    {PBF_STAGE_PCISPH_PRESSURE, TIMING(lambda),   D, D, 0},
-    {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  D, 0, 0},
-    SPH_TAIL,
-};
-static const pbf_stage_desc iisph_stages[] = {
-    SPH_HEAD,
-    {PBF_STAGE_IISPH_DIAGONAL,  TIMING(lambda),   0, 0, 0},
-    {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  0, 0, 1},
-    {PBF_STAGE_IISPH_PRESSURE,  TIMING(lambda),   D, D, 0},
-    {PBF_STAGE_PRESSURE_ACCEL,  TIMING(delta_p),  D, 0, 0},
-    SPH_TAIL,
-};
-/* clang-format on */
-#undef D
-#undef V
-#undef SPH_HEAD
-#undef SPH_TAIL
-
-#define TABLE(t)                                                                                   \
-    do {                                                                                           \
-        if (count) *count = (int)(sizeof t / sizeof t[0]);                                         \
-        return t;                                                                                  \
-    } while (0)
-
 const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count) {
-    switch (solver) {
-    case PBF_SOLVER_PBF: break;
-    case PBF_SOLVER_WCSPH: TABLE(wcsph_stages);
-    case PBF_SOLVER_DFSPH: TABLE(dfsph_stages);
-    case PBF_SOLVER_PCISPH: TABLE(pcisph_stages);
-    case PBF_SOLVER_IISPH: TABLE(iisph_stages);
-    }
-    TABLE(pbf_stages);
+    const pbf_solver *m = pbf_solver_of(solver);
+    if (!m) m = pbf_solver_all(NULL)[0]; /* (a definition that passed validation has one) */
+    if (count) *count = m->nstages;
+    return m->stages;
 }
 
 float pbf_warm_start(const pbf_world_def *def) {
-    switch (def->solver) {
-    case PBF_SOLVER_IISPH: return def->iisph.warm_start;
-    case PBF_SOLVER_DFSPH: return def->dfsph.warm_start;
-    default: return 0.0f;
-    }
+    const pbf_solver *m = pbf_solver_of(def->solver);
+    return m && m->warm_start ? m->warm_start(def) : 0.0f;
 }
 
 float pbf_dfsph_first_warm(const pbf_world_def *def) {
-    return def->solver == PBF_SOLVER_DFSPH ? def->dfsph.divergence_warm_start : 0.0f;
+    const pbf_solver *m = pbf_solver_of(def->solver);
+    return m && m->first_warm ? m->first_warm(def) : 0.0f;
 }
 
 const char *pbf_stage_name(pbf_stage_id id) {
     return (int)id >= 0 && id < PBF_STAGE_COUNT && stage_names[id] ? stage_names[id] : "?";
 }
 
-/* The iterations of a solve: at least min, at most max, stop at tol (percent); tol <= 0: exactly
- * max iterations. */
-typedef struct solve_bounds {
-    int min, max;
-    float tol;
-} solve_bounds;
-
-static solve_bounds bounds(const pbf_world *w, int loop) {
-    const pbf_world_def *d = &w->def;
-    solve_bounds b = {0, 1, 0.0f};
-    switch (d->solver) {
-    case PBF_SOLVER_PBF:
-        if (d->pbf.tolerance > 0.0f)
-            b = (solve_bounds){d->pbf.min_iterations, d->pbf.max_iterations, d->pbf.tolerance};
-        else
-            b = (solve_bounds){d->pbf.solver_iterations, d->pbf.solver_iterations, 0.0f};
-        break;
-    case PBF_SOLVER_WCSPH: break;
-    case PBF_SOLVER_DFSPH:
-        if (loop == PBF_SOLVE_DIVERGENCE)
-            b = (solve_bounds){d->dfsph.divergence_min_iterations,
-                               d->dfsph.divergence_max_iterations, d->dfsph.divergence_tolerance};
-        else
-            b = (solve_bounds){d->dfsph.min_iterations, d->dfsph.max_iterations,
-                               d->dfsph.tolerance};
-        break;
-    case PBF_SOLVER_PCISPH:
-        b = (solve_bounds){d->pcisph.min_iterations, d->pcisph.max_iterations,
-                           d->pcisph.tolerance};
-        break;
-    case PBF_SOLVER_IISPH:
-        b = (solve_bounds){d->iisph.min_iterations, d->iisph.max_iterations, d->iisph.tolerance};
-        break;
-    }
-    return b;
+static pbf_solve_bounds bounds(const pbf_world *w, int loop) {
+    const pbf_solver *m = pbf_world_solver(w);
+    return m->bounds ? m->bounds(&w->def, loop) : (pbf_solve_bounds){0, 1, 0.0f};
 }
 
 /* Substeps of a step of dt: the solver's CFL condition, from the largest speed of the current
@@ -214,19 +84,11 @@ static int substeps(const pbf_world *w, float dt) {
     const pbf_world_def *d = &w->def;
     double g = sqrt((double)d->gravity.x * d->gravity.x + (double)d->gravity.y * d->gravity.y +
                     (double)d->gravity.z * d->gravity.z);
-    double v = w->stats.max_speed + g * dt, limit = 0.0;
+    double v = w->stats.max_speed + g * dt;
     if (!isfinite(v)) v = 0.0;
-    /* the incompressible solvers: a particle moves at most cfl particle diameters per substep */
-    const float cfl = d->solver == PBF_SOLVER_DFSPH    ? d->dfsph.cfl
-                      : d->solver == PBF_SOLVER_PCISPH ? d->pcisph.cfl
-                      : d->solver == PBF_SOLVER_IISPH  ? d->iisph.cfl
-                                                       : 0.0f;
-    if (d->solver == PBF_SOLVER_WCSPH) {
-        double cs = sqrt((double)d->wcsph.stiffness * d->wcsph.exponent / d->rest_density);
-        limit = d->wcsph.cfl * w->k.h / (cs + v);
-    } else if (cfl > 0.0f && v > 0.0) {
-        limit = cfl * 2.0 * d->particle_radius / v;
-    }
+    /* the method's CFL condition: its longest substep at that speed */
+    const pbf_solver *m = pbf_world_solver(w);
+    const double limit = m->substep_dt ? m->substep_dt(d, w->k.h, v) : 0.0;
     if (!(limit > 0.0) || dt <= limit) return 1;
     double n = ceil(dt / limit);
     return n > 10000.0 ? 10000 : (int)n;
@@ -291,7 +153,7 @@ static void substep(pbf_world *w, const pbf_stage_desc *st, int n, float dt, dou
         const int loop = st[s].loop;
         int last = s;
         while (last + 1 < n && st[last + 1].loop == loop) ++last;
-        const solve_bounds b = bounds(w, loop);
+        const pbf_solve_bounds b = bounds(w, loop);
         pbf_step_ctx measure = ctx; /* the stop needs the measured error now */
         measure.need_error = b.tol > 0.0f;
         int it = 0;

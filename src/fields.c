@@ -2,6 +2,7 @@
 #include "fields.h"
 
 #include "pbf/pbf.h"
+#include "solvers/solver.h"
 
 #define S PBF_FIELD_SORTED
 #define T PBF_FIELD_STATE
@@ -45,14 +46,10 @@ size_t pbf_fields_bytes(unsigned none, unsigned need) {
 
 int pbf_field_in_solver(int f, const pbf_world_def *def) {
     const unsigned fl = pbf_fields[f].flags;
-    const int iisph = def->solver == PBF_SOLVER_IISPH && def->iisph.warm_start > 0.0f;
-    const int dfsph = def->solver == PBF_SOLVER_DFSPH && def->dfsph.warm_start > 0.0f;
-    /* DFSPH's divergence warm start alone keeps kappa^v only */
-    const int dfsph_v =
-        def->solver == PBF_SOLVER_DFSPH && def->dfsph.divergence_warm_start > 0.0f;
-    if ((fl & PBF_FIELD_WARM) && !iisph && !dfsph) return 0;
-    if ((fl & PBF_FIELD_WARM_V) && !dfsph && !dfsph_v && !iisph) return 0;
-    return 1;
+    if (!(fl & (PBF_FIELD_WARM | PBF_FIELD_WARM_V))) return 1;
+    /* the optional rows: those the method asks for */
+    const pbf_solver *m = pbf_solver_of(def->solver);
+    return m && m->field_used && m->field_used(f, def);
 }
 
 size_t pbf_fields_solver_bytes(unsigned none, const pbf_world_def *def) {

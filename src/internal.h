@@ -26,6 +26,7 @@
 #include "fields.h"
 #include "pbf/pbf.h"
 #include "sph/kernel.h"
+#include "solvers/solver.h"
 #include "sph/walls.h"
 
 #define PBF_ARRAY_PADDING 8 /* elements after the last particle of every array (PBF_LANES) */
@@ -174,22 +175,18 @@ static inline float pbf_world_wall_density(const pbf_world *w, const float p[3],
     return pbf_wall_density(&w->wc, w->walls.F, w->walls.G, w->wall_boxes, p, grad);
 }
 
-/* core.c: the stage runner */
-enum { PBF_SOLVE_NONE = 0, PBF_SOLVE_DENSITY = 1, PBF_SOLVE_DIVERGENCE = 2 };
-typedef struct pbf_stage_desc {
-    pbf_stage_id id;
-    size_t timing;        /* offset of its double in pbf_timings */
-    int loop;             /* PBF_SOLVE_*: repeated as part of that solve's iterations */
-    int measures;         /* PBF_SOLVE_*: sets w->solve_error, that solve's error */
-    int warm;             /* 1: a warm start's stage, run only when the solver's warm_start > 0 */
-} pbf_stage_desc;
-/* The fraction of the previous substep's solution an IISPH or DFSPH solve starts from
- * (iisph_warm_start, dfsph_warm_start); 0 for the other solvers and when it is off. */
+/* core.c: the stage runner, over the method's descriptor (solvers/solver.h) */
+/* The world's method. */
+static inline const pbf_solver *pbf_world_solver(const pbf_world *w) {
+    return pbf_solver_of(w->def.solver);
+}
+/* The fraction of the previous substep's solution the method's solves start from (IISPH's and
+ * DFSPH's warm starts); 0 when it has none or it is off. */
 float pbf_warm_start(const pbf_world_def *def);
-/* DFSPH's divergence warm start within the solve's first iteration (dfsph_divergence_warm_start,
- * pbf_dfsph_warm_first): its fraction; 0 for the other solvers and when it is off. */
+/* A warm start within a solve's first iteration instead of by the warm stages (DFSPH's
+ * divergence warm start, pbf_dfsph_warm_first): its fraction; 0 when none or off. */
 float pbf_dfsph_first_warm(const pbf_world_def *def);
-/* The step of a solver as a table of stages, ending with PBF_STAGE_STATS. */
+/* The step of a method as a table of stages, ending with PBF_STAGE_STATS. */
 const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count);
 /* A stage's name: in pbf_stats.bad_stage, diagnoses and benchmark breakdowns. */
 const char *pbf_stage_name(pbf_stage_id id);
@@ -269,7 +266,7 @@ pbf_status pbf_world_reserve(pbf_world *w, int capacity, pbf_error *err);
 pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err);
 
 /* world.c: PBF's warm start (lambda_warm_start, pbf_warm_lambda; from PBF_WARM_MIN_ITERATIONS
- * iterations per step) carries each particle's multiplier to the next step: lambda is then part
+ * iterations per step, solvers/pbf/pbf.h) carries each particle's multiplier to the next step: lambda is then part
  * of the state. pbf_carried_row: the row a solver carries to the next step beyond the state,
  * which snapshots and checkpoints keep
  * (pbf_snapshot.lambda): PBF's lambda with its warm start, IISPH's last pressure (PBF_F_WARM) with
@@ -279,15 +276,6 @@ pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err);
  * keeps then, and write_rows), and IISPH's pressure one substep older (PBF_F_WARM_V, not
  * carried) likewise. */
 int pbf_lambda_carried(const pbf_world *w);
-/* PBF's warm start acts only when every step runs at least this many iterations
- * (solver_iterations, or pbf_min_iterations with pbf_tolerance); with fewer the step solves from
- * lambda = 0, the paper's solve. Measured on the validation's resting column, 36 particles
- * across, 1/960 s steps: at 2 iterations the warm start (0.5, carry 0.6) made it boil within
- * 0.03 s (15.6 m/s, the speed limit), as it did with the in-step momentum alone (carry 0:
- * 4.3 m/s) and with a tolerance of 1 % from one iteration; the paper's solve stayed below
- * 0.84 m/s; from 3 iterations the warm start is the calmer (0.38 against 0.49 m/s), and so with
- * a tolerance and 3 iterations at least. */
-#define PBF_WARM_MIN_ITERATIONS 3
 int pbf_carried_row(const pbf_world *w);
 const float *pbf_world_lambda(const pbf_world *w);
 pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *err);

@@ -6,10 +6,9 @@
 #include <string.h>
 
 #include "internal.h"
+#include "solvers/solver.h"
 
-static const char *const constraint_names[] = {"unilateral", "bilateral", NULL};
 static const char *const sph_kernel_names[] = {"cubic", "poly6_spiky", NULL};
-static const char *const solver_names[] = {"pbf", "wcsph", "dfsph", "pcisph", "iisph", NULL};
 static const char *const bed_walls_names[] = {"bed", "all", NULL};
 static const char *const device_default[] = {"cpu", NULL};
 
@@ -56,12 +55,8 @@ static const pbf_param_info world_params[] = {
      "worker threads; 0 uses the OpenMP default (results do not depend on it)"},
     {"device", PBF_PARAM_STRING, "-", 0, {0}, 0, PBF_DEVICE_NAME_MAX, 0, device_default, F(device),
      "where the step runs: cpu, opencl, opencl:PLATFORM.DEVICE, cuda or cuda:N (pbf devices)"},
-    {"solver", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, solver_names, F(solver),
-     "pressure solver: pbf = Position Based Fluids (Macklin & Mueller 2013), wcsph = weakly "
-     "compressible SPH (Becker & Teschner 2007), dfsph = divergence-free SPH (Bender & Koschier "
-     "2017), pcisph = predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009), "
-     "iisph = implicit incompressible SPH (Ihmsen et al. 2014); each has its own parameters "
-     "below"},
+    {"solver", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, pbf_solver_choice_names, F(solver),
+     pbf_solver_key_description},
     {"sph_kernel", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, sph_kernel_names, F(sph_kernel),
      "kernel of the SPH solvers (wcsph, pcisph, iisph, dfsph): cubic = the cubic spline "
      "(Monaghan 1992) for the density and its gradient, as SPlisHSPlasH; poly6_spiky = poly6 "
@@ -70,210 +65,18 @@ static const pbf_param_info world_params[] = {
      "(Macklin & Mueller 2013)"},
 };
 
-/* Position Based Fluids' own parameters (Macklin & Mueller 2013). */
-static const pbf_param_info pbf_params[] = {
-    {"solver_iterations", PBF_PARAM_INT, "1", 4, {0}, 1, 1000, 0, NULL, F(pbf.solver_iterations),
-     "Jacobi iterations of the density constraint per step"},
-    {"relaxation", PBF_PARAM_FLOAT, "1", 0.01, {0}, 0, 100, 0, NULL, F(pbf.relaxation),
-     "constraint force mixing epsilon (eq. 11), relative to sum|grad C|^2 of a rest particle"},
-    {"over_relaxation", PBF_PARAM_FLOAT, "1", 1.0, {0}, 0, 1.9, 1, NULL, F(pbf.over_relaxation),
-     "omega scaling each Jacobi correction (successive over-relaxation); 1 = the paper, ~1.3 converges faster"},
-    {"chebyshev_rho", PBF_PARAM_FLOAT, "1", 0.0, {0}, 0, 0.95, 0, NULL, F(pbf.chebyshev_rho),
-     "Chebyshev semi-iterative acceleration of the Jacobi iterations (Wang 2015), on lambda: "
-     "the estimated spectral radius rho; larger converges faster per iteration, too large "
-     "leaves the fluid jittering; 0 = plain Jacobi, the paper"},
-    {"lambda_warm_start", PBF_PARAM_FLOAT, "1", 0.5, {0}, 0, 0.9, 0, NULL,
-     F(pbf.lambda_warm_start),
-     "warm start of the multipliers beta: each iteration adds beta times the previous one's lambda, "
-     "the first that of the previous step's last (heavy-ball momentum carried across steps, as "
-     "XPBD carries its multipliers: Macklin, Mueller & Chentanez 2016); halves the compression "
-     "the 4 iterations leave at 0.5; 0 = each step solves from lambda = 0, the paper. It acts only "
-     "when every step runs at least 3 iterations (solver_iterations, or pbf_min_iterations with "
-     "pbf_tolerance): with fewer its momentum made a resting column boil, so such steps solve "
-     "from lambda = 0"},
-    {"lambda_carry", PBF_PARAM_FLOAT, "1", 0.6, {0}, 0, 1, 0, NULL, F(pbf.lambda_carry),
-     "with the warm start: the multiple of the previous step's last lambda that the first "
-     "iteration adds (the later ones add lambda_warm_start times the previous iteration's); "
-     "carried at lambda_warm_start itself (0.5) a settled column keeps an odd-even oscillation "
-     "from step to step at mid-depth, which 0.6 damps; above 0.6 the dam break's start gains "
-     "energy"},
-    {"constraint", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, constraint_names, F(pbf.constraint),
-     "unilateral: only compression is corrected; bilateral: C_i = 0 as in the paper "
-     "(needs relaxation ~1, the paper's large epsilon, to stay stable)"},
-    {"scorr_k", PBF_PARAM_FLOAT, "1", 0.1, {0}, 0, 10, 0, NULL, F(pbf.scorr_k),
-     "tensile correction strength k (eq. 13), relative to a rest particle's lambda scale, for "
-     "pairs closer than the rest spacing (keeps particles from clumping)"},
-    {"scorr_n", PBF_PARAM_INT, "1", 4, {0}, 1, 16, 0, NULL, F(pbf.scorr_n),
-     "tensile correction exponent n (eq. 13)"},
-    {"scorr_dq", PBF_PARAM_FLOAT, "1", 0.2, {0}, 0, 0.99, 0, NULL, F(pbf.scorr_dq),
-     "tensile correction distance |dq| as a fraction of h (eq. 13)"},
-    {"scorr_support", PBF_PARAM_FLOAT, "1", 1.0, {0}, 0, 10, 0, NULL, F(pbf.scorr_support),
-     "s_corr's artificial pressure (its part up to the value at the rest spacing) as a multiple "
-     "of gravity: a surface particle of the rest lattice is pushed up by scorr_support times its "
-     "weight per step, whatever the resolution and time step (1 holds the surface layer at the "
-     "rest spacing without lifting it; 0 = s_corr only keeps particles from clumping)"},
-    {"scorr_wall", PBF_PARAM_FLOAT, "1", 1.0, {0}, 0, 10, 0, NULL, F(pbf.scorr_wall),
-     "the walls' share of s_corr's artificial pressure: the solid (ghost fluid at rest density, "
-     "as in the wall density) pushes a particle off the wall as ghost neighbours at the rest "
-     "spacing would, times this (1: the wall like the fluid, so no single-file stack of "
-     "particles stands in a container's edge; 0 = the walls take no part in s_corr)"},
-    {"pbf_tolerance", PBF_PARAM_FLOAT, "%", 0, {0}, 0, 100, 0, NULL, F(pbf.tolerance),
-     "stop the iterations when the average density error (eq. 1, compression) is at most this; "
-     "0 = always solver_iterations iterations"},
-    {"pbf_min_iterations", PBF_PARAM_INT, "1", 1, {0}, 0, 1000, 0, NULL, F(pbf.min_iterations),
-     "iterations at least, when pbf_tolerance > 0"},
-    {"pbf_max_iterations", PBF_PARAM_INT, "1", 100, {0}, 1, 10000, 0, NULL, F(pbf.max_iterations),
-     "iterations at most, when pbf_tolerance > 0"},
-};
 
-/* Weakly compressible SPH (Becker & Teschner 2007). */
-static const pbf_param_info wcsph_params[] = {
-    {"wcsph_stiffness", PBF_PARAM_FLOAT, "Pa", 50000, {0}, 0, 1e9, 1, NULL, F(wcsph.stiffness),
-     "stiffness B of the Tait equation p = B ((rho/rho_0)^gamma - 1), p >= 0 (Becker & Teschner "
-     "2007); sound speed c_s = sqrt(B gamma / rho_0)"},
-    {"wcsph_exponent", PBF_PARAM_FLOAT, "1", 7, {0}, 1, 20, 0, NULL, F(wcsph.exponent),
-     "exponent gamma of the Tait equation"},
-    {"wcsph_cfl", PBF_PARAM_FLOAT, "1", 0.4, {0}, 0, 1, 1, NULL, F(wcsph.cfl),
-     "CFL number lambda: each step is split into substeps of at most lambda h / (c_s + v_max) "
-     "(Becker & Teschner 2007, time step)"},
-    {"wcsph_viscosity", PBF_PARAM_FLOAT, "1", 0.1, {0}, 0, 10, 0, NULL, F(wcsph.viscosity),
-     "artificial viscosity alpha: Pi_ij = -(alpha h c_s / rho_0) min(v_ij . x_ij, 0) / (|x_ij|^2 + "
-     "0.01 h^2) (Monaghan 1992, as Becker & Teschner 2007 use it); damps the acoustic waves"},
-};
 
-/* Divergence-free SPH (Bender & Koschier 2015, 2017). */
-static const pbf_param_info dfsph_params[] = {
-    {"dfsph_tolerance", PBF_PARAM_FLOAT, "%", 0.1, {0}, 0, 100, 0, NULL, F(dfsph.tolerance),
-     "density solve (Algorithm 3): stop when the average predicted density error is at most "
-     "this; 0 = always dfsph_max_iterations"},
-    {"dfsph_min_iterations", PBF_PARAM_INT, "1", 2, {0}, 0, 1000, 0, NULL,
-     F(dfsph.min_iterations), "density solve: iterations at least"},
-    {"dfsph_max_iterations", PBF_PARAM_INT, "1", 100, {0}, 1, 10000, 0, NULL,
-     F(dfsph.max_iterations), "density solve: iterations at most"},
-    {"dfsph_divergence_tolerance", PBF_PARAM_FLOAT, "%", 0.1, {0}, 0, 100, 0, NULL,
-     F(dfsph.divergence_tolerance),
-     "divergence solve (Algorithm 2): stop when the average density change over a substep "
-     "dt * Drho/Dt / rho_0 is at most this; 0 = always dfsph_divergence_max_iterations"},
-    {"dfsph_divergence_min_iterations", PBF_PARAM_INT, "1", 1, {0}, 0, 1000, 0, NULL,
-     F(dfsph.divergence_min_iterations), "divergence solve: iterations at least"},
-    {"dfsph_divergence_max_iterations", PBF_PARAM_INT, "1", 100, {0}, 0, 10000, 0, NULL,
-     F(dfsph.divergence_max_iterations), "divergence solve: iterations at most; 0 disables it"},
-    {"dfsph_cfl", PBF_PARAM_FLOAT, "1", 0.4, {0}, 0, 1, 0, NULL, F(dfsph.cfl),
-     "CFL number: each step is split into substeps of at most cfl * 2r / v_max (Bender & "
-     "Koschier 2017, section 5); 0 = the step as given"},
-    {"dfsph_warm_start", PBF_PARAM_FLOAT, "1", 0, {0}, 0, 1, 0, NULL, F(dfsph.warm_start),
-     "warm start of both solves (Bender & Koschier 2017; SPlisHSPlasH's TimeStepDFSPH: 0.5): "
-     "each starts by applying this fraction of the sum of the previous substep's stiffness "
-     "parameters kappa_i (kappa^v_i), where the particle compresses and has a full "
-     "neighbourhood; 0 (the default) = off. DFSPH's iterations only add pressure, so a start "
-     "above what the substep needs stays: at 0.5 the dam break (36 particles across) gains "
-     "0.30 % of E(0) between two frames at its release, with the Chebyshev iterations"},
-    {"dfsph_divergence_warm_start", PBF_PARAM_FLOAT, "1", 0, {0}, 0, 1, 0, NULL,
-     F(dfsph.divergence_warm_start),
-     "warm start of the divergence solve within its first iteration: where the particle "
-     "compresses and has a full neighbourhood, the first iteration's k_i is the larger of its "
-     "Jacobi update and this fraction of the previous substep's kappa^v_i (SPlisHSPlasH's "
-     "TimeStepDFSPH starts from 0.5), and the Chebyshev weights restart after it; unlike "
-     "dfsph_warm_start it needs no pass of its own, and it replaces dfsph_warm_start for the "
-     "divergence solve (which then starts only the density solve); at an impact, where the "
-     "substep needs less than the warm pressure, it pushes the fluid apart (a block falling "
-     "onto the floor at 5 ms steps: E rose by 0.13 % of E(0) in one step, never without it); "
-     "0 (the default) = off"},
-    {"dfsph_divergence_min_density", PBF_PARAM_FLOAT, "1", 0, {0}, 0, 2, 0, NULL,
-     F(dfsph.divergence_min_density),
-     "divergence solve: leave out particles whose density number rho_i / rho_0 (fluid and "
-     "walls) is below this: their source is 0, as SPlisHSPlasH's DFSPH leaves out particles "
-     "with fewer than 20 neighbours (\"particle deficiency\"; its count includes boundary "
-     "particles, which pbf's wall density term stands for: a rest-lattice particle has 1 at a "
-     "wall, 0.85 at a free surface, 0.72 on an edge); a splash or surface particle has a large "
-     "factor, so a large pressure for a divergence it cannot resolve; 0 (the default) = none"},
-    {"dfsph_chebyshev_rho", PBF_PARAM_FLOAT, "1", 0.8, {0}, 0, 0.9, 0, NULL,
-     F(dfsph.chebyshev_rho),
-     "Chebyshev semi-iterative acceleration (Wang 2015, eq. 10-12) of both solves' Jacobi "
-     "iterations, on the stiffness k_i each iteration applies (in the divergence solve only "
-     "where the particle compresses: extrapolating the push of a particle that already expands "
-     "adds energy, without bound in the splashes of a large step): the estimated spectral "
-     "radius rho; the default 0.8 needs a fifth fewer iterations for the same tolerance and is "
-     "the value the validation runs (it gains no energy there); 0 = plain Jacobi, the paper's"},
-};
 
-/* Predictive-corrective incompressible SPH (Solenthaler & Pajarola 2009). */
-static const pbf_param_info pcisph_params[] = {
-    {"pcisph_tolerance", PBF_PARAM_FLOAT, "%", 0.1, {0}, 0, 100, 0, NULL, F(pcisph.tolerance),
-     "predict-correct loop: p_i += delta (rho*_i - rho_0) at the predicted positions, delta of "
-     "eq. 8 for a full neighbourhood, p_i >= 0; stop when the average error (compression) is at "
-     "most this; 0 = always pcisph_max_iterations"},
-    {"pcisph_min_iterations", PBF_PARAM_INT, "1", 3, {0}, 0, 1000, 0, NULL,
-     F(pcisph.min_iterations), "iterations at least (3 in the paper, against temporal "
-     "fluctuations)"},
-    {"pcisph_max_iterations", PBF_PARAM_INT, "1", 100, {0}, 1, 10000, 0, NULL,
-     F(pcisph.max_iterations), "iterations at most"},
-    {"pcisph_cfl", PBF_PARAM_FLOAT, "1", 0.4, {0}, 0, 1, 0, NULL, F(pcisph.cfl),
-     "CFL number: each step is split into substeps of at most cfl * 2r / v_max; 0 = the step "
-     "as given"},
-};
 
-/* Implicit incompressible SPH (Ihmsen et al. 2014). */
-static const pbf_param_info iisph_params[] = {
-    {"iisph_tolerance", PBF_PARAM_FLOAT, "%", 0.1, {0}, 0, 100, 0, NULL, F(iisph.tolerance),
-     "pressure solve (Algorithm 1): stop when the average predicted density error "
-     "(compression) is at most this; 0 = always iisph_max_iterations"},
-    {"iisph_min_iterations", PBF_PARAM_INT, "1", 2, {0}, 0, 1000, 0, NULL,
-     F(iisph.min_iterations), "iterations at least (2 in the paper)"},
-    {"iisph_max_iterations", PBF_PARAM_INT, "1", 100, {0}, 1, 10000, 0, NULL,
-     F(iisph.max_iterations), "iterations at most"},
-    {"iisph_omega", PBF_PARAM_FLOAT, "1", 0.5, {0}, 0, 1, 1, NULL, F(iisph.omega),
-     "relaxation omega of the Jacobi update p_i = max((1 - omega) p_i + omega (rho_0 - "
-     "rho_adv_i - sum_j!=i a_ij p_j) / a_ii, 0) with the diagonal a_ii from d_ii (Ihmsen et al. "
-     "2014, section 3; 0.5 in the paper)"},
-    {"iisph_cfl", PBF_PARAM_FLOAT, "1", 0.4, {0}, 0, 1, 0, NULL, F(iisph.cfl),
-     "CFL number: each step is split into substeps of at most cfl * 2r / v_max; 0 = the step "
-     "as given"},
-    {"iisph_warm_start", PBF_PARAM_FLOAT, "1", 0.5, {0}, 0, 1, 0, NULL, F(iisph.warm_start),
-     "warm start: the Jacobi iterations start from p_i^0 = this times p_i of the previous "
-     "substep (Ihmsen et al. 2014: p_i^0 = 0.5 p_i(t - dt), as SPlisHSPlasH), or of the one "
-     "before where that was smaller (a pressure that held for two substeps, not the correction "
-     "of a transient, which applied again gains energy); 0 = from p = 0"},
-};
 /* clang-format on */
 
-static const pbf_solver_info solvers[] = {
-    {PBF_SOLVER_PBF, "pbf", "Position Based Fluids (Macklin & Mueller 2013)"},
-    {PBF_SOLVER_WCSPH, "wcsph", "weakly compressible SPH (Becker & Teschner 2007)"},
-    {PBF_SOLVER_DFSPH, "dfsph", "divergence-free SPH (Bender & Koschier 2015, 2017)"},
-    {PBF_SOLVER_PCISPH, "pcisph", "predictive-corrective incompressible SPH (Solenthaler & "
-                                  "Pajarola 2009)"},
-    {PBF_SOLVER_IISPH, "iisph", "implicit incompressible SPH (Ihmsen et al. 2014)"},
-};
 
 #undef F
 
 const pbf_param_info *pbf_world_params(size_t *count) {
     if (count) *count = sizeof world_params / sizeof world_params[0];
     return world_params;
-}
-
-const pbf_solver_info *pbf_solvers(size_t *count) {
-    if (count) *count = sizeof solvers / sizeof solvers[0];
-    return solvers;
-}
-
-#define TABLE(t)                                                                                   \
-    do {                                                                                           \
-        if (count) *count = sizeof t / sizeof t[0];                                                \
-        return t;                                                                                  \
-    } while (0)
-
-const pbf_param_info *pbf_solver_params(pbf_solver_kind solver, size_t *count) {
-    switch (solver) {
-    case PBF_SOLVER_PBF: TABLE(pbf_params);
-    case PBF_SOLVER_WCSPH: TABLE(wcsph_params);
-    case PBF_SOLVER_DFSPH: TABLE(dfsph_params);
-    case PBF_SOLVER_PCISPH: TABLE(pcisph_params);
-    case PBF_SOLVER_IISPH: TABLE(iisph_params);
-    }
-    if (count) *count = 0;
-    return NULL;
 }
 
 int pbf_world_param_tables(const pbf_param_info **tables, size_t *counts, int max) {
@@ -573,35 +376,12 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
             if (s != PBF_OK) return s;
         }
     }
-    /* the iteration bounds of each solver: minimum at most the maximum */
-    static const struct {
-        size_t min, max;
-        const char *min_name, *max_name;
-    } bounds[] = {
-        {offsetof(pbf_world_def, pbf.min_iterations), offsetof(pbf_world_def, pbf.max_iterations),
-         "pbf_min_iterations", "pbf_max_iterations"},
-        {offsetof(pbf_world_def, dfsph.min_iterations),
-         offsetof(pbf_world_def, dfsph.max_iterations), "dfsph_min_iterations",
-         "dfsph_max_iterations"},
-        {offsetof(pbf_world_def, dfsph.divergence_min_iterations),
-         offsetof(pbf_world_def, dfsph.divergence_max_iterations),
-         "dfsph_divergence_min_iterations", "dfsph_divergence_max_iterations"},
-        {offsetof(pbf_world_def, pcisph.min_iterations),
-         offsetof(pbf_world_def, pcisph.max_iterations), "pcisph_min_iterations",
-         "pcisph_max_iterations"},
-        {offsetof(pbf_world_def, iisph.min_iterations),
-         offsetof(pbf_world_def, iisph.max_iterations), "iisph_min_iterations",
-         "iisph_max_iterations"},
-    };
-    for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; ++b) {
-        int mn = *(const int *)((const char *)def + bounds[b].min);
-        int mx = *(const int *)((const char *)def + bounds[b].max);
-        if (mn > mx) {
-            pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                          "world_def.%s = %d: must not exceed %s = %d", bounds[b].min_name, mn,
-                          bounds[b].max_name, mx);
-            return PBF_ERR_INVALID_ARGUMENT;
-        }
+    /* each method's own checks (every key is valid in any scene, so every method's) */
+    int nm = 0;
+    const pbf_solver *const *methods = pbf_solver_all(&nm);
+    for (int m = 0; m < nm; ++m) {
+        pbf_status s = methods[m]->check ? methods[m]->check(def, err) : PBF_OK;
+        if (s != PBF_OK) return s;
     }
     float lo[3], hi[3];
     pbf_v3(def->domain_min, lo);
@@ -617,4 +397,12 @@ pbf_status pbf_world_def_validate(const pbf_world_def *def, pbf_error *err) {
         }
     }
     return PBF_OK;
+}
+
+pbf_status pbf_check_iteration_bounds(int min, int max, const char *min_name,
+                                      const char *max_name, pbf_error *err) {
+    if (min <= max) return PBF_OK;
+    pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT, "world_def.%s = %d: must not exceed %s = %d",
+                  min_name, min, max_name, max);
+    return PBF_ERR_INVALID_ARGUMENT;
 }

@@ -45,7 +45,7 @@ static int carried_companion(int carried) { return carried == PBF_F_WARM ? PBF_F
 
 /* Is field f kept in host memory by the world's backend? */
 static int on_host(const pbf_world *w, int f) {
-    if ((pbf_fields[f].flags & PBF_FIELD_SPH) && w->def.solver == PBF_SOLVER_PBF) return 0;
+    if ((pbf_fields[f].flags & PBF_FIELD_SPH) && !pbf_world_solver(w)->sph) return 0;
     if (!pbf_field_in_solver(f, &w->def)) return 0;
     /* the carried row (pbf_carried_row): a host row on every backend (snapshots, restores, new
      * particles); its companion too, which a restore sets from it (pbf_set_lambda) */
@@ -142,20 +142,11 @@ pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err) {
     return PBF_OK;
 }
 
-int pbf_lambda_carried(const pbf_world *w) {
-    const pbf_world_def *d = &w->def;
-    /* the fewest iterations a step runs: solver_iterations, or pbf_min_iterations with a
-     * tolerance */
-    const int least = d->pbf.tolerance > 0.0f ? d->pbf.min_iterations : d->pbf.solver_iterations;
-    return d->solver == PBF_SOLVER_PBF && d->pbf.lambda_warm_start != 0.0f &&
-           least >= PBF_WARM_MIN_ITERATIONS;
-}
+int pbf_lambda_carried(const pbf_world *w) { return pbf_carried_row(w) == PBF_F_LAMBDA; }
 
 int pbf_carried_row(const pbf_world *w) {
-    if (pbf_lambda_carried(w)) return PBF_F_LAMBDA;
-    if (w->def.solver == PBF_SOLVER_IISPH && pbf_field_in_solver(PBF_F_WARM, &w->def))
-        return PBF_F_WARM;
-    return -1;
+    const pbf_solver *m = pbf_world_solver(w);
+    return m->carried_row ? m->carried_row(&w->def) : -1;
 }
 
 const float *pbf_world_lambda(const pbf_world *w) {
@@ -310,7 +301,7 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
     w->spiky_grad = 45.0f / (PI_F * powf(h, 6.0f));
     w->k.spiky = -w->spiky_grad;
     w->k.rest_density = def->rest_density;
-    w->k.cubic = def->solver != PBF_SOLVER_PBF && def->sph_kernel == PBF_SPH_KERNEL_CUBIC;
+    w->k.cubic = pbf_solver_of(def->solver)->sph && def->sph_kernel == PBF_SPH_KERNEL_CUBIC;
     w->k.inv_h = 1.0f / h;
     w->k.cubic_w = 8.0f / (PI_F * h * h * h);
     w->k.cubic_g = 48.0f / (PI_F * h * h * h * h);

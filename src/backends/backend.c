@@ -26,16 +26,10 @@ static const char *suffix(const char *device, const char *kind) {
     return NULL;
 }
 
-/* The solvers whose every stage the GPU kernels (backends/gpu/pbf_kernels.cl) implement. */
+/* The methods whose every stage the GPU backends run (their descriptors say so). */
 static int gpu_runs(pbf_solver_kind solver) {
-    switch (solver) {
-    case PBF_SOLVER_PBF:
-    case PBF_SOLVER_WCSPH:
-    case PBF_SOLVER_DFSPH:
-    case PBF_SOLVER_PCISPH:
-    case PBF_SOLVER_IISPH: return 1;
-    default: return 0; /* a solver added later runs on the CPU until its kernels are written */
-    }
+    const pbf_solver *m = pbf_solver_of(solver);
+    return m && m->gpu; /* a method added later runs on the CPU until its kernels are written */
 }
 
 pbf_status pbf_backend_open(pbf_world *w, const char *device, pbf_error *err) {

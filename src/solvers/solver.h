@@ -1,0 +1,100 @@
+/*
+ * A method, as one row of data and function pointers: the pbf_solver descriptor.
+ *
+ * Everything the rest of the library needs to know about a particle method comes from its
+ * descriptor, which lives in the method's own folder (src/solvers/<name>/<name>.c) beside its
+ * CPU stages, its kernel source and its launches:
+ *
+ *   info         the scene's name for it and a title naming the method and its paper
+ *   params       its own parameter table (scene keys, --set, --help, validation)
+ *   stages       its step as a table of stages, the iterative solves marked by `loop`
+ *   bounds       the iterations of each solve: at least, at most, the tolerance
+ *   substep_dt   its CFL rule: the longest substep for the fastest particle's speed
+ *   warm_start   the fraction of the previous substep's solution a solve starts from
+ *   fields       which of the registry's optional rows it needs (the SPH scratch, the warm rows)
+ *   carried_row  the row it carries to the next step beyond the state (snapshots keep it)
+ *   check        consistency of its parameters beyond their ranges
+ *
+ * The registry (registry.c) lists the descriptors in the order of the public pbf_solver_kind
+ * values; nothing outside a method's folder names a method. The stage runner (core.c), the field
+ * registry (fields.c), the parameter tables (params.c) and the backends ask the registry.
+ */
+#ifndef PBF_SOLVER_H
+#define PBF_SOLVER_H
+
+#include <stddef.h>
+
+#include "backends/backend.h" /* (the public headers in <>: solvers/pbf/ is a method) */
+#include <pbf/params.h>
+#include <pbf/pbf.h>
+
+/* The iterative solves a stage may belong to (pbf_stage_desc.loop) or measure (.measures). */
+enum { PBF_SOLVE_NONE = 0, PBF_SOLVE_DENSITY = 1, PBF_SOLVE_DIVERGENCE = 2 };
+
+/* One stage of a method's step (core.c runs the table). */
+typedef struct pbf_stage_desc {
+    pbf_stage_id id;      /* its name, its slot of the guard and of the timings' breakdown */
+    size_t timing;        /* offset of its double in pbf_timings */
+    int loop;             /* PBF_SOLVE_*: repeated as part of that solve's iterations */
+    int measures;         /* PBF_SOLVE_*: sets the world's solve error, that solve's error */
+    int warm;             /* 1: a warm start's stage, run only when the method's warm start is on */
+} pbf_stage_desc;
+
+/* The iterations of a solve: at least min, at most max, stop at tol (percent); tol <= 0: exactly
+ * max iterations. */
+typedef struct pbf_solve_bounds {
+    int min, max;
+    float tol;
+} pbf_solve_bounds;
+
+typedef struct pbf_solver {
+    pbf_solver_info info;
+    const pbf_param_info *params;
+    size_t nparams;
+    const pbf_stage_desc *stages; /* ends with PBF_STAGE_STATS */
+    int nstages;
+    /* 1: the SPH family's shape (gravity keeps x* = x, the scratch triple of the pressure stages,
+     * the sph_kernel choice); 0: PBF's (predict moves x*, poly6 / spiky) */
+    int sph;
+    /* 1: every stage has GPU kernels and launches (the GPU backends run it); 0: CPU only */
+    int gpu;
+    /* The iterations of the solve `loop` (PBF_SOLVE_DENSITY or PBF_SOLVE_DIVERGENCE). */
+    pbf_solve_bounds (*bounds)(const pbf_world_def *d, int loop);
+    /* The longest substep (s) for the largest speed v (m/s) the step may reach, from the
+     * method's CFL condition; 0: the step as given. NULL: no substeps. */
+    double (*substep_dt)(const pbf_world_def *d, float h, double v);
+    /* The fraction of the previous substep's solution its solves start from (0: off); NULL:
+     * none. */
+    float (*warm_start)(const pbf_world_def *d);
+    /* A warm start applied within a solve's first iteration instead of by the warm stages
+     * (DFSPH's divergence solve): its fraction, 0 when off; NULL: none. */
+    float (*first_warm)(const pbf_world_def *d);
+    /* Does it need the registry's optional row f (PBF_FIELD_WARM, PBF_FIELD_WARM_V rows)? NULL:
+     * none of them. */
+    int (*field_used)(int f, const pbf_world_def *d);
+    /* The row it carries to the next step beyond the state, or -1 (NULL: none). */
+    int (*carried_row)(const pbf_world_def *d);
+    /* Checks its parameters beyond each one's range (every method's runs for every scene:
+     * every key is valid in any scene); NULL: nothing to check. */
+    pbf_status (*check)(const pbf_world_def *d, pbf_error *err);
+} pbf_solver;
+
+/* The registry (registry.c): the descriptor of a kind (NULL if none), all of them in the order
+ * of their kinds. */
+const pbf_solver *pbf_solver_of(pbf_solver_kind kind);
+const pbf_solver *const *pbf_solver_all(int *count);
+/* The `solver` key's choices, in the order of the kinds, NULL-terminated. */
+extern const char *const pbf_solver_choice_names[];
+/* The `solver` key's description: each method's name and paper. */
+extern const char pbf_solver_key_description[];
+
+/* params.c: a method's minimum of iterations must not exceed its maximum (the message names
+ * both keys and values). */
+pbf_status pbf_check_iteration_bounds(int min, int max, const char *min_name,
+                                      const char *max_name, pbf_error *err);
+
+/* Helpers for the descriptors: the row of a stage, and a method's stage table from an array. */
+#define PBF_TIMING(f) offsetof(pbf_timings, f)
+#define PBF_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

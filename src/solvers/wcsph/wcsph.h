@@ -1,0 +1,15 @@
+/*
+ * weakly compressible SPH (Becker & Teschner 2007): the method's descriptor (src/solvers/solver.h).
+ */
+#ifndef PBF_SOLVER_WCSPH_H
+#define PBF_SOLVER_WCSPH_H
+
+#include "solvers/solver.h"
+
+/* The `solver` key's value, the method's title, and its part of that key's description. */
+#define PBF_SOLVER_INFO_wcsph {PBF_SOLVER_WCSPH, "wcsph", "weakly compressible SPH (Becker & Teschner 2007)"}
+#define PBF_SOLVER_KEY_wcsph "wcsph = weakly compressible SPH (Becker & Teschner 2007)"
+
+extern const pbf_solver pbf_solver_wcsph;
+
+#endif
