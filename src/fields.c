@@ -2,7 +2,6 @@
 #include "fields.h"
 
 #include "pbf/pbf.h"
-#include "solvers/solver.h"
 
 #define S PBF_FIELD_SORTED
 #define T PBF_FIELD_STATE
@@ -41,21 +40,6 @@ size_t pbf_fields_bytes(unsigned none, unsigned need) {
     for (int f = 0; f < PBF_FIELD_COUNT; ++f)
         if ((pbf_fields[f].flags & none) == 0 && (need == 0 || (pbf_fields[f].flags & need)))
             bytes += 4;
-    return bytes;
-}
-
-int pbf_field_in_solver(int f, const pbf_world_def *def) {
-    const unsigned fl = pbf_fields[f].flags;
-    if (!(fl & (PBF_FIELD_WARM | PBF_FIELD_WARM_V))) return 1;
-    /* the optional rows: those the method asks for */
-    const pbf_solver *m = pbf_solver_of(def->solver);
-    return m && m->field_used && m->field_used(f, def);
-}
-
-size_t pbf_fields_solver_bytes(unsigned none, const pbf_world_def *def) {
-    size_t bytes = 0;
-    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
-        if ((pbf_fields[f].flags & none) == 0 && pbf_field_in_solver(f, def)) bytes += 4;
     return bytes;
 }
 

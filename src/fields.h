@@ -67,11 +67,4 @@ extern const pbf_field_desc pbf_fields[PBF_FIELD_COUNT];
  * copy: (0, PBF_FIELD_STATE)). */
 size_t pbf_fields_bytes(unsigned none, unsigned need);
 
-/* Does a world of `def` keep an array of field f, on the host or a device, at all (the WARM rows:
- * IISPH and DFSPH with their warm start on, WARM_V theirs too)? The SPH rows have no host array for
- * PBF on the CPU besides (world.c). */
-int pbf_field_in_solver(int f, const struct pbf_world_def *def);
-/* pbf_fields_bytes(none, 0) of the rows a world of `def` keeps (a GPU backend's device arrays). */
-size_t pbf_fields_solver_bytes(unsigned none, const struct pbf_world_def *def);
-
 #endif

@@ -5,6 +5,8 @@
  */
 #include "solvers/solver.h"
 
+#include "fields.h"
+
 #include "solvers/dfsph/dfsph.h"
 #include "solvers/iisph/iisph.h"
 #include "solvers/pbf/pbf.h"
@@ -55,4 +57,19 @@ const pbf_param_info *pbf_solver_params(pbf_solver_kind solver, size_t *count) {
     const pbf_solver *s = pbf_solver_of(solver);
     if (count) *count = s ? s->nparams : 0;
     return s ? s->params : NULL;
+}
+
+int pbf_field_in_solver(int f, const pbf_world_def *def) {
+    const unsigned fl = pbf_fields[f].flags;
+    if (!(fl & (PBF_FIELD_WARM | PBF_FIELD_WARM_V))) return 1;
+    /* the optional rows: those the method asks for */
+    const pbf_solver *m = pbf_solver_of(def->solver);
+    return m && m->field_used && m->field_used(f, def);
+}
+
+size_t pbf_fields_solver_bytes(unsigned none, const pbf_world_def *def) {
+    size_t bytes = 0;
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+        if ((pbf_fields[f].flags & none) == 0 && pbf_field_in_solver(f, def)) bytes += 4;
+    return bytes;
 }

@@ -83,6 +83,13 @@ typedef struct pbf_solver {
  * of their kinds. */
 const pbf_solver *pbf_solver_of(pbf_solver_kind kind);
 const pbf_solver *const *pbf_solver_all(int *count);
+/* Does a world of `def` keep an array of field f, on the host or a device, at all? Every row
+ * but the optional ones (PBF_FIELD_WARM, PBF_FIELD_WARM_V), which only the methods that ask for
+ * them keep (field_used). The SPH rows have no host array for PBF on the CPU besides (world.c). */
+int pbf_field_in_solver(int f, const pbf_world_def *def);
+/* pbf_fields_bytes(none, 0) of the rows a world of `def` keeps (a GPU backend's device arrays). */
+size_t pbf_fields_solver_bytes(unsigned none, const pbf_world_def *def);
+
 /* The `solver` key's choices, in the order of the kinds, NULL-terminated. */
 extern const char *const pbf_solver_choice_names[];
 /* The `solver` key's description: each method's name and paper. */
