@@ -43,7 +43,7 @@ typedef struct cpu_lists {
     int ok;         /* 0: this step scans the grid ranges instead */
     uint32_t *block_end; /* end of each block's lists in nbr */
     size_t block_cap;
-    float *pack;    /* x*, y*, z*, lambda of every particle, 16 bytes each (see pbf_cpu_pack_xyzl) */
+    float *pack;    /* x*, y*, z*, lambda of every particle, 16 bytes each (pbf_cpu_pack_xyzl) */
     size_t pack_cap;
     int collided;     /* delta p has applied itself and the collisions (see pbf_pbf_delta_p_cpu) */
     int collide_bad;  /* its first particle with a non-finite x* + delta p */
@@ -61,8 +61,8 @@ typedef struct cpu_lists {
     int xv_packed;    /* DFSPH: pack holds x* and sph_v the velocities (see pbf_cpu_sph_pack_k) */
     float warm_dt[2]; /* DFSPH's warm start: the substep whose sums warm, warm_v hold (density,
                          divergence; see dfsph_source) */
-    int rate_prev;    /* rate_ok and xv_packed as the stage before left them (pbf_cpu_stage moves */
-    int xv_prev;      /* them here and clears them before each stage) */
+    int rate_prev;    /* rate_ok and xv_packed as the stage before left them: pbf_cpu_stage */
+    int xv_prev;      /* moves them here and clears them before each stage */
 } cpu_lists;
 enum { WALL_NONE, WALL_AT_X, WALL_AT_PREDICTED };
 #define LISTS(w) ((cpu_lists *)(w)->dev)

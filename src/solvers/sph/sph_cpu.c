@@ -136,7 +136,7 @@ static inline PBF_SIMD_INLINE int pressure_accel(pbf_world *w, float dt, const i
     int bad = INT_MAX;
     const int pairs = !predicted && LISTS(w)->pair_ok; /* DFSPH: gradient factors cached */
     const float *P = NULL, *PV = NULL;
-    float *restrict PVW = NULL; /* DFSPH: the new velocities into sph_v too (see pbf_cpu_sph_pack_k) */
+    float *restrict PVW = NULL; /* DFSPH: the new velocities into sph_v too (pbf_cpu_sph_pack_k) */
     if (pairs && xv) {
         P = LISTS(w)->pack;
         pbf_cpu_sph_pack_k(w, K);

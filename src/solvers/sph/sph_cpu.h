@@ -3,9 +3,9 @@
  * wall cache, DFSPH's and IISPH's per-pair cache with the neighbour sums that read or fill it, and
  * the pressure acceleration (sph_cpu.c).
  *
- * ---- the SPH solvers' stages (formulas: src/sph/sph_solvers.h) ----------------------------
+ * ---- the SPH solvers' stages (formulas: src/sph/sph_solvers.h) -------------------------------
  * Arrays during their pressure stages: density rho_i, sx the DFSPH factor, lambda the k_i of the
- * pressure acceleration, sy the per-particle error of the last measuring stage. *
+ * pressure acceleration, sy the per-particle error of the last measuring stage.
  *
  * ---- the SPH passes' packed copies and wall cache ------------------------------------------
  * The SPH passes read x_j, v_j and k_j of scattered neighbours: packed as (x, y, z, k) in the
@@ -16,24 +16,25 @@
  * The wall's density and gradient at a point depend on the point alone: the first pass at a
  * point (the step's first SPH pass at x, PCISPH's prediction at x + dt v) keeps them in
  * sph_wall, and the passes that follow at the same point read them back instead of recomputing
- * the same floats. pbf_cpu_stage drops the cache before any other stage (see sph_wall_keeps). *
+ * the same floats. pbf_cpu_stage drops the cache before any other stage (see sph_wall_keeps in
+ * src/backends/cpu/cpu.c).
  *
  * ---- PCISPH and IISPH: the pressure k accumulates over the iterations (PCISPH: in density,
  * IISPH: in sy), lambda holds the increment that pressure_accel applies (the acceleration is
- * linear in k); IISPH keeps a_ii in sx and the error in sz. *
+ * linear in k); IISPH keeps a_ii in sx and the error in sz.
  *
  * ---- DFSPH's per-pair cache ------------------------------------------------------------------
  * The positions stay where the grid was built from the factor stage to the end of the density
  * solve (the SPH solvers move the particles only in advect), so every pair's gradient factor s =
- * |grad W(r)| / |r| of the SPH kernel (v_kgrad) is the same in all of the step's DFSPH passes: 2 per
- * iteration of each solve. The factor pass stores it, per chunk of PBF_LANES list entries (4
+ * |grad W(r)| / |r| of the SPH kernel (v_kgrad) is the same in all of the step's DFSPH passes: 2
+ * per iteration of each solve. The factor pass stores it, per chunk of PBF_LANES list entries (4
  * bytes per entry, +0 outside the neighbours), and the divergence, density and pressure
  * acceleration passes read it back instead of recomputing the kernel (a square root and a
  * division per pair) and its range test: a pair is inside the kernel where s != 0 (a pair at
  * r = h within rounding, s = 0, adds a zero either way). The products are the uncached passes'
  * own, the same operands in the same order, so results do not change (DFSPH's frames are
  * byte-identical with and without the cache, and equal to the GPU kernels'). Without room, or
- * beyond PAIR_MAX_BYTES, the passes compute as before. Measured (59,319 particles, 1 thread,
+ * beyond PAIR_MAX_BYTES (sph_cpu.c), the passes compute as before. Measured (59,319 particles, 1 thread,
  * shared machine): about 10 % less CPU time per step for 160 bytes per particle; caching the
  * offsets x_i - x_j too (16 bytes per pair, no gather of x_j) was slower: the 38 MB it streams
  * per pass do not stay in the last-level cache. */
