@@ -12,4 +12,11 @@
 
 extern const pbf_solver pbf_solver_iisph;
 
+/* ---- CPU stages (src/solvers/iisph/iisph_cpu.c) ----
+ * Each returns the lowest index of a particle for which it produced a non-finite value, or
+ * INT_MAX (a min-reduction, so deterministic). */
+int pbf_iisph_diagonal_cpu(pbf_world *w, const pbf_step_ctx *ctx);
+int pbf_iisph_pressure_cpu(pbf_world *w, const pbf_step_ctx *ctx);
+int pbf_iisph_accel_cpu(pbf_world *w, const pbf_step_ctx *ctx);
+
 #endif

@@ -22,4 +22,10 @@ extern const pbf_solver pbf_solver_pbf;
  * a tolerance and 3 iterations at least. */
 #define PBF_WARM_MIN_ITERATIONS 3
 
+/* ---- CPU stages (src/solvers/pbf/pbf_cpu.c) ----
+ * Each returns the lowest index of a particle for which it produced a non-finite value, or
+ * INT_MAX (a min-reduction, so deterministic). */
+int pbf_pbf_lambda_cpu(pbf_world *w, const pbf_step_ctx *ctx);
+int pbf_pbf_delta_p_cpu(pbf_world *w, const pbf_step_ctx *ctx);
+
 #endif
