@@ -8,9 +8,10 @@
  * src/solvers/<method>/<method>_gpu.c (gpu/gpu_steps.h), plain C compiled once and shared with
  * the OpenCL backend (backends/opencl/opencl.c): this file is its CUDA side (host_ops), the
  * buffers and cudaLaunchKernel (the same (size, pointer) argument lists the OpenCL runtime
- * checks for the same kernels), plus devices, memory and transfers. One stream; host traffic only in upload/download,
- * boxes_changed, the read of a solve's error per iteration where a tolerance stops it, and the
- * end-of-step read of the statistics, the first non-finite particle and the solves' last errors.
+ * checks for the same kernels), plus devices, memory and transfers. One stream; host traffic
+ * only in upload/download, boxes_changed, the read of a solve's error per iteration where a
+ * tolerance stops it, and the end-of-step read of the statistics, the first non-finite particle
+ * and the solves' last errors.
  * No neighbour lists (a GPU: the kernels search the cells).
  *
  * Build: cmake/cuda.cmake (--fmad=false, IEEE division and square root, PBF_LANES of the CPU

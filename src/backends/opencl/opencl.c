@@ -14,11 +14,11 @@
  * guard, the solves' errors, the statistics) is gpu/gpu_steps.c and the methods'
  * src/solvers/<method>/<method>_gpu.c (gpu/gpu_steps.h), compiled once and shared with the CUDA
  * backend: this file is its OpenCL side (the table of launch, transfers, buffers: host_ops), plus
- * devices, the kernel build and memory. Every solver of the family runs: PBF's stages and the pressure stages of WCSPH, DFSPH,
- * PCISPH and IISPH, with the shared collide, velocity and vorticity_xsph stages; the stage runner
- * (core.c) sequences them, with the CFL substeps from the statistics' maximum speed. The device
- * holds 16 arrays per particle, as pbf_world_memory counts, plus the grid's cell starts, on CPU
- * devices the neighbour lists, and small fixed buffers.
+ * devices, the kernel build and memory. Every solver of the family runs: PBF's stages and the
+ * pressure stages of WCSPH, DFSPH, PCISPH and IISPH, with the shared collide, velocity and
+ * vorticity_xsph stages; the stage runner (core.c) sequences them, with the CFL substeps from the
+ * statistics' maximum speed. The device holds 16 arrays per particle, as pbf_world_memory counts,
+ * plus the grid's cell starts, on CPU devices the neighbour lists, and small fixed buffers.
  *
  * Host traffic per step: the boxes (boxes_changed, once per substep, only when there are boxes),
  * on CPU devices the size of the neighbour lists (one value per grid build), and at the end one
