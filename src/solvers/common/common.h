@@ -8,8 +8,8 @@
 
 /* ---- GPU stages ------------------------------------------------------------------------------
  * The launches of the stages' kernels (common.cl) on a GPU device, either host (OpenCL, CUDA):
- * common_gpu.c, compiled once against the hosts' table of
- * functions (src/backends/gpu/gpu_steps.h). */
+ * common_gpu.c, compiled once against the hosts' table of functions
+ * (src/backends/gpu/gpu_steps.h). */
 struct pbf_gpu_dev;
 /* PBF_STAGE_PREDICT: v += dt g (and the bed shear stress), |v| <= vmax, x* = x + dt v */
 void pbf_gpu_predict(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);

@@ -8,8 +8,8 @@
 
 /* ---- GPU stages ------------------------------------------------------------------------------
  * The launches of the stages' kernels (dfsph.cl) on a GPU device, either host (OpenCL, CUDA):
- * dfsph_gpu.c, compiled once against the hosts' table of
- * functions (src/backends/gpu/gpu_steps.h). */
+ * dfsph_gpu.c, compiled once against the hosts' table of functions
+ * (src/backends/gpu/gpu_steps.h). */
 struct pbf_gpu_dev;
 /* PBF_STAGE_DFSPH_FACTOR: density and the factor */
 void pbf_dfsph_factor_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);

@@ -8,8 +8,8 @@
 
 /* ---- GPU stages ------------------------------------------------------------------------------
  * The launches of the stages' kernels (pbf.cl) on a GPU device, either host (OpenCL, CUDA):
- * pbf_gpu.c, compiled once against the hosts' table of
- * functions (src/backends/gpu/gpu_steps.h). */
+ * pbf_gpu.c, compiled once against the hosts' table of functions
+ * (src/backends/gpu/gpu_steps.h). */
 struct pbf_gpu_dev;
 /* PBF_STAGE_LAMBDA: density, C_i, lambda_i (eq. 11), measured */
 void pbf_pbf_lambda_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
