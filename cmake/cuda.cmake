@@ -1,7 +1,8 @@
 # The CUDA backend (src/backends/cuda/cuda.cu): built when nvcc is found (on PATH, CUDACXX, or
 # /usr/local/cuda/bin/nvcc). It compiles the same kernel source as the OpenCL backend
-# (src/backends/gpu/pbf_kernels.cl) with the kernel math of src/sph/. Without a GPU the build
-# still compiles and links it; its tests skip with the reason.
+# (src/backends/gpu/pbf_kernels.cl and the methods' src/solvers/*/*.cl it includes) with the
+# kernel math of src/sph/. Without a GPU the build still compiles and links it; its tests skip
+# with the reason.
 if(NOT PBF_CUDA)
   message(STATUS "CUDA backend: off (-DPBF_CUDA=OFF)")
   return()

@@ -4,9 +4,10 @@
 # CMakeLists.txt after the `pbf` library target is defined. Sets PBF_HAVE_OPENCL (ON/OFF) for
 # tests/CMakeLists.txt and tests/opencl.cmake.
 #
-# The kernel source (src/backends/gpu/pbf_kernels.cl) and the headers it includes are embedded
-# into the library as C strings at build time (src/backends/opencl/embed_kernels.cmake), so the
-# library needs no file of the source tree at run time.
+# The kernel source (src/backends/gpu/pbf_kernels.cl, with the methods' kernels it includes from
+# src/solvers/*/*.cl) and the headers it includes are embedded into the library as C strings at
+# build time (src/backends/opencl/embed_kernels.cmake), so the library needs no file of the
+# source tree at run time.
 
 if(NOT PBF_OPENCL)
   set(PBF_HAVE_OPENCL OFF)
@@ -20,7 +21,7 @@ if(OpenCL_FOUND)
   set(_pbf_cl_embedded ${PROJECT_BINARY_DIR}/generated/pbf_kernels_cl.c)
   # every header the kernel source may include (the embedding follows its #include "..." lines)
   file(GLOB _pbf_cl_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/sph/*.h
-       ${_pbf_cl_dir}/gpu/*.h ${_pbf_cl_dir}/gpu/*.cl)
+       ${_pbf_cl_dir}/gpu/*.h ${_pbf_cl_dir}/gpu/*.cl ${PROJECT_SOURCE_DIR}/src/solvers/*/*.cl)
   add_custom_command(
     OUTPUT ${_pbf_cl_embedded}
     COMMAND ${CMAKE_COMMAND} -DPBF_CL_INPUT=src/backends/gpu/pbf_kernels.cl

@@ -4,12 +4,14 @@
  * buffers that stay on the device between steps.
  *
  * The step's launch sequence (which kernels each stage runs, in which order, with which
- * arguments, and the buffers' roles) is gpu/gpu_steps.h, shared with the OpenCL backend
- * (backends/opencl/opencl.c): this file is its CUDA side, the buffers and cudaLaunchKernel (the
- * same (size, pointer) argument lists the OpenCL runtime checks for the same kernels), plus
- * devices, memory and transfers. One stream; host traffic only in upload/download,
- * boxes_changed, the read of a solve's error per iteration where a tolerance stops it, and the
- * end-of-step read of the statistics, the first non-finite particle and the solves' last errors.
+ * arguments, and the buffers' roles) is gpu/gpu_steps.c and the methods'
+ * src/solvers/<method>/<method>_gpu.c (gpu/gpu_steps.h), plain C compiled once and shared with
+ * the OpenCL backend (backends/opencl/opencl.c): this file is its CUDA side (host_ops), the
+ * buffers and cudaLaunchKernel (the same (size, pointer) argument lists the OpenCL runtime
+ * checks for the same kernels), plus devices, memory and transfers. One stream; host traffic
+ * only in upload/download, boxes_changed, the read of a solve's error per iteration where a
+ * tolerance stops it, and the end-of-step read of the statistics, the first non-finite particle
+ * and the solves' last errors.
  * No neighbour lists (a GPU: the kernels search the cells).
  *
  * Build: cmake/cuda.cmake (--fmad=false, IEEE division and square root, PBF_LANES of the CPU
@@ -30,7 +32,6 @@ extern "C" {
 #include "internal.h"
 }
 #include "backends/gpu/gpu_host.h"
-#define PBF_GPU_MEM void *
 #include "backends/gpu/gpu_steps.h" /* the step's launch sequence, shared with opencl.c */
 
 extern "C" {
@@ -127,8 +128,8 @@ static void *new_buffer(cuda_state *d, size_t bytes, const void *init);
 
 /* cudaLaunchKernel takes the arguments as an array of pointers to their values: the (size,
  * pointer) list of gpu_steps.h, whose sizes the OpenCL runtime checks for the same kernels. */
-static void pbf_gpu_launch(pbf_gpu_dev *g, int k, size_t items, size_t local, int nargs,
-                           const pbf_gpu_arg *args) {
+static void cu_launch(pbf_gpu_dev *g, int k, size_t items, size_t local, int nargs,
+                      const pbf_gpu_arg *args) {
     cuda_state *d = (cuda_state *)g;
     if (d->error != cudaSuccess || items == 0) return;
     void *values[32];
@@ -142,14 +143,14 @@ static void pbf_gpu_launch(pbf_gpu_dev *g, int k, size_t items, size_t local, in
     CHECK_LAUNCH(d);
 }
 
-static void pbf_gpu_copy(pbf_gpu_dev *g, void *dst, void *src, size_t bytes) {
+static void cu_copy(pbf_gpu_dev *g, void *dst, void *src, size_t bytes) {
     cuda_state *d = (cuda_state *)g;
     if (d->error != cudaSuccess) return;
     keep(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, d->stream));
 }
 
-static void pbf_gpu_read(pbf_gpu_dev *g, void *src, size_t offset, size_t bytes, void *out,
-                         int wait) {
+static void cu_read(pbf_gpu_dev *g, void *src, size_t offset, size_t bytes, void *out,
+                    int wait) {
     cuda_state *d = (cuda_state *)g;
     if (d->error != cudaSuccess) return;
     keep(d, cudaMemcpyAsync(out, (const char *)src + offset, bytes, cudaMemcpyDeviceToHost,
@@ -157,33 +158,36 @@ static void pbf_gpu_read(pbf_gpu_dev *g, void *src, size_t offset, size_t bytes,
     if (wait && d->error == cudaSuccess) keep(d, cudaStreamSynchronize(d->stream));
 }
 
-static void pbf_gpu_write(pbf_gpu_dev *g, void *dst, size_t bytes, const void *src) {
+static void cu_write(pbf_gpu_dev *g, void *dst, size_t bytes, const void *src) {
     cuda_state *d = (cuda_state *)g;
     if (d->error != cudaSuccess) return;
     keep(d, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, d->stream));
 }
 
-static void pbf_gpu_wait(pbf_gpu_dev *g) {
+static void cu_wait(pbf_gpu_dev *g) {
     cuda_state *d = (cuda_state *)g;
     if (d->error == cudaSuccess) keep(d, cudaStreamSynchronize(d->stream));
 }
 
-static void *pbf_gpu_alloc(pbf_gpu_dev *g, size_t bytes) {
+static void *cu_alloc(pbf_gpu_dev *g, size_t bytes) {
     return new_buffer((cuda_state *)g, bytes, NULL);
 }
 
-static void pbf_gpu_free(pbf_gpu_dev *g, void *m) {
+static void cu_free(pbf_gpu_dev *g, void *m) {
     (void)g;
     cudaFree(m);
 }
 
-static void pbf_gpu_fail(pbf_gpu_dev *g) {
+static void cu_fail(pbf_gpu_dev *g) {
     keep((cuda_state *)g, cudaErrorInvalidValue);
 }
 
-static int pbf_gpu_failed(const pbf_gpu_dev *g) {
+static int cu_failed(const pbf_gpu_dev *g) {
     return ((const cuda_state *)g)->error != cudaSuccess;
 }
+
+static const pbf_gpu_host_ops host_ops = {cu_launch, cu_copy, cu_read, cu_write, cu_wait,
+                                          cu_alloc,  cu_free, cu_fail, cu_failed};
 
 static int cu_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
     cudaSetDevice(DEV(w)->device);
@@ -561,6 +565,7 @@ pbf_status pbf_cuda_open(pbf_world *w, const char *spec, pbf_error *err) {
         return PBF_ERR_OUT_OF_MEMORY;
     }
     w->dev = d;
+    d->g.host = &host_ops;
     d->device = index;
     d->error = cudaSuccess;
     d->g.fp64 = 1; /* pbf_gpu_real is double in CUDA */

@@ -11,13 +11,14 @@
  * The step's launch sequence (which kernels each stage runs, in which order, with which
  * arguments; the buffers' roles: one per row of the field registry except the CPU's
  * neighbour-list offsets, indexed by role, handles swapped, never data; the sort, the lists, the
- * guard, the solves' errors, the statistics) is gpu/gpu_steps.h, shared with the CUDA backend:
- * this file is its OpenCL side (launch, transfers, buffers), plus devices, the kernel build and
- * memory. Every solver of the family runs: PBF's stages and the pressure stages of WCSPH, DFSPH,
- * PCISPH and IISPH, with the shared collide, velocity and vorticity_xsph stages; the stage runner
- * (core.c) sequences them, with the CFL substeps from the statistics' maximum speed. The device
- * holds 16 arrays per particle, as pbf_world_memory counts, plus the grid's cell starts, on CPU
- * devices the neighbour lists, and small fixed buffers.
+ * guard, the solves' errors, the statistics) is gpu/gpu_steps.c and the methods'
+ * src/solvers/<method>/<method>_gpu.c (gpu/gpu_steps.h), compiled once and shared with the CUDA
+ * backend: this file is its OpenCL side (the table of launch, transfers, buffers: host_ops), plus
+ * devices, the kernel build and memory. Every solver of the family runs: PBF's stages and the
+ * pressure stages of WCSPH, DFSPH, PCISPH and IISPH, with the shared collide, velocity and
+ * vorticity_xsph stages; the stage runner (core.c) sequences them, with the CFL substeps from the
+ * statistics' maximum speed. The device holds 16 arrays per particle, as pbf_world_memory counts,
+ * plus the grid's cell starts, on CPU devices the neighbour lists, and small fixed buffers.
  *
  * Host traffic per step: the boxes (boxes_changed, once per substep, only when there are boxes),
  * on CPU devices the size of the neighbour lists (one value per grid build), and at the end one
@@ -41,7 +42,6 @@
 #include "internal.h"
 #include "backends/gpu/gpu_host.h"
 #include "simd.h" /* PBF_LANES: the kernels sum over neighbours in the CPU backend's lanes */
-#define PBF_GPU_MEM cl_mem
 #include "backends/gpu/gpu_steps.h" /* the step's launch sequence, shared with cuda.cu */
 
 extern const char *const pbf_opencl_kernel_lines[];
@@ -281,10 +281,10 @@ static size_t round_up(size_t n, size_t m) {
 
 static cl_mem new_buffer(ocl_state *d, size_t bytes, const void *init);
 
-/* The host's side of gpu_steps.h. The first error is kept in d->error, and the rest of the step
- * is skipped. */
-static void pbf_gpu_launch(pbf_gpu_dev *g, int k, size_t items, size_t local, int nargs,
-                           const pbf_gpu_arg *args) {
+/* The host's side of gpu_steps.h (host_ops below). The first error is kept in d->error, and the
+ * rest of the step is skipped. */
+static void ocl_launch(pbf_gpu_dev *g, int k, size_t items, size_t local, int nargs,
+                       const pbf_gpu_arg *args) {
     ocl_state *d = (ocl_state *)g;
     if (d->error != CL_SUCCESS || items == 0) return;
     cl_int e = CL_SUCCESS;
@@ -296,15 +296,15 @@ static void pbf_gpu_launch(pbf_gpu_dev *g, int k, size_t items, size_t local, in
     if (e != CL_SUCCESS) d->error = e;
 }
 
-static void pbf_gpu_copy(pbf_gpu_dev *g, cl_mem dst, cl_mem src, size_t bytes) {
+static void ocl_copy(pbf_gpu_dev *g, pbf_gpu_mem dst, pbf_gpu_mem src, size_t bytes) {
     ocl_state *d = (ocl_state *)g;
     if (d->error != CL_SUCCESS) return;
     cl_int e = clEnqueueCopyBuffer(d->queue, src, dst, 0, 0, bytes, 0, NULL, NULL);
     if (e != CL_SUCCESS) d->error = e;
 }
 
-static void pbf_gpu_read(pbf_gpu_dev *g, cl_mem src, size_t offset, size_t bytes, void *out,
-                         int wait) {
+static void ocl_read(pbf_gpu_dev *g, pbf_gpu_mem src, size_t offset, size_t bytes, void *out,
+                     int wait) {
     ocl_state *d = (ocl_state *)g;
     if (d->error != CL_SUCCESS) return;
     cl_int e = clEnqueueReadBuffer(d->queue, src, wait ? CL_TRUE : CL_FALSE, offset, bytes, out, 0,
@@ -312,37 +312,40 @@ static void pbf_gpu_read(pbf_gpu_dev *g, cl_mem src, size_t offset, size_t bytes
     if (e != CL_SUCCESS) d->error = e;
 }
 
-static void pbf_gpu_write(pbf_gpu_dev *g, cl_mem dst, size_t bytes, const void *src) {
+static void ocl_write(pbf_gpu_dev *g, pbf_gpu_mem dst, size_t bytes, const void *src) {
     ocl_state *d = (ocl_state *)g;
     if (d->error != CL_SUCCESS) return;
     cl_int e = clEnqueueWriteBuffer(d->queue, dst, CL_FALSE, 0, bytes, src, 0, NULL, NULL);
     if (e != CL_SUCCESS) d->error = e;
 }
 
-static void pbf_gpu_wait(pbf_gpu_dev *g) {
+static void ocl_wait(pbf_gpu_dev *g) {
     ocl_state *d = (ocl_state *)g;
     if (d->error != CL_SUCCESS) return;
     cl_int e = clFinish(d->queue);
     if (e != CL_SUCCESS) d->error = e;
 }
 
-static cl_mem pbf_gpu_alloc(pbf_gpu_dev *g, size_t bytes) {
+static pbf_gpu_mem ocl_alloc(pbf_gpu_dev *g, size_t bytes) {
     return new_buffer((ocl_state *)g, bytes, NULL);
 }
 
-static void pbf_gpu_free(pbf_gpu_dev *g, cl_mem m) {
+static void ocl_free(pbf_gpu_dev *g, pbf_gpu_mem m) {
     (void)g;
     clReleaseMemObject(m);
 }
 
-static void pbf_gpu_fail(pbf_gpu_dev *g) {
+static void ocl_fail(pbf_gpu_dev *g) {
     ocl_state *d = (ocl_state *)g;
     if (d->error == CL_SUCCESS) d->error = CL_INVALID_BUFFER_SIZE;
 }
 
-static int pbf_gpu_failed(const pbf_gpu_dev *g) {
+static int ocl_failed(const pbf_gpu_dev *g) {
     return ((const ocl_state *)g)->error != CL_SUCCESS;
 }
+
+static const pbf_gpu_host_ops host_ops = {ocl_launch, ocl_copy,  ocl_read, ocl_write, ocl_wait,
+                                          ocl_alloc,  ocl_free,  ocl_fail, ocl_failed};
 
 static pbf_status device_failed(const pbf_world *w, const char *what, pbf_error *err);
 
@@ -793,6 +796,7 @@ pbf_status pbf_opencl_open(pbf_world *w, const char *spec, pbf_error *err) {
         return PBF_ERR_OUT_OF_MEMORY;
     }
     w->dev = d;
+    d->g.host = &host_ops;
     char name[128];
     device_string(dev, CL_DEVICE_NAME, name, sizeof name);
     snprintf(d->label, sizeof d->label, "opencl:%u.%u (%s)", pi, di, name);

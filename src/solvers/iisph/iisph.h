@@ -19,4 +19,14 @@ int pbf_iisph_diagonal_cpu(pbf_world *w, const pbf_step_ctx *ctx);
 int pbf_iisph_pressure_cpu(pbf_world *w, const pbf_step_ctx *ctx);
 int pbf_iisph_accel_cpu(pbf_world *w, const pbf_step_ctx *ctx);
 
+/* ---- GPU stages ------------------------------------------------------------------------------
+ * The launches of the stages' kernels (iisph.cl) on a GPU device, either host (OpenCL, CUDA):
+ * iisph_gpu.c, compiled once against the hosts' table of functions
+ * (src/backends/gpu/gpu_steps.h). */
+struct pbf_gpu_dev;
+/* PBF_STAGE_IISPH_DIAGONAL: density, a_ii, the pressure zeroed */
+void pbf_iisph_diagonal_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+/* PBF_STAGE_IISPH_PRESSURE: the relaxed Jacobi update, measured */
+void pbf_iisph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+
 #endif

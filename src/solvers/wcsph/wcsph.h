@@ -18,4 +18,12 @@ extern const pbf_solver pbf_solver_wcsph;
 int pbf_wcsph_pressure_cpu(pbf_world *w, const pbf_step_ctx *ctx);
 int pbf_wcsph_accel_cpu(pbf_world *w, const pbf_step_ctx *ctx);
 
+/* ---- GPU stages ------------------------------------------------------------------------------
+ * The launches of the stages' kernels (wcsph.cl) on a GPU device, either host (OpenCL, CUDA):
+ * wcsph_gpu.c, compiled once against the hosts' table of functions
+ * (src/backends/gpu/gpu_steps.h). */
+struct pbf_gpu_dev;
+/* PBF_STAGE_WCSPH_PRESSURE: density, Tait pressure, viscosity; measured */
+void pbf_wcsph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+
 #endif

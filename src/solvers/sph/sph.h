@@ -1,0 +1,17 @@
+/*
+ * What the SPH family (WCSPH, DFSPH, PCISPH, IISPH) shares: the stages' declarations.
+ */
+#ifndef PBF_SOLVERS_SPH_H
+#define PBF_SOLVERS_SPH_H
+
+#include "internal.h"
+
+/* ---- GPU stages ------------------------------------------------------------------------------
+ * The launches of the stages' kernels (sph.cl) on a GPU device, either host (OpenCL, CUDA):
+ * sph_gpu.c, compiled once against the hosts' table of functions
+ * (src/backends/gpu/gpu_steps.h). */
+struct pbf_gpu_dev;
+/* PBF_STAGE_PRESSURE_ACCEL: the symmetric pressure acceleration */
+void pbf_sph_pressure_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+
+#endif
