@@ -1,9 +1,10 @@
-# Shared by the tests that run the README's examples: `source "$here/readme_example.sh"`, then
-#   readme_example README.md example.c > example.c
-# prints the fenced code block of the README whose first line names the file ("/* example.c:
-# ..." or "# plot_frame.py: ..."), so that the tests build and run what the README shows.
+# Shared by the tests that run the documentation's examples: `source "$here/readme_example.sh"`,
+# then
+#   readme_example docs/library.md example.c > example.c
+# prints the fenced code block of the Markdown file whose first line names the file ("/* example.c:
+# ..." or "# plot_frame.py: ..."), so that the tests build and run what the page shows.
 # Fails (status 1, a message on stderr) when there is no such block or more than one.
-readme_example() { # readme_example README FILE
+readme_example() { # readme_example MARKDOWN_FILE FILE
     awk -v file="$2" '
         /^```/ {
             if (!inside) { inside = 1; first = 1; next }

@@ -6,7 +6,9 @@
 #   3. README.md lists exactly the arrays a default (vtp) frame carries;
 #   4. README.md, `pbf validate --help` and docs/validation.md give the same full-run time;
 #   5. no text a user reads names this project's bookkeeping ("issue 4", "seed 003", "the peer")
-#      instead of a paper, method or program.
+#      instead of a paper, method or program;
+#   6. every relative link of README.md, docs/*.md, bench/README.md and bench/results/LOG.md leads
+#      to a file that exists, and a link to a heading (FILE.md#anchor) to a heading of that file.
 #
 #   bash tests/run_docs_check.sh PATH/TO/pbf SOURCE_DIR
 set -u
@@ -130,7 +132,7 @@ for cmd in "" run render view devices validate; do
     fi
 done
 bookkeeping='\bissues? #?([0-9]+|N)\b|\bseed [0-9]{3}\b|(^|[^-_[:alnum:]])peers?\b'
-docs=("${readme}" "${src}/ARCHITECTURE.md" "${src}/bench/README.md")
+docs=("${readme}" "${src}/ARCHITECTURE.md" "${src}/bench/README.md" "${src}/bench/results/LOG.md")
 for f in "${src}"/docs/*.md; do docs+=("${f}"); done
 for f in "${docs[@]}" "${tmp}"/help_*.txt; do
     [[ -f "${f}" ]] || continue
@@ -139,7 +141,76 @@ for f in "${docs[@]}" "${tmp}"/help_*.txt; do
         echo "${hits}" | head -n 5
     fi
 done
-[[ ${failed} -eq 0 ]] && ok "no \"issue N\", \"seed NNN\" or \"the peer\" in README.md, ARCHITECTURE.md, bench/README.md, docs/*.md and --help"
+[[ ${failed} -eq 0 ]] && ok "no \"issue N\", \"seed NNN\" or \"the peer\" in README.md, ARCHITECTURE.md, bench/README.md, bench/results/LOG.md, docs/*.md and --help"
+
+# ---- 6. every relative link leads somewhere ---------------------------------------------------
+# Links outside fenced code blocks and code spans; a heading's anchor as GitHub makes it (lower
+# case, letters, digits, spaces, '-' and '_' kept, spaces to '-', a repeated one numbered).
+if ! command -v python3 > /dev/null; then
+    fail "python3 not found: the links were not checked"
+elif links="$(python3 - "${src}" << 'EOF'
+import glob, os, re, sys
+
+src = sys.argv[1]
+files = [os.path.join(src, "README.md")] + sorted(glob.glob(os.path.join(src, "docs", "*.md")))
+files += [os.path.join(src, p) for p in ("bench/README.md", "bench/results/LOG.md")]
+
+
+def slug(text):
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text).strip().lower()
+    return "".join(c for c in text if c.isalnum() or c in " -_").replace(" ", "-")
+
+
+headings = {}
+
+
+def anchors(path):
+    if path not in headings:
+        seen, found, fence = {}, set(), False
+        for line in open(path, encoding="utf-8"):
+            if line.startswith("```"):
+                fence = not fence
+            m = None if fence else re.match(r"#+\s+(.*?)\s*#*\s*$", line)
+            if m:
+                s = slug(m.group(1))
+                found.add(s if s not in seen else "%s-%d" % (s, seen[s]))
+                seen[s] = seen.get(s, 0) + 1
+        headings[path] = found
+    return headings[path]
+
+
+count = broken = 0
+for f in files:
+    if not os.path.exists(f):
+        continue
+    fence = False
+    for no, line in enumerate(open(f, encoding="utf-8"), 1):
+        if line.startswith("```"):
+            fence = not fence
+        if fence or line.startswith("```"):
+            continue
+        for link in re.findall(r"\]\(([^)\s]+)\)", re.sub(r"`[^`]*`", "", line)):
+            if re.match(r"[a-z]+:", link):
+                continue
+            count += 1
+            target, _, anchor = link.partition("#")
+            path = os.path.normpath(os.path.join(os.path.dirname(f), target)) if target else f
+            where = "%s:%d: %s" % (os.path.relpath(f, src), no, link)
+            if not os.path.exists(path):
+                print("%s: no such file" % where)
+                broken += 1
+            elif anchor and path.endswith(".md") and anchor not in anchors(path):
+                print("%s: no such heading" % where)
+                broken += 1
+print("%d relative links in %d files" % (count, len(files)))
+sys.exit(1 if broken else 0)
+EOF
+)"; then
+    ok "every link leads somewhere: ${links}"
+else
+    fail "broken links:"
+    echo "${links}"
+fi
 
 echo "docs_check: ${failed} failed"
 [[ ${failed} -eq 0 ]]

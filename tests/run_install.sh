@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `cmake --install` into a temporary prefix, then what README "Using the library" promises: the
+# `cmake --install` into a temporary prefix, then what docs/library.md ("Using the library") promises: the
 # layout (library with its soname, headers, command, scenes, pbf.pc, CMake package), only the
-# public functions exported, the README's example.c built with
+# public functions exported, its example.c built with
 #   cc example.c $(pkg-config --cflags --libs pbf) -o example
 # and with its CMakeLists.txt (find_package(pbf), pbf::pbf), both run, and their output checked
 # for physical sense: same particle count before and after, the column's mean height falls and
@@ -19,7 +19,7 @@ fi
 build="$(cd "$1" && pwd)"
 out="$2"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-readme="${here}/../README.md"
+readme="${here}/../docs/library.md"
 if [[ "$3" == ON ]]; then
     echo "SKIP: a sanitizer build: programs built outside it cannot load its libpbf (the"
     echo "      sanitizer runtime must come first); the other builds run this test"
@@ -72,16 +72,16 @@ for f in pbf_world_create pbf_world_step pbf_world_particles pbf_scene_load pbf_
     expect "exports ${f}" grep -qx "${f}" "${out}/exported.txt"
 done
 
-# ---- the README's example, both ways ---------------------------------------------------------
+# ---- docs/library.md's example, both ways -------------------------------------------------
 ex="${out}/example"
 mkdir -p "${ex}"
 readme_example "${readme}" example.c > "${ex}/example.c"
-check "README has example.c" $?
+check "docs/library.md has example.c" $?
 readme_example "${readme}" CMakeLists.txt > "${ex}/CMakeLists.txt"
-check "README has CMakeLists.txt" $?
+check "docs/library.md has CMakeLists.txt" $?
 export PKG_CONFIG_PATH="${libdir}/pkgconfig"
 expect "pkg-config --modversion pbf" pkg-config --modversion pbf
-# the README's command, with warnings as errors
+# docs/library.md's command, with warnings as errors
 (cd "${ex}" && cc -Wall -Wextra -Wpedantic -Werror example.c $(pkg-config --cflags --libs pbf) \
     -o example) > "${out}/cc.log" 2>&1
 rc=$?

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The Python package (python/) as README "From Python" installs it: a virtual environment that
+# The Python package (python/) as docs/library.md ("From Python") installs it: a virtual environment that
 # sees Debian's NumPy and Matplotlib, `pip install ./python` from the top of the repository with
 # no package index (its build backend builds libpbf with CMake and bundles it), then
-# tests/python_check.py on the installed package, and the README's plot_frame.py example run as
+# tests/python_check.py on the installed package, and docs/library.md's plot_frame.py example run as
 # written (Matplotlib's non-interactive Agg backend) with its PNG checked.
 #
 #   bash tests/run_python.sh PYTHON3 OUT_DIR SANITIZE(ON/OFF)
@@ -45,7 +45,7 @@ start=${SECONDS}
 rc=$?
 check "python3 -m venv --system-site-packages ($((SECONDS - start)) s): $(tail -n 2 "${out}/venv.log" | tr '\n' ' ')" "${rc}"
 
-# The README's command; no package index (offline CI), no version check.
+# docs/library.md's command; no package index (offline CI), no version check.
 start=${SECONDS}
 (cd "${root}" && PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 "${venv}/bin/pip" install ./python) \
     > "${out}/pip.log" 2>&1
@@ -60,12 +60,12 @@ version="$(sed -n 's/^#define PBF_VERSION_STRING "\(.*\)"/\1/p' "${root}/include
 (cd "${out}" && "${venv}/bin/python" "${here}/python_check.py" "${root}/scenes" "${version}")
 check "tests/python_check.py" $?
 
-# The README's plotting example, as written, from a folder that has the repository's scenes/.
+# docs/library.md's plotting example, as written, from a folder that has the repository's scenes/.
 work="${out}/example"
 mkdir -p "${work}"
 ln -s "${root}/scenes" "${work}/scenes"
-readme_example "${root}/README.md" plot_frame.py > "${work}/plot_frame.py"
-check "README has plot_frame.py" $?
+readme_example "${root}/docs/library.md" plot_frame.py > "${work}/plot_frame.py"
+check "docs/library.md has plot_frame.py" $?
 (cd "${work}" && MPLBACKEND=Agg MPLCONFIGDIR="${out}/mplconfig" "${venv}/bin/python" plot_frame.py) \
     > "${out}/plot.log" 2>&1
 rc=$?
