@@ -45,6 +45,7 @@
 #include <cjson/cJSON.h>
 
 #include "pbf/pbf.h"
+#include "run/jobs.h"
 #include "run/progress.h"
 #include "io/scene.h"
 
@@ -528,76 +529,46 @@ step_failed:
     free(times);
 }
 
-/* Writes all of buf to fd (retrying on EINTR); 1 on success. */
-static int write_all(int fd, const void *buf, size_t size) {
-    const char *p = buf;
-    while (size > 0) {
-        ssize_t n = write(fd, p, size);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return 0;
-        p += n;
-        size -= (size_t)n;
-    }
-    return 1;
-}
+/* A run in a forked child (app/run/jobs.h). */
+typedef struct forked_run {
+    const bench_options *o;
+    int ci, threads;
+} forked_run;
 
-/* Reads up to size bytes from fd into buf until end of file (retrying on EINTR); the count. */
-static size_t read_all(int fd, void *buf, size_t size) {
-    char *p = buf;
-    size_t got = 0;
-    while (got < size) {
-        ssize_t n = read(fd, p + got, size - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += (size_t)n;
-    }
-    return got;
+static void forked_run_job(void *arg, void *result) {
+    const forked_run *f = arg;
+    run_one(f->o, f->ci, f->threads, result);
 }
 
 /* The same in a forked child; the result comes back through a pipe. */
 static void run_forked(const bench_options *o, int ci, int threads, bench_result *r) {
-    int fd[2];
     memset(r, 0, sizeof *r);
     r->case_index = ci;
     r->threads = threads;
     r->speedup = -1.0;
-    if (pipe(fd) != 0) {
-        snprintf(r->error, sizeof r->error, "pipe: %s", strerror(errno));
+    forked_run job = {o, ci, threads};
+    pbfapp_job_outcome how;
+    if (pbfapp_job_run(forked_run_job, &job, r, sizeof *r, &how)) return;
+    if (how.failed) {
+        snprintf(r->error, sizeof r->error, "%s: %s", how.failed, strerror(how.error));
         return;
     }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(r->error, sizeof r->error, "fork: %s", strerror(errno));
-        close(fd[0]);
-        close(fd[1]);
-        return;
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        bench_result res;
-        run_one(o, ci, threads, &res);
-        const int ok = write_all(fd[1], &res, sizeof res);
-        close(fd[1]);
-        _exit(ok ? 0 : 1);
-    }
-    close(fd[1]);
-    const size_t got = read_all(fd[0], r, sizeof *r);
-    close(fd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    if (got != sizeof *r) {
-        memset(r, 0, sizeof *r);
-        r->case_index = ci;
-        r->threads = threads;
-        r->speedup = -1.0;
-        if (WIFSIGNALED(status))
-            snprintf(r->error, sizeof r->error, "the run was killed by signal %d%s",
-                     WTERMSIG(status), WTERMSIG(status) == 9 ? " (out of memory?)" : "");
-        else
-            snprintf(r->error, sizeof r->error, "the run ended without a result (exit %d)",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    }
+    const int status = how.status;
+    memset(r, 0, sizeof *r);
+    r->case_index = ci;
+    r->threads = threads;
+    r->speedup = -1.0;
+    if (WIFSIGNALED(status))
+        snprintf(r->error, sizeof r->error, "the run was killed by signal %d%s",
+                 WTERMSIG(status), WTERMSIG(status) == 9 ? " (out of memory?)" : "");
+    else
+        snprintf(r->error, sizeof r->error, "the run ended without a result (exit %d)",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+static void measure_limits_job(void *arg, void *result) {
+    const bench_options *o = arg;
+    pbfapp_measure_limits(o->threads, o->nthreads, result);
 }
 
 /* This machine's memory bandwidth and peak flops at each --threads count (bench_limits.c),
@@ -605,39 +576,18 @@ static void run_forked(const bench_options *o, int ci, int threads, bench_result
  * the file). */
 static void measure_limits(const bench_options *o, pbfapp_machine_limits *m) {
     memset(m, 0, sizeof *m);
-    int fd[2];
-    if (pipe(fd) != 0) {
-        snprintf(m->error, sizeof m->error, "pipe: %s", strerror(errno));
+    pbfapp_job_outcome how;
+    if (pbfapp_job_run(measure_limits_job, (void *)o, m, sizeof *m, &how)) return;
+    if (how.failed) {
+        snprintf(m->error, sizeof m->error, "%s: %s", how.failed, strerror(how.error));
         return;
     }
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(m->error, sizeof m->error, "fork: %s", strerror(errno));
-        close(fd[0]);
-        close(fd[1]);
-        return;
-    }
-    if (pid == 0) {
-        close(fd[0]);
-        pbfapp_machine_limits res;
-        pbfapp_measure_limits(o->threads, o->nthreads, &res);
-        const int ok = write_all(fd[1], &res, sizeof res);
-        close(fd[1]);
-        _exit(ok ? 0 : 1);
-    }
-    close(fd[1]);
-    const size_t got = read_all(fd[0], m, sizeof *m);
-    close(fd[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    if (got != sizeof *m) {
-        memset(m, 0, sizeof *m);
-        snprintf(m->error, sizeof m->error, "the measurement ended without a result (%s %d)",
-                 WIFSIGNALED(status) ? "signal" : "exit",
-                 WIFSIGNALED(status) ? WTERMSIG(status)
-                                     : (WIFEXITED(status) ? WEXITSTATUS(status) : -1));
-    }
+    const int status = how.status;
+    memset(m, 0, sizeof *m);
+    snprintf(m->error, sizeof m->error, "the measurement ended without a result (%s %d)",
+             WIFSIGNALED(status) ? "signal" : "exit",
+             WIFSIGNALED(status) ? WTERMSIG(status)
+                                 : (WIFEXITED(status) ? WEXITSTATUS(status) : -1));
 }
 
 /* ---- machine facts ------------------------------------------------------------------------ */

@@ -35,6 +35,7 @@
 #include "pbf/params.h"
 #include "pbf/pbf.h"
 #include "run/progress.h"
+#include "run/run_driver.h"
 #include "render/render_cmd.h"
 #include "io/scene.h"
 #include "validate.h"
@@ -407,10 +408,34 @@ static pbf_status save_checkpoint(pbfapp_output *out, const char *dir, const pbf
     return st;
 }
 
-static int simulate(const run_options *opt) {
-    pbf_error err;
-    memset(&err, 0, sizeof err);
-    /* --resume DIR: the scene is the copy the run wrote at its start. */
+/* A single-process run from its scene to its summary: what it opened, for its frame sinks. */
+typedef struct run_state {
+    const run_options *opt;
+    pbfapp_scene scene;
+    pbf_world *world;
+    pbfapp_output *out;
+    pbfapp_renderer *renderer;
+    pbfapp_mesher *mesher;
+    uint64_t scene_hash;
+    int start_frame;          /* the last frame already on disk (resume) */
+    int64_t last_checkpoint;  /* frame of the newest checkpoint on disk */
+    char checkpoint_path[4400];
+} run_state;
+
+/* Closes what a refused run opened; returns rc. */
+static int abandon_run(run_state *s, int rc) {
+    pbfapp_mesher_close(s->mesher);
+    pbfapp_renderer_close(s->renderer, NULL);
+    pbfapp_output_close(s->out, NULL);
+    pbf_world_destroy(s->world);
+    pbfapp_scene_free(&s->scene);
+    return rc;
+}
+
+/* The scene (of --resume DIR: the copy the run wrote at its start) and its world; -1 or the exit
+ * status. */
+static int load_run(run_state *s, pbf_error *err) {
+    const run_options *opt = s->opt;
     char scene_copy[4200];
     const char *scene_file = opt->scene;
     if (opt->resume) {
@@ -424,58 +449,58 @@ static int simulate(const run_options *opt) {
         snprintf(scene_copy, sizeof scene_copy, "%s/scene.json", opt->resume);
         scene_file = scene_copy;
     }
-    pbfapp_scene scene;
     pbf_status st =
-        pbfapp_scene_load(scene_file, opt->overrides, opt->override_count, &scene, &err);
+        pbfapp_scene_load(scene_file, opt->overrides, opt->override_count, &s->scene, err);
     if (st != PBF_OK) {
-        fprintf(stderr, "pbf: %s%s%s\n", opt->resume ? "--resume: " : "", err.message,
+        fprintf(stderr, "pbf: %s%s%s\n", opt->resume ? "--resume: " : "", err->message,
                 opt->resume && st == PBF_ERR_IO ? " (is it the output directory of `pbf run`?)"
                                                 : "");
         return exit_for(st);
     }
     /* --video: an even size and ffmpeg on PATH, before any work. */
-    st = pbfapp_render_check(&opt->render, &err);
+    st = pbfapp_render_check(&opt->render, err);
     if (st != PBF_OK) {
-        fprintf(stderr, "pbf: %s\n", err.message);
-        pbfapp_scene_free(&scene);
+        fprintf(stderr, "pbf: %s\n", err->message);
+        pbfapp_scene_free(&s->scene);
         return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
     }
-    pbf_world *world = NULL;
-    st = pbfapp_scene_create_world(&scene, &world, &err);
+    st = pbfapp_scene_create_world(&s->scene, &s->world, err);
     if (st != PBF_OK) {
-        fprintf(stderr, "pbf: %s\n", err.message);
-        pbfapp_scene_free(&scene);
+        fprintf(stderr, "pbf: %s\n", err->message);
+        pbfapp_scene_free(&s->scene);
         return exit_for(st);
     }
-    const uint64_t scene_hash = pbfapp_scene_hash(&scene);
-    const pbfapp_run *run = &scene.run;
-    int start_frame = 0;          /* the last frame already on disk (resume) */
-    int64_t last_checkpoint = -1; /* frame of the newest checkpoint on disk */
-    char checkpoint_path[4400] = "";
-    pbfapp_output *out = NULL;
+    s->scene_hash = pbfapp_scene_hash(&s->scene);
+    return -1;
+}
+
+/* --resume: the world from the newest valid checkpoint, stats.jsonl cut to it, the output opened
+ * for appending; a fresh run: the output opened (an unfinished run's directory refused). */
+static int open_output(run_state *s, pbf_error *err) {
+    const run_options *opt = s->opt;
+    const pbfapp_run *run = &s->scene.run;
+    pbf_status st;
     if (opt->resume) {
         pbfapp_checkpoint ck;
-        st = pbfapp_checkpoint_find(opt->out, scene_hash, scene.particles, stderr, &ck,
-                                    checkpoint_path, sizeof checkpoint_path, &err);
+        st = pbfapp_checkpoint_find(opt->out, s->scene_hash, s->scene.particles, stderr, &ck,
+                                    s->checkpoint_path, sizeof s->checkpoint_path, err);
         if (st == PBF_OK) {
-            st = pbf_world_restore(world, &ck.snapshot, &err);
-            start_frame = (int)ck.frame;
+            st = pbf_world_restore(s->world, &ck.snapshot, err);
+            s->start_frame = (int)ck.frame;
             pbfapp_checkpoint_free(&ck);
         }
         if (st != PBF_OK) {
-            fprintf(stderr, "pbf: --resume: %s\n", err.message);
-            pbf_world_destroy(world);
-            pbfapp_scene_free(&scene);
-            return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
+            fprintf(stderr, "pbf: --resume: %s\n", err->message);
+            return abandon_run(s, st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME);
         }
-        last_checkpoint = start_frame;
+        s->last_checkpoint = s->start_frame;
         pbfapp_checkpoint_prune(opt->out, 0); /* leftovers of interrupted writes */
-        st = pbfapp_stats_truncate(opt->out, start_frame, &err);
+        st = pbfapp_stats_truncate(opt->out, s->start_frame, err);
         if (st == PBF_ERR_INVALID_ARGUMENT) {
-            fprintf(stderr, "pbf: warning: %s\n", err.message);
+            fprintf(stderr, "pbf: warning: %s\n", err->message);
             st = PBF_OK;
         }
-        if (st == PBF_OK) st = pbfapp_output_open_append(opt->out, run->format, &out, &err);
+        if (st == PBF_OK) st = pbfapp_output_open_append(opt->out, run->format, &s->out, err);
     } else {
         /* an unfinished run in the same directory is not overwritten; a finished one's
          * checkpoints are deleted (they must not be resumed into this run) */
@@ -486,207 +511,195 @@ static int simulate(const run_options *opt) {
                     "pbf: %s holds an unfinished run (checkpoint of frame %lld of %d): resume it "
                     "with `pbf run --resume %s`, or delete %s/checkpoint_*.pbfck to start over\n",
                     opt->out, (long long)newest, old_frames, opt->out, opt->out);
-            pbf_world_destroy(world);
-            pbfapp_scene_free(&scene);
-            return EXIT_USAGE;
+            return abandon_run(s, EXIT_USAGE);
         }
-        st = pbfapp_output_open(opt->out, run->format, &out, &err);
+        st = pbfapp_output_open(opt->out, run->format, &s->out, err);
         if (st == PBF_OK) pbfapp_checkpoint_prune(opt->out, INT64_MAX);
     }
     /* DIR/scene.json: the scene as it runs, read by --resume (and by `pbf render`). */
     char scene_out[4200];
     snprintf(scene_out, sizeof scene_out, "%s/scene.json", opt->out);
-    if (st == PBF_OK) st = pbfapp_scene_write(&scene, scene_out, &err);
+    if (st == PBF_OK) st = pbfapp_scene_write(&s->scene, scene_out, err);
     if (st != PBF_OK) {
-        fprintf(stderr, "pbf: %s\n", err.message);
-        pbfapp_output_close(out, NULL);
-        pbf_world_destroy(world);
-        pbfapp_scene_free(&scene);
-        return EXIT_RUNTIME;
+        fprintf(stderr, "pbf: %s\n", err->message);
+        return abandon_run(s, EXIT_RUNTIME);
     }
+    return -1;
+}
+
+/* The consumers of frames beside the data frames, then the directory claimed; -1 or the exit
+ * status. */
+static int open_consumers(run_state *s, pbf_error *err) {
+    const run_options *opt = s->opt;
     /* --render / --video: frame_NNNNN.png beside the data frames, the video through ffmpeg. */
-    pbfapp_renderer *renderer = NULL;
+    pbf_status st;
     if (opt->render.png || opt->render.video) {
         pbfapp_render_options ro = opt->render;
         ro.quiet = opt->quiet;
-        st = pbfapp_renderer_open(&ro, &scene, opt->out, &renderer, &err);
+        st = pbfapp_renderer_open(&ro, &s->scene, opt->out, &s->renderer, err);
         if (st != PBF_OK) {
-            fprintf(stderr, "pbf: %s\n", err.message);
-            pbfapp_output_close(out, NULL);
-            pbf_world_destroy(world);
-            pbfapp_scene_free(&scene);
-            return EXIT_RUNTIME;
+            fprintf(stderr, "pbf: %s\n", err->message);
+            return abandon_run(s, EXIT_RUNTIME);
         }
     }
 
     /* --mesh: mesh_NNNNN.ply|obj beside the data frames (app/render/mesh.c) */
-    pbfapp_mesher *mesher = NULL;
     if (opt->mesh.enabled) {
-        st = pbfapp_mesher_open(&scene, &opt->mesh, opt->out, &mesher, &err);
+        st = pbfapp_mesher_open(&s->scene, &opt->mesh, opt->out, &s->mesher, err);
         if (st != PBF_OK) {
-            fprintf(stderr, "pbf: --mesh: %s\n", err.message);
-            pbfapp_renderer_close(renderer, NULL);
-            pbfapp_output_close(out, NULL);
-            pbf_world_destroy(world);
-            pbfapp_scene_free(&scene);
-            return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
+            fprintf(stderr, "pbf: --mesh: %s\n", err->message);
+            return abandon_run(s, st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME);
         }
     }
     /* The directory is this run's: the frames, images and indexes of an earlier run go (after a
      * checkpoint: those of later frames), now that nothing can refuse the run any more. */
     int removed = 0;
-    st = pbfapp_output_claim(out, opt->resume ? start_frame : -1, &removed, &err);
+    st = pbfapp_output_claim(s->out, opt->resume ? s->start_frame : -1, &removed, err);
     if (st != PBF_OK) {
-        fprintf(stderr, "pbf: %s\n", err.message);
-        pbfapp_mesher_close(mesher);
-        pbfapp_renderer_close(renderer, NULL);
-        pbfapp_output_close(out, NULL);
-        pbf_world_destroy(world);
-        pbfapp_scene_free(&scene);
-        return EXIT_RUNTIME;
+        fprintf(stderr, "pbf: %s\n", err->message);
+        return abandon_run(s, EXIT_RUNTIME);
     }
     if (removed > 0 && !opt->quiet)
         printf("pbf: removed %d frame, image, mesh and index file%s of an earlier run from %s/\n",
                removed, removed == 1 ? "" : "s", opt->out);
+    return -1;
+}
 
-    const float dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));
-    pbf_stats stats = pbf_world_stats(world);
-    if (!opt->quiet) {
-        if (opt->resume)
-            printf("pbf: resuming %s from %s: frame %d of %d, t = %.4f s\n", opt->out,
-                   checkpoint_path, start_frame, run->frames, stats.time);
-        printf("pbf: %s: %s%s%d particles on %s, %d frames at %g fps (%g s), %d substeps of "
-               "%.4g ms, writing %s files to %s/\n",
-               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles,
-               scene.def.device[0] ? scene.def.device : "cpu", run->frames, (double)run->fps,
-               (double)run->frames / (double)run->fps, run->substeps, 1000.0 * (double)dt,
-               pbfapp_format_extension(run->format), opt->out);
-        fflush(stdout);
+/* The frame sink of the run: the data frame, its stats line, its image, its mesh and, when due,
+ * its checkpoint. */
+static int run_frame(void *ctx, pbfapp_run_driver *d, const pbfapp_run_frame *f) {
+    run_state *s = ctx;
+    pbf_error err;
+    memset(&err, 0, sizeof err);
+    pbf_particles particles = pbf_world_particles(s->world);
+    pbf_status st = pbfapp_output_frame(s->out, f->frame, f->stats.time, &particles, &err);
+    if (st == PBF_OK) st = pbfapp_output_stats(s->out, f->frame, &f->stats, f->ms, &err);
+    if (st == PBF_OK && s->renderer)
+        st = pbfapp_renderer_world_frame(s->renderer, s->world, f->frame, f->stats.time, &err);
+    if (st == PBF_OK && s->mesher)
+        st = pbfapp_mesher_frame(s->mesher, f->frame, particles.x, particles.y, particles.z,
+                                 particles.count, &err);
+    if (st == PBF_OK && f->checkpoint)
+        st = save_checkpoint(s->out, s->opt->out, s->world, f->frame, s->scene_hash,
+                             &s->last_checkpoint, s->checkpoint_path, sizeof s->checkpoint_path,
+                             &err);
+    if (st == PBF_OK) return 0;
+    if (f->report) {
+        pbfapp_progress_finish(d->progress);
+        fprintf(stderr, "pbf: frame %d: %s\n", f->frame, err.message);
+    } else {
+        fprintf(stderr, "pbf: %s\n", err.message);
     }
+    return EXIT_RUNTIME;
+}
 
-    int rc = 0;
+static void run_unstable(void *ctx, pbfapp_run_driver *d, int frame, const pbfapp_frame_report *r,
+                         const char *what) {
+    run_state *s = ctx;
+    (void)frame;
+    (void)r;
+    fprintf(stderr, "pbf: %s%s\n", what,
+            d->guard->adaptive ? " (even with 8x substeps, --adaptive)" : "");
+    if (s->last_checkpoint >= 0)
+        fprintf(stderr,
+                "pbf: last good checkpoint: %s (frame %lld); after a fix resume with "
+                "`pbf run --resume %s` (--adaptive, or --set guard_density_error=...)\n",
+                s->checkpoint_path, (long long)s->last_checkpoint, s->opt->out);
+    else
+        fprintf(stderr,
+                "pbf: no checkpoint to resume from (--checkpoint-every N writes them); "
+                "try %smore substeps or solver_iterations\n",
+                d->guard->adaptive ? "" : "--adaptive, ");
+}
+
+/* SIGINT / SIGTERM: the frame in progress was finished; checkpoint it and stop. */
+static int run_stopped(void *ctx, pbfapp_run_driver *d, int sig) {
+    run_state *s = ctx;
+    pbf_error err;
+    memset(&err, 0, sizeof err);
+    pbf_status st = PBF_OK;
+    if (s->last_checkpoint != d->frames_done)
+        st = save_checkpoint(s->out, s->opt->out, s->world, d->frames_done, s->scene_hash,
+                             &s->last_checkpoint, s->checkpoint_path, sizeof s->checkpoint_path,
+                             &err);
+    if (st != PBF_OK) {
+        fprintf(stderr, "pbf: stopped by %s after frame %d, but the checkpoint failed: %s\n",
+                sig == SIGINT ? "SIGINT" : "SIGTERM", d->frames_done, err.message);
+        return EXIT_RUNTIME;
+    }
+    fprintf(stderr,
+            "pbf: stopped by %s after frame %d of %d; checkpoint %s; resume with: pbf run "
+            "--resume %s\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", d->frames_done, d->frames, s->checkpoint_path,
+            s->opt->out);
+    return 128 + sig;
+}
+
+/* The header line of the run (and of a resumed one). */
+static void print_run_header(const run_state *s) {
+    const run_options *opt = s->opt;
+    const pbfapp_run *run = &s->scene.run;
+    const float dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));
+    pbf_stats stats = pbf_world_stats(s->world);
+    if (opt->resume)
+        printf("pbf: resuming %s from %s: frame %d of %d, t = %.4f s\n", opt->out,
+               s->checkpoint_path, s->start_frame, run->frames, stats.time);
+    printf("pbf: %s: %s%s%d particles on %s, %d frames at %g fps (%g s), %d substeps of "
+           "%.4g ms, writing %s files to %s/\n",
+           s->scene.path, s->scene.name, s->scene.name[0] ? ": " : "", stats.particles,
+           s->scene.def.device[0] ? s->scene.def.device : "cpu", run->frames, (double)run->fps,
+           (double)run->frames / (double)run->fps, run->substeps, 1000.0 * (double)dt,
+           pbfapp_format_extension(run->format), opt->out);
+    fflush(stdout);
+}
+
+static int simulate(const run_options *opt) {
+    pbf_error err;
+    memset(&err, 0, sizeof err);
+    run_state s;
+    memset(&s, 0, sizeof s);
+    s.opt = opt;
+    s.last_checkpoint = -1;
+    int rc = load_run(&s, &err);
+    if (rc < 0) rc = open_output(&s, &err);
+    if (rc < 0) rc = open_consumers(&s, &err);
+    if (rc >= 0) return rc;
+    const pbfapp_run *run = &s.scene.run;
+    if (!opt->quiet) print_run_header(&s);
+
     pbfapp_stop_install();
     pbfapp_guard guard;
     pbfapp_guard_init(&guard, run->guard_density_error, run->adaptive);
     pbfapp_progress progress;
     pbfapp_progress_init(&progress, stderr, run->frames, opt->quiet, -1);
     double t_start = pbfapp_now();
-    double step_seconds = 0;
-    int64_t steps = 0;
-    int frames_done = start_frame;
-    pbf_particles particles = pbf_world_particles(world);
-    if (!opt->resume) {
-        st = pbfapp_output_frame(out, 0, stats.time, &particles, &err);
-        if (st == PBF_OK) st = pbfapp_output_stats(out, 0, &stats, 0.0, &err);
-        if (st == PBF_OK && renderer)
-            st = pbfapp_renderer_world_frame(renderer, world, 0, stats.time, &err);
-        if (st == PBF_OK && mesher)
-            st = pbfapp_mesher_frame(mesher, 0, particles.x, particles.y, particles.z,
-                                     particles.count, &err);
-        if (st == PBF_OK && run->checkpoint_every > 0)
-            st = save_checkpoint(out, opt->out, world, 0, scene_hash, &last_checkpoint,
-                                 checkpoint_path, sizeof checkpoint_path, &err);
-        if (st != PBF_OK) {
-            fprintf(stderr, "pbf: %s\n", err.message);
-            rc = EXIT_RUNTIME;
-        }
-    } else if (start_frame >= run->frames && !opt->quiet) {
+    if (opt->resume && s.start_frame >= run->frames && !opt->quiet)
         printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
-               start_frame, run->frames);
-    }
-    for (int frame = start_frame + 1; frame <= run->frames && rc == 0; ++frame) {
-        if (pbfapp_stop_requested()) break;
-        pbfapp_frame_report rep;
-        st = pbfapp_guard_frame(&guard, world, frame, (double)run->fps, run->substeps, &progress,
-                                &rep, &err);
-        steps += rep.steps;
-        step_seconds += rep.step_seconds;
-        if (st != PBF_OK) {
-            pbfapp_progress_finish(&progress);
-            fprintf(stderr, "pbf: frame %d: simulation step failed: %s\n", frame, err.message);
-            rc = EXIT_RUNTIME;
-            break;
-        }
-        if (!rep.diag.ok) {
-            char what[700];
-            pbfapp_guard_describe(&guard, &rep, frame, what, sizeof what);
-            pbfapp_progress_finish(&progress);
-            fprintf(stderr, "pbf: %s%s\n", what,
-                    guard.adaptive ? " (even with 8x substeps, --adaptive)" : "");
-            if (last_checkpoint >= 0)
-                fprintf(stderr,
-                        "pbf: last good checkpoint: %s (frame %lld); after a fix resume with "
-                        "`pbf run --resume %s` (--adaptive, or --set guard_density_error=...)\n",
-                        checkpoint_path, (long long)last_checkpoint, opt->out);
-            else
-                fprintf(stderr,
-                        "pbf: no checkpoint to resume from (--checkpoint-every N writes them); "
-                        "try %smore substeps or solver_iterations\n",
-                        guard.adaptive ? "" : "--adaptive, ");
-            rc = EXIT_UNSTABLE;
-            break;
-        }
-        double ms = 1000.0 * rep.step_seconds;
-        stats = pbf_world_stats(world);
-        stats.speed_clamps = rep.speed_clamps; /* stats.jsonl: the frame's, every step */
-        char warning[700];
-        if (pbfapp_guard_speed_warning(&guard, world, frame, &rep,
-                                       1.0 / ((double)run->fps * rep.substeps), warning,
-                                       sizeof warning)) {
-            pbfapp_progress_finish(&progress);
-            fprintf(stderr, "pbf: warning: %s\n", warning);
-        }
-        particles = pbf_world_particles(world);
-        st = pbfapp_output_frame(out, frame, stats.time, &particles, &err);
-        if (st == PBF_OK) st = pbfapp_output_stats(out, frame, &stats, ms, &err);
-        if (st == PBF_OK && renderer)
-            st = pbfapp_renderer_world_frame(renderer, world, frame, stats.time, &err);
-        if (st == PBF_OK && mesher)
-            st = pbfapp_mesher_frame(mesher, frame, particles.x, particles.y, particles.z,
-                                     particles.count, &err);
-        if (st == PBF_OK && run->checkpoint_every > 0 &&
-            (frame % run->checkpoint_every == 0 || frame == run->frames))
-            st = save_checkpoint(out, opt->out, world, frame, scene_hash, &last_checkpoint,
-                                 checkpoint_path, sizeof checkpoint_path, &err);
-        if (st != PBF_OK) {
-            pbfapp_progress_finish(&progress);
-            fprintf(stderr, "pbf: frame %d: %s\n", frame, err.message);
-            rc = EXIT_RUNTIME;
-            break;
-        }
-        frames_done = frame;
-        pbfapp_progress_update(&progress, frame, &stats,
-                               rep.steps > 0 ? ms / (double)rep.steps : 0.0);
-    }
-    pbfapp_progress_finish(&progress);
-    int sig = pbfapp_stop_requested();
-    if (rc == 0 && sig) {
-        /* SIGINT / SIGTERM: the frame in progress was finished; checkpoint it and stop. */
-        st = PBF_OK;
-        if (last_checkpoint != frames_done)
-            st = save_checkpoint(out, opt->out, world, frames_done, scene_hash, &last_checkpoint,
-                                 checkpoint_path, sizeof checkpoint_path, &err);
-        if (st != PBF_OK) {
-            fprintf(stderr, "pbf: stopped by %s after frame %d, but the checkpoint failed: %s\n",
-                    sig == SIGINT ? "SIGINT" : "SIGTERM", frames_done, err.message);
-            rc = EXIT_RUNTIME;
-        } else {
-            fprintf(stderr,
-                    "pbf: stopped by %s after frame %d of %d; checkpoint %s; resume with: pbf run "
-                    "--resume %s\n",
-                    sig == SIGINT ? "SIGINT" : "SIGTERM", frames_done, run->frames,
-                    checkpoint_path, opt->out);
-            rc = 128 + sig;
-        }
-    }
+               s.start_frame, run->frames);
+    pbfapp_run_driver d;
+    memset(&d, 0, sizeof d);
+    d.world = s.world;
+    d.fps = (double)run->fps;
+    d.substeps = run->substeps;
+    d.frames = run->frames;
+    d.start_frame = s.start_frame;
+    d.initial = !opt->resume;
+    d.checkpoint_every = run->checkpoint_every;
+    d.guard = &guard;
+    d.progress = &progress;
+    d.sinks.ctx = &s;
+    d.sinks.frame = run_frame;
+    d.sinks.unstable = run_unstable;
+    d.sinks.stopped = run_stopped;
+    rc = pbfapp_run_frames(&d);
     pbfapp_guard_free(&guard);
-    pbfapp_mesher_close(mesher);
-    pbf_status cst = pbfapp_output_close(out, &err);
+    pbfapp_mesher_close(s.mesher);
+    pbf_status cst = pbfapp_output_close(s.out, &err);
     if (cst != PBF_OK && rc == 0) {
         fprintf(stderr, "pbf: %s\n", err.message);
         rc = EXIT_RUNTIME;
     }
-    cst = pbfapp_renderer_close(renderer, &err);
+    cst = pbfapp_renderer_close(s.renderer, &err);
     if (cst != PBF_OK && rc == 0) {
         fprintf(stderr, "pbf: %s\n", err.message);
         rc = EXIT_RUNTIME;
@@ -698,12 +711,13 @@ static int simulate(const run_options *opt) {
         printf("pbf: done: %d frames, %d particles, %.3f s simulated in %s wall; "
                "mean %.3f ms/step over %lld steps; final density error avg %.3f%% max %.3f%%; "
                "output in %s/\n",
-               frames_done, stats.particles, stats.time, wall_s,
-               steps > 0 ? 1000.0 * step_seconds / (double)steps : 0.0, (long long)steps,
-               stats.density_error_avg, stats.density_error_max, opt->out);
+               d.frames_done, d.stats.particles, d.stats.time, wall_s,
+               d.steps > 0 ? 1000.0 * d.step_seconds / (double)d.steps : 0.0,
+               (long long)d.steps, d.stats.density_error_avg, d.stats.density_error_max,
+               opt->out);
     }
-    pbf_world_destroy(world);
-    pbfapp_scene_free(&scene);
+    pbf_world_destroy(s.world);
+    pbfapp_scene_free(&s.scene);
     return rc;
 }
 

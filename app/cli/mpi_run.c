@@ -16,6 +16,7 @@
 #include "pbf/mpi.h"
 #include "pbf/pbf.h"
 #include "run/progress.h"
+#include "run/run_driver.h"
 #include "io/scene.h"
 #include "io/util.h"
 
@@ -388,10 +389,35 @@ static pbf_status resume_state(const mpi_ctx *c, const char *dir, uint64_t hash,
     return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: no valid checkpoint to resume from", dir);
 }
 
-static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
-    pbf_error err;
-    memset(&err, 0, sizeof err);
+/* An MPI run from its scene to its summary: what it opened, for its frame sinks. */
+typedef struct mpi_run_state {
+    const mpi_ctx *c;
+    const pbfapp_mpi_run_options *opt;
+    pbfapp_scene scene;
+    pbf_world *world;
+    pbf_mpi_domain *dom;
+    pbf_mpi_options mo;
+    pbfapp_output *out;               /* process 0's */
+    char asked[PBF_DEVICE_NAME_MAX];  /* the scene's device */
+    int pieces;                       /* mpi_output = pieces */
+    uint64_t hash;
+    int start_frame;
+    int64_t last_checkpoint;
+    char checkpoint_path[4400];
+    float dt;
+    int bad_rank;        /* the process of a failed diagnosis */
+    int64_t last_clamps; /* the speed-limit cuts of the last frame */
     char msg[1200];
+} mpi_run_state;
+
+/* The scene and this process's world: the world without its fluid, each process building only
+ * its part of it (a fresh run: its domain created from the scene's blocks; a resumed one: later,
+ * from the checkpoint). -1 or the exit status (agreed by every process). */
+static int load_world(mpi_run_state *s, pbf_error *err) {
+    const mpi_ctx *c = s->c;
+    const pbfapp_mpi_run_options *opt = s->opt;
+    char *msg = s->msg;
+    const size_t msg_size = sizeof s->msg;
     if (opt->render) {
         report(c, "--render and --video are not supported under mpirun yet: render the frames "
                   "afterwards with `pbf render DIR`");
@@ -402,7 +428,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     if (opt->resume) {
         struct stat sb;
         if (stat(opt->resume, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-            snprintf(msg, sizeof msg, "--resume %s: not a directory (give the --out of a run)",
+            snprintf(msg, msg_size, "--resume %s: not a directory (give the --out of a run)",
                      opt->resume);
             report(c, msg);
             return EXIT_USAGE;
@@ -410,269 +436,270 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
         snprintf(scene_copy, sizeof scene_copy, "%s/scene.json", opt->resume);
         scene_file = scene_copy;
     }
-    pbfapp_scene scene;
-    pbf_status st = pbfapp_scene_load(scene_file, opt->overrides, opt->override_count, &scene, &err);
+    pbfapp_scene *scene = &s->scene;
+    pbf_status st = pbfapp_scene_load(scene_file, opt->overrides, opt->override_count, scene, err);
     int rc = agree(exit_for(st));
     if (rc) {
-        snprintf(msg, sizeof msg, "%s%s", opt->resume ? "--resume: " : "", err.message);
+        snprintf(msg, msg_size, "%s%s", opt->resume ? "--resume: " : "", err->message);
         report(c, msg);
-        pbfapp_scene_free(&scene);
+        pbfapp_scene_free(scene);
         return rc;
     }
-    const pbfapp_run *run = &scene.run;
+    const pbfapp_run *run = &scene->run;
     if (run->mpi_output == PBFAPP_MPI_PIECES && run->format != PBFAPP_FORMAT_VTP) {
-        snprintf(msg, sizeof msg,
+        snprintf(msg, msg_size,
                  "%.600s: mpi_output = \"pieces\" needs format = \"vtp\" (format = \"%s\"); "
                  "use mpi_output = \"gather\" for one file per frame",
                  scene_file, pbfapp_format_extension(run->format));
         report(c, msg);
-        pbfapp_scene_free(&scene);
+        pbfapp_scene_free(scene);
         return EXIT_USAGE;
     }
-    const int pieces = run->mpi_output == PBFAPP_MPI_PIECES;
+    s->pieces = run->mpi_output == PBFAPP_MPI_PIECES;
     if (run->adaptive) {
         report(c, "adaptive = 1 (--adaptive) is not supported under mpirun yet");
-        pbfapp_scene_free(&scene);
+        pbfapp_scene_free(scene);
         return EXIT_USAGE;
     }
-    pbf_world *world = NULL;
     /* one device per process: "opencl" and "cuda" become this process's share of its node's
      * (scene.json keeps what the scene says) */
-    char device[PBF_DEVICE_NAME_MAX], asked[PBF_DEVICE_NAME_MAX];
-    snprintf(asked, sizeof asked, "%s", scene.def.device);
-    pbf_mpi_device(MPI_COMM_WORLD, asked, device, sizeof device);
-    snprintf(scene.def.device, sizeof scene.def.device, "%s", device);
+    char device[PBF_DEVICE_NAME_MAX];
+    snprintf(s->asked, sizeof s->asked, "%s", scene->def.device);
+    pbf_mpi_device(MPI_COMM_WORLD, s->asked, device, sizeof device);
+    snprintf(scene->def.device, sizeof scene->def.device, "%s", device);
     /* the world without its fluid: each process builds only its part of it (or restores its
      * part of a checkpoint), never the whole scene */
     /* max_particles reserves rows at creation: the whole scene's on every process; a process's
      * rows grow with its share instead (the scene was checked against the limit when loaded) */
-    const int max_particles = scene.def.max_particles;
-    scene.def.max_particles = 0;
-    st = pbfapp_scene_create_world_empty(&scene, &world, &err);
-    scene.def.max_particles = max_particles;
-    snprintf(scene.def.device, sizeof scene.def.device, "%s", asked);
+    const int max_particles = scene->def.max_particles;
+    scene->def.max_particles = 0;
+    st = pbfapp_scene_create_world_empty(scene, &s->world, err);
+    scene->def.max_particles = max_particles;
+    snprintf(scene->def.device, sizeof scene->def.device, "%s", s->asked);
     rc = agree(exit_for(st));
-    pbf_mpi_options mo = pbf_mpi_default_options();
-    mo.imbalance = run->rank_imbalance;
-    mo.decomposition = run->mpi_decomposition == 1 ? PBF_MPI_SLABS : PBF_MPI_BISECTION;
-    pbf_mpi_domain *dom = NULL;
+    s->mo = pbf_mpi_default_options();
+    s->mo.imbalance = run->rank_imbalance;
+    s->mo.decomposition = run->mpi_decomposition == 1 ? PBF_MPI_SLABS : PBF_MPI_BISECTION;
     if (rc == 0 && !opt->resume) { /* before any output: a bad block leaves the directory */
-        st = pbf_mpi_domain_create_blocks(world, MPI_COMM_WORLD, &mo, scene.blocks,
-                                          scene.block_count, &dom, &err);
+        st = pbf_mpi_domain_create_blocks(s->world, MPI_COMM_WORLD, &s->mo, scene->blocks,
+                                          scene->block_count, &s->dom, err);
         rc = exit_for(st); /* agreed inside */
     }
     if (rc) {
-        if (st != PBF_OK && dom == NULL && !opt->resume)
-            snprintf(msg, sizeof msg, "%s: %s", scene.path, err.message);
+        if (st != PBF_OK && s->dom == NULL && !opt->resume)
+            snprintf(msg, msg_size, "%s: %s", scene->path, err->message);
         else
-            snprintf(msg, sizeof msg, "%s",
-                     st != PBF_OK ? err.message : "creating the world failed on another process");
+            snprintf(msg, msg_size, "%s",
+                     st != PBF_OK ? err->message : "creating the world failed on another process");
         report(c, msg);
-        pbf_world_destroy(world);
-        pbfapp_scene_free(&scene);
+        pbf_world_destroy(s->world);
+        pbfapp_scene_free(scene);
         return rc;
     }
-    const uint64_t hash = pbfapp_scene_hash(&scene);
-    int start_frame = 0;
-    int64_t last_checkpoint = -1;
-    char checkpoint_path[4400] = "";
-    pbfapp_output *out = NULL;
+    s->hash = pbfapp_scene_hash(scene);
+    return -1;
+}
+
+/* --resume: this process's part of the newest valid checkpoint, stats.jsonl cut to it and the
+ * output opened for appending; a fresh run: the output opened (an unfinished run's directory
+ * refused); scene.json; then the domain of a resumed run. -1 or the exit status. */
+static int open_output(mpi_run_state *s, pbf_error *err) {
+    const mpi_ctx *c = s->c;
+    const pbfapp_mpi_run_options *opt = s->opt;
+    const pbfapp_run *run = &s->scene.run;
+    char *msg = s->msg;
+    const size_t msg_size = sizeof s->msg;
+    pbf_status st = PBF_OK;
     msg[0] = '\0';
     resume_part part;
     memset(&part, 0, sizeof part);
     if (opt->resume) {
         /* a checkpoint in pieces: each process reads some of them; version 1: every process
          * reads the whole state */
-        st = resume_state(c, opt->out, hash, scene.particles, world, &part, checkpoint_path,
-                          sizeof checkpoint_path, &err);
-        if (st == PBF_OK) start_frame = (int)part.frame;
-        if (st != PBF_OK) snprintf(msg, sizeof msg, "--resume: %s", err.message);
-        last_checkpoint = start_frame;
+        st = resume_state(c, opt->out, s->hash, s->scene.particles, s->world, &part,
+                          s->checkpoint_path, sizeof s->checkpoint_path, err);
+        if (st == PBF_OK) s->start_frame = (int)part.frame;
+        if (st != PBF_OK) snprintf(msg, msg_size, "--resume: %s", err->message);
+        s->last_checkpoint = s->start_frame;
         if (st == PBF_OK && c->root) {
             pbfapp_checkpoint_prune(opt->out, 0);
-            st = pbfapp_stats_truncate(opt->out, start_frame, &err);
+            st = pbfapp_stats_truncate(opt->out, s->start_frame, err);
             if (st == PBF_ERR_INVALID_ARGUMENT) {
-                fprintf(stderr, "pbf: warning: %s\n", err.message);
+                fprintf(stderr, "pbf: warning: %s\n", err->message);
                 st = PBF_OK;
             }
-            if (st == PBF_OK) st = pbfapp_output_open_append(opt->out, run->format, &out, &err);
-            if (st != PBF_OK) snprintf(msg, sizeof msg, "%s", err.message);
+            if (st == PBF_OK) st = pbfapp_output_open_append(opt->out, run->format, &s->out, err);
+            if (st != PBF_OK) snprintf(msg, msg_size, "%s", err->message);
         }
     } else if (c->root) {
         int64_t newest = -1;
         int old_frames = 0;
         if (pbfapp_unfinished_run(opt->out, &newest, &old_frames)) {
-            snprintf(msg, sizeof msg,
+            snprintf(msg, msg_size,
                      "%s holds an unfinished run (checkpoint of frame %lld of %d): resume it with "
                      "`pbf run --resume %s`, or delete %s/checkpoint_*.pbfck to start over",
                      opt->out, (long long)newest, old_frames, opt->out, opt->out);
             st = PBF_ERR_INVALID_ARGUMENT;
         } else {
-            st = pbfapp_output_open(opt->out, run->format, &out, &err);
+            st = pbfapp_output_open(opt->out, run->format, &s->out, err);
             if (st == PBF_OK) pbfapp_checkpoint_prune(opt->out, INT64_MAX);
-            else snprintf(msg, sizeof msg, "%s", err.message);
+            else snprintf(msg, msg_size, "%s", err->message);
         }
     }
     if (st == PBF_OK && c->root) {
         char scene_out[4200];
         snprintf(scene_out, sizeof scene_out, "%s/scene.json", opt->out);
-        st = pbfapp_scene_write(&scene, scene_out, &err);
-        if (st != PBF_OK) snprintf(msg, sizeof msg, "%s", err.message);
+        st = pbfapp_scene_write(&s->scene, scene_out, err);
+        if (st != PBF_OK) snprintf(msg, msg_size, "%s", err->message);
     }
-    rc = agree(exit_for(st));
-    if (rc == 0 && !dom) {
-        st = part.pieces ? pbf_mpi_domain_create_parts(world, MPI_COMM_WORLD, &mo, part.key,
-                                                       part.key_is_cell, &dom, &err)
-                         : pbf_mpi_domain_create(world, MPI_COMM_WORLD, &mo, &dom, &err);
+    int rc = agree(exit_for(st));
+    if (rc == 0 && !s->dom) {
+        st = part.pieces ? pbf_mpi_domain_create_parts(s->world, MPI_COMM_WORLD, &s->mo, part.key,
+                                                       part.key_is_cell, &s->dom, err)
+                         : pbf_mpi_domain_create(s->world, MPI_COMM_WORLD, &s->mo, &s->dom, err);
         rc = exit_for(st); /* agreed inside */
-        if (rc) snprintf(msg, sizeof msg, "%s", err.message);
+        if (rc) snprintf(msg, msg_size, "%s", err->message);
     }
     free(part.key);
     part.key = NULL;
     if (rc) {
         report_any(c, msg);
-        pbfapp_output_close(out, NULL);
-        pbf_mpi_domain_destroy(dom);
-        pbf_world_destroy(world);
-        pbfapp_scene_free(&scene);
+        pbfapp_output_close(s->out, NULL);
+        pbf_mpi_domain_destroy(s->dom);
+        pbf_world_destroy(s->world);
+        pbfapp_scene_free(&s->scene);
         return rc;
     }
+    return -1;
+}
 
-    const float dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));
-    pbf_stats stats = pbf_world_stats(world);
-    pbf_mpi_info info = pbf_mpi_domain_info(dom);
-    if (!opt->quiet && c->root) {
-        if (opt->resume)
-            printf("pbf: resuming %s from %s: frame %d of %d, t = %.4f s\n", opt->out,
-                   checkpoint_path, start_frame, run->frames, stats.time);
-        char how[64];
-        if (info.decomposition == PBF_MPI_SLABS)
-            snprintf(how, sizeof how, "slabs along %c", "xyz"[info.axis]);
-        else
-            snprintf(how, sizeof how, "recursive coordinate bisection");
-        printf("pbf: %s: %s%s%d particles on %d MPI processes (%s, %s), %d frames at "
-               "%g fps (%g s), %d substeps of %.4g ms, writing %s files to %s/\n",
-               scene.path, scene.name, scene.name[0] ? ": " : "", stats.particles, c->size,
-               asked[0] ? asked : "cpu", how,
-               run->frames, (double)run->fps, (double)run->frames / (double)run->fps,
-               run->substeps, 1000.0 * (double)dt,
-               pieces ? "vtp pieces + pvtp" : pbfapp_format_extension(run->format), opt->out);
-        fflush(stdout);
-    }
-    pbfapp_stop_install();
-    pbfapp_guard guard; /* for the density limit and the failure message */
-    pbfapp_guard_init(&guard, run->guard_density_error, 0);
-    pbfapp_progress progress;
-    pbfapp_progress_init(&progress, stderr, run->frames, opt->quiet || !c->root, -1);
-    double t_start = pbfapp_now(), step_seconds = 0.0;
-    int64_t steps = 0;
-    int frames_done = start_frame;
-    int64_t last_clamps = 0; /* the speed-limit cuts of the last frame */
-    if (!opt->resume)
-        rc = write_frame(c, dom, world, out, opt->out, pieces, 0, 0.0, 0, run->checkpoint_every > 0, hash,
-                         &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
-    else if (start_frame >= run->frames && !opt->quiet && c->root)
-        printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
-               start_frame, run->frames);
-    for (int frame = start_frame + 1; frame <= run->frames && rc == 0; ++frame) {
-        if (agree(pbfapp_stop_requested())) break;
-        pbfapp_frame_report rep;
-        memset(&rep, 0, sizeof rep);
-        rep.diag.ok = 1;
-        rep.factor = 1;
-        rep.substeps = run->substeps;
-        int bad_rank = -1;
-        double t0 = pbfapp_now();
-        for (int s = 0; s < run->substeps; ++s) {
-            st = pbf_world_step(world, dt, &err); /* fails only on a bad dt: on every process */
-            if (st != PBF_OK) break;
-            ++rep.steps;
-            rep.speed_clamps += pbf_world_stats(world).speed_clamps; /* over every process */
-            pbf_diagnosis d = pbf_mpi_diagnose(dom, guard.density_limit, &bad_rank);
-            if (!d.ok) {
-                rep.diag = d;
-                rep.step = pbf_world_stats(world).steps;
-                rep.substep = s + 1;
-                break;
-            }
-        }
-        rep.step_seconds = pbfapp_now() - t0;
-        steps += rep.steps;
-        step_seconds += rep.step_seconds;
-        if (st != PBF_OK) {
-            pbfapp_progress_finish(&progress);
-            snprintf(msg, sizeof msg, "frame %d: simulation step failed: %s", frame, err.message);
-            report(c, msg);
-            rc = EXIT_RUNTIME;
+/* The header line of the run (and of a resumed one), on process 0. */
+static void print_header(const mpi_run_state *s) {
+    const pbfapp_mpi_run_options *opt = s->opt;
+    const pbfapp_run *run = &s->scene.run;
+    pbf_stats stats = pbf_world_stats(s->world);
+    pbf_mpi_info info = pbf_mpi_domain_info(s->dom);
+    if (opt->resume)
+        printf("pbf: resuming %s from %s: frame %d of %d, t = %.4f s\n", opt->out,
+               s->checkpoint_path, s->start_frame, run->frames, stats.time);
+    char how[64];
+    if (info.decomposition == PBF_MPI_SLABS)
+        snprintf(how, sizeof how, "slabs along %c", "xyz"[info.axis]);
+    else
+        snprintf(how, sizeof how, "recursive coordinate bisection");
+    printf("pbf: %s: %s%s%d particles on %d MPI processes (%s, %s), %d frames at "
+           "%g fps (%g s), %d substeps of %.4g ms, writing %s files to %s/\n",
+           s->scene.path, s->scene.name, s->scene.name[0] ? ": " : "", stats.particles,
+           s->c->size, s->asked[0] ? s->asked : "cpu", how, run->frames, (double)run->fps,
+           (double)run->frames / (double)run->fps, run->substeps, 1000.0 * (double)s->dt,
+           s->pieces ? "vtp pieces + pvtp" : pbfapp_format_extension(run->format), opt->out);
+    fflush(stdout);
+}
+
+/* ---- the frame sinks of the run driver (app/run/run_driver.h) ------------------------------- */
+
+/* One frame of collective steps, the state diagnosed over every process after each. */
+static pbf_status mpi_step(void *ctx, pbfapp_run_driver *d, int frame, pbfapp_frame_report *rep,
+                           double *speed_dt, pbf_error *err) {
+    mpi_run_state *s = ctx;
+    (void)frame;
+    memset(rep, 0, sizeof *rep);
+    rep->diag.ok = 1;
+    rep->factor = 1;
+    rep->substeps = d->substeps;
+    s->bad_rank = -1;
+    pbf_status st = PBF_OK;
+    double t0 = pbfapp_now();
+    for (int k = 0; k < d->substeps; ++k) {
+        st = pbf_world_step(s->world, s->dt, err); /* fails only on a bad dt: on every process */
+        if (st != PBF_OK) break;
+        ++rep->steps;
+        rep->speed_clamps += pbf_world_stats(s->world).speed_clamps; /* over every process */
+        pbf_diagnosis dg = pbf_mpi_diagnose(s->dom, d->guard->density_limit, &s->bad_rank);
+        if (!dg.ok) {
+            rep->diag = dg;
+            rep->step = pbf_world_stats(s->world).steps;
+            rep->substep = k + 1;
             break;
         }
-        if (!rep.diag.ok) {
-            char what[700];
-            pbfapp_guard_describe(&guard, &rep, frame, what, sizeof what);
-            pbfapp_progress_finish(&progress);
-            snprintf(msg, sizeof msg, "%s (on MPI process %d of %d)", what, bad_rank, c->size);
-            report(c, msg);
-            if (last_checkpoint >= 0)
-                snprintf(msg, sizeof msg,
-                         "last good checkpoint: %s (frame %lld); after a fix resume with `pbf run "
-                         "--resume %s`",
-                         checkpoint_path, (long long)last_checkpoint, opt->out);
-            else
-                snprintf(msg, sizeof msg, "no checkpoint to resume from (--checkpoint-every N "
-                                          "writes them); try more substeps or solver_iterations");
-            report(c, msg);
-            rc = EXIT_UNSTABLE;
-            break;
-        }
-        double ms = 1000.0 * rep.step_seconds;
-        char warning[700];
-        if (pbfapp_guard_speed_warning(&guard, world, frame, &rep, dt, warning, sizeof warning) &&
-            c->root) {
-            pbfapp_progress_finish(&progress);
-            fprintf(stderr, "pbf: warning: %s\n", warning);
-        }
-        int ck = run->checkpoint_every > 0 &&
-                 (frame % run->checkpoint_every == 0 || frame == run->frames);
-        last_clamps = rep.speed_clamps;
-        rc = write_frame(c, dom, world, out, opt->out, pieces, frame, ms, last_clamps, ck, hash,
-                         &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
-        if (rc) {
-            pbfapp_progress_finish(&progress);
-            break;
-        }
-        frames_done = frame;
-        stats = pbf_world_stats(world);
-        pbfapp_progress_update(&progress, frame, &stats,
-                               rep.steps > 0 ? ms / (double)rep.steps : 0.0);
     }
-    pbfapp_progress_finish(&progress);
-    int sig = agree(pbfapp_stop_requested());
-    if (rc == 0 && sig) {
-        /* SIGINT / SIGTERM on any process: the frame was finished everywhere; checkpoint it */
-        if (last_checkpoint != frames_done)
-            rc = write_frame(c, dom, world, out, opt->out, pieces, frames_done, 0.0, last_clamps, 1, hash,
-                             &last_checkpoint, checkpoint_path, sizeof checkpoint_path);
-        if (rc == 0) {
-            snprintf(msg, sizeof msg,
-                     "stopped by %s after frame %d of %d; checkpoint %s; resume with: mpirun ... "
-                     "pbf run --resume %s",
-                     sig == SIGINT ? "SIGINT" : "SIGTERM", frames_done, run->frames,
-                     checkpoint_path, opt->out);
-            report(c, msg);
-            rc = 128 + sig;
-        }
+    rep->step_seconds = pbfapp_now() - t0;
+    *speed_dt = s->dt;
+    return st;
+}
+
+static int mpi_stop(void *ctx) {
+    (void)ctx;
+    return agree(pbfapp_stop_requested());
+}
+
+static int mpi_frame(void *ctx, pbfapp_run_driver *d, const pbfapp_run_frame *f) {
+    mpi_run_state *s = ctx;
+    (void)d;
+    if (f->report) s->last_clamps = f->report->speed_clamps;
+    return write_frame(s->c, s->dom, s->world, s->out, s->opt->out, s->pieces, f->frame, f->ms,
+                       s->last_clamps, f->checkpoint, s->hash, &s->last_checkpoint,
+                       s->checkpoint_path, sizeof s->checkpoint_path);
+}
+
+/* SIGINT / SIGTERM on any process: the frame was finished everywhere; checkpoint it. */
+static int mpi_stopped(void *ctx, pbfapp_run_driver *d, int sig) {
+    mpi_run_state *s = ctx;
+    int rc = 0;
+    if (s->last_checkpoint != d->frames_done)
+        rc = write_frame(s->c, s->dom, s->world, s->out, s->opt->out, s->pieces, d->frames_done,
+                         0.0, s->last_clamps, 1, s->hash, &s->last_checkpoint, s->checkpoint_path,
+                         sizeof s->checkpoint_path);
+    if (rc == 0) {
+        char line[4800];
+        snprintf(line, sizeof line,
+                 "stopped by %s after frame %d of %d; checkpoint %s; resume with: mpirun ... "
+                 "pbf run --resume %s",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM", d->frames_done, d->frames,
+                 s->checkpoint_path, s->opt->out);
+        report(s->c, line);
+        rc = 128 + sig;
     }
-    pbfapp_guard_free(&guard);
-    if (c->root) {
-        pbf_status cst = pbfapp_output_close(out, &err);
-        if (cst != PBF_OK && rc == 0) {
-            fprintf(stderr, "pbf: %s\n", err.message);
-            rc = EXIT_RUNTIME;
-        }
-    }
-    rc = agree(rc);
-    /* traffic over every process: bytes sent per particle and step */
-    info = pbf_mpi_domain_info(dom);
+    return rc;
+}
+
+static void mpi_step_failed(void *ctx, int frame, const pbf_error *err) {
+    mpi_run_state *s = ctx;
+    snprintf(s->msg, sizeof s->msg, "frame %d: simulation step failed: %s", frame, err->message);
+    report(s->c, s->msg);
+}
+
+static void mpi_unstable(void *ctx, pbfapp_run_driver *d, int frame, const pbfapp_frame_report *r,
+                         const char *what) {
+    mpi_run_state *s = ctx;
+    (void)d;
+    (void)frame;
+    (void)r;
+    snprintf(s->msg, sizeof s->msg, "%s (on MPI process %d of %d)", what, s->bad_rank, s->c->size);
+    report(s->c, s->msg);
+    char line[4800];
+    if (s->last_checkpoint >= 0)
+        snprintf(line, sizeof line,
+                 "last good checkpoint: %s (frame %lld); after a fix resume with `pbf run "
+                 "--resume %s`",
+                 s->checkpoint_path, (long long)s->last_checkpoint, s->opt->out);
+    else
+        snprintf(line, sizeof line, "no checkpoint to resume from (--checkpoint-every N "
+                                    "writes them); try more substeps or solver_iterations");
+    report(s->c, line);
+}
+
+static void mpi_warning(void *ctx, const char *text) {
+    const mpi_run_state *s = ctx;
+    if (s->c->root) fprintf(stderr, "pbf: warning: %s\n", text);
+}
+
+/* The summary on process 0: the run's, then the traffic over every process (bytes sent per
+ * particle and step). Collective. */
+static void print_summary(const mpi_run_state *s, const pbfapp_run_driver *d, int rc,
+                          double wall) {
+    const mpi_ctx *c = s->c;
+    pbf_mpi_info info = pbf_mpi_domain_info(s->dom);
     double bytes[5] = {info.migrated_bytes, info.halo_bytes, info.ghosts, info.messages,
                        info.device_bytes};
     MPI_Allreduce(MPI_IN_PLACE, bytes, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -682,35 +709,89 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     MPI_Allreduce(MPI_IN_PLACE, &hook_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     int room[2] = {info.capacity, info.built_particles}; /* the most of any process */
     MPI_Allreduce(MPI_IN_PLACE, room, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    double wall = pbfapp_now() - t_start;
-    if (rc == 0 && !opt->quiet && c->root) {
-        char wall_s[32];
-        pbfapp_format_duration(wall_s, sizeof wall_s, wall);
-        double ps = (double)stats.particles * (double)(info.steps > 0 ? info.steps : 1);
-        printf("pbf: done: %d frames, %d particles, %.3f s simulated in %s wall; mean %.3f "
-               "ms/step over %lld steps; final density error avg %.3f%% max %.3f%%; output in "
-               "%s/\n",
-               frames_done, stats.particles, stats.time, wall_s,
-               steps > 0 ? 1000.0 * step_seconds / (double)steps : 0.0, (long long)steps,
-               stats.density_error_avg, stats.density_error_max, opt->out);
-        double pst = (double)c->size * (double)(info.steps > 0 ? info.steps : 1);
-        printf("pbf: MPI: %d processes (%s), particles per process %d..%d, %lld rebalances, up "
-               "to %d neighbours; per process and step %.0f ghosts, %.1f messages; sent per "
-               "particle and step: %.2f B migration and ghosts, %.2f B halo updates",
-               c->size, pbf_mpi_decomposition_name(info.decomposition), info.rank_particles_min,
-               info.rank_particles_max, (long long)info.rebalances, max_nbr, bytes[2] / pst,
-               bytes[3] / pst, bytes[0] / ps, bytes[1] / ps);
-        if (bytes[4] > 0.0) printf("; %.1f B between device and host", bytes[4] / ps);
-        printf("; decomposition %.2f ms per step (its passes and exchanges, waits included; the "
-               "most of a process)",
-               info.steps > 0 ? 1000.0 * hook_s / (double)info.steps : 0.0);
-        printf("; memory: room for at most %d particles on a process", room[0]);
-        if (room[1] > 0) printf(", %d built there at the start", room[1]);
-        printf("\n");
+    if (rc != 0 || s->opt->quiet || !c->root) return;
+    const pbf_stats *stats = &d->stats;
+    char wall_s[32];
+    pbfapp_format_duration(wall_s, sizeof wall_s, wall);
+    double ps = (double)stats->particles * (double)(info.steps > 0 ? info.steps : 1);
+    printf("pbf: done: %d frames, %d particles, %.3f s simulated in %s wall; mean %.3f "
+           "ms/step over %lld steps; final density error avg %.3f%% max %.3f%%; output in "
+           "%s/\n",
+           d->frames_done, stats->particles, stats->time, wall_s,
+           d->steps > 0 ? 1000.0 * d->step_seconds / (double)d->steps : 0.0,
+           (long long)d->steps, stats->density_error_avg, stats->density_error_max, s->opt->out);
+    double pst = (double)c->size * (double)(info.steps > 0 ? info.steps : 1);
+    printf("pbf: MPI: %d processes (%s), particles per process %d..%d, %lld rebalances, up "
+           "to %d neighbours; per process and step %.0f ghosts, %.1f messages; sent per "
+           "particle and step: %.2f B migration and ghosts, %.2f B halo updates",
+           c->size, pbf_mpi_decomposition_name(info.decomposition), info.rank_particles_min,
+           info.rank_particles_max, (long long)info.rebalances, max_nbr, bytes[2] / pst,
+           bytes[3] / pst, bytes[0] / ps, bytes[1] / ps);
+    if (bytes[4] > 0.0) printf("; %.1f B between device and host", bytes[4] / ps);
+    printf("; decomposition %.2f ms per step (its passes and exchanges, waits included; the "
+           "most of a process)",
+           info.steps > 0 ? 1000.0 * hook_s / (double)info.steps : 0.0);
+    printf("; memory: room for at most %d particles on a process", room[0]);
+    if (room[1] > 0) printf(", %d built there at the start", room[1]);
+    printf("\n");
+}
+
+static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
+    pbf_error err;
+    memset(&err, 0, sizeof err);
+    mpi_run_state s;
+    memset(&s, 0, sizeof s);
+    s.c = c;
+    s.opt = opt;
+    s.last_checkpoint = -1;
+    int rc = load_world(&s, &err);
+    if (rc < 0) rc = open_output(&s, &err);
+    if (rc >= 0) return rc;
+    const pbfapp_run *run = &s.scene.run;
+    s.dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));
+    if (!opt->quiet && c->root) print_header(&s);
+    pbfapp_stop_install();
+    pbfapp_guard guard; /* for the density limit and the failure message */
+    pbfapp_guard_init(&guard, run->guard_density_error, 0);
+    pbfapp_progress progress;
+    pbfapp_progress_init(&progress, stderr, run->frames, opt->quiet || !c->root, -1);
+    double t_start = pbfapp_now();
+    if (opt->resume && s.start_frame >= run->frames && !opt->quiet && c->root)
+        printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
+               s.start_frame, run->frames);
+    pbfapp_run_driver d;
+    memset(&d, 0, sizeof d);
+    d.world = s.world;
+    d.fps = (double)run->fps;
+    d.substeps = run->substeps;
+    d.frames = run->frames;
+    d.start_frame = s.start_frame;
+    d.initial = !opt->resume;
+    d.checkpoint_every = run->checkpoint_every;
+    d.guard = &guard;
+    d.progress = &progress;
+    d.sinks.ctx = &s;
+    d.sinks.step = mpi_step;
+    d.sinks.stop = mpi_stop;
+    d.sinks.frame = mpi_frame;
+    d.sinks.stopped = mpi_stopped;
+    d.sinks.step_failed = mpi_step_failed;
+    d.sinks.unstable = mpi_unstable;
+    d.sinks.warning = mpi_warning;
+    rc = pbfapp_run_frames(&d);
+    pbfapp_guard_free(&guard);
+    if (c->root) {
+        pbf_status cst = pbfapp_output_close(s.out, &err);
+        if (cst != PBF_OK && rc == 0) {
+            fprintf(stderr, "pbf: %s\n", err.message);
+            rc = EXIT_RUNTIME;
+        }
     }
-    pbf_mpi_domain_destroy(dom);
-    pbf_world_destroy(world);
-    pbfapp_scene_free(&scene);
+    rc = agree(rc);
+    print_summary(&s, &d, rc, pbfapp_now() - t_start);
+    pbf_mpi_domain_destroy(s.dom);
+    pbf_world_destroy(s.world);
+    pbfapp_scene_free(&s.scene);
     return rc;
 }
 

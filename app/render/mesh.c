@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/frame_files.h"
 #include "io/frame_read.h"
 #include "run/progress.h"
 #include "io/util.h"
@@ -347,64 +348,6 @@ static void print_help(FILE *f) {
             pbfapp_vdb_supported() ? "available (OpenVDB)" : "not available (no OpenVDB)");
 }
 
-typedef struct frame_file {
-    int number;
-    char *name;
-} frame_file;
-
-static int cmp_frame(const void *a, const void *b) {
-    const frame_file *x = a, *y = b;
-    return (x->number > y->number) - (x->number < y->number);
-}
-
-static int frame_number(const char *name, const char *ext) {
-    if (strncmp(name, "frame_", 6) != 0) return -1;
-    const char *p = name + 6;
-    long v = 0;
-    int digits = 0;
-    while (*p >= '0' && *p <= '9' && digits < 9) {
-        v = v * 10 + (*p - '0');
-        ++p;
-        ++digits;
-    }
-    if (digits < 5 || *p != '.' || strcmp(p + 1, ext) != 0) return -1;
-    return (int)v;
-}
-
-static int list_frames(const char *dir, const char *ext, frame_file **out) {
-    *out = NULL;
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    frame_file *list = NULL;
-    int n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        int num = frame_number(e->d_name, ext);
-        if (num < 0) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            frame_file *g = realloc(list, (size_t)cap * sizeof *g);
-            if (!g) break;
-            list = g;
-        }
-        size_t len = strlen(e->d_name) + 1;
-        list[n].name = malloc(len);
-        if (!list[n].name) break;
-        memcpy(list[n].name, e->d_name, len);
-        list[n].number = num;
-        ++n;
-    }
-    closedir(d);
-    if (n > 1) qsort(list, (size_t)n, sizeof *list, cmp_frame);
-    *out = list;
-    return n;
-}
-
-static void free_frames(frame_file *f, int n) {
-    for (int i = 0; i < n; ++i) free(f[i].name);
-    free(f);
-}
-
 /* Progress: a bar redrawn with '\r' on a terminal, else a line at most every second. */
 static void progress(int tty, int k, int n, int frame, int particles, double ms, int tris,
                      double start) {
@@ -541,18 +484,20 @@ int pbfapp_mesh_command(int argc, char **argv) {
             return EXIT_USAGE;
         }
     }
-    frame_file *frames = NULL;
+    pbfapp_frame_file *frames = NULL;
     int nframes = 0;
     static const char *const exts[] = {"vtp", "pvtp", "ply", "csv"};
     const char *ext = have_scene ? pbfapp_format_extension(scene.run.format) : "vtp";
-    nframes = list_frames(dir, ext, &frames);
-    for (int k = 0; nframes == 0 && k < 3; ++k) {
-        free_frames(frames, 0);
+    pbf_error lerr;
+    memset(&lerr, 0, sizeof lerr);
+    pbf_status lst = pbfapp_frame_files_list(dir, ext, &frames, &nframes, &lerr);
+    for (int k = 0; lst == PBF_OK && nframes == 0 && k < 3; ++k) {
+        pbfapp_frame_files_free(frames, 0);
         ext = exts[k];
-        nframes = list_frames(dir, ext, &frames);
+        lst = pbfapp_frame_files_list(dir, ext, &frames, &nframes, &lerr);
     }
-    if (nframes < 0) {
-        fprintf(stderr, "pbf mesh: %s: cannot open the directory: %s\n", dir, strerror(errno));
+    if (lst != PBF_OK) {
+        fprintf(stderr, "pbf mesh: %s\n", lerr.message);
         if (have_scene) pbfapp_scene_free(&scene);
         return EXIT_RUNTIME;
     }
@@ -576,7 +521,7 @@ int pbfapp_mesh_command(int argc, char **argv) {
     if (out_dir && stat(out_dir, &sb) != 0 && mkdir(out_dir, 0777) != 0) {
         fprintf(stderr, "pbf mesh: --out %s: cannot create the directory: %s\n", out_dir,
                 strerror(errno));
-        free_frames(frames, nframes);
+        pbfapp_frame_files_free(frames, nframes);
         if (have_scene) pbfapp_scene_free(&scene);
         return EXIT_RUNTIME;
     }
@@ -584,7 +529,7 @@ int pbfapp_mesh_command(int argc, char **argv) {
     pbf_status st = pbfapp_mesher_open(have_scene ? &scene : NULL, &o, target, &mesher, &err);
     if (st != PBF_OK) {
         fprintf(stderr, "pbf mesh: %s\n", err.message);
-        free_frames(frames, nframes);
+        pbfapp_frame_files_free(frames, nframes);
         if (have_scene) pbfapp_scene_free(&scene);
         return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
     }
@@ -645,7 +590,7 @@ int pbfapp_mesh_command(int argc, char **argv) {
                "output in %s/\n",
                nframes, total_tris, total_ms / nframes, target);
     pbfapp_mesher_close(mesher);
-    free_frames(frames, nframes);
+    pbfapp_frame_files_free(frames, nframes);
     if (have_scene) pbfapp_scene_free(&scene);
     return rc;
 }

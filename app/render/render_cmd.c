@@ -19,9 +19,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "io/frame_files.h"
 #include "io/frame_read.h"
 #include "render/mesh.h"
 #include "io/output.h"
+#include "run/jobs.h"
 #include "run/progress.h"
 
 extern char **environ;
@@ -456,10 +458,7 @@ static pbf_status video_finish(pbfapp_renderer *r, pbf_error *err) {
     }
     if (r->pid > 0) {
         int status = 0;
-        pid_t w;
-        do {
-            w = waitpid(r->pid, &status, 0);
-        } while (w < 0 && errno == EINTR);
+        pid_t w = pbfapp_job_wait(r->pid, &status);
         r->pid = 0;
         if (w < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             char how[64];
@@ -712,72 +711,12 @@ pbf_status pbfapp_renderer_close(pbfapp_renderer *r, pbf_error *err) {
 
 /* ---- pbf render DIR ----------------------------------------------------------------------- */
 
-typedef struct frame_file {
-    int number;
-    char *name;
-} frame_file;
-
-static int cmp_frame_file(const void *a, const void *b) {
-    const frame_file *x = a, *y = b;
-    return (x->number > y->number) - (x->number < y->number);
-}
-
-/* frame_NNNNN.EXT (5 or more digits) -> NNNNN, else -1. */
-static int frame_number(const char *name, const char *ext) {
-    if (strncmp(name, "frame_", 6) != 0) return -1;
-    const char *p = name + 6;
-    long v = 0;
-    int digits = 0;
-    while (*p >= '0' && *p <= '9' && digits < 9) {
-        v = v * 10 + (*p - '0');
-        ++p;
-        ++digits;
-    }
-    if (digits < 5 || *p != '.' || strcmp(p + 1, ext) != 0) return -1;
-    return (int)v;
-}
-
-static pbf_status list_frames(const char *dir, const char *ext, frame_file **out, int *count,
-                              pbf_error *err) {
-    *out = NULL;
-    *count = 0;
-    DIR *d = opendir(dir);
-    if (!d) return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open the directory: %s", dir, strerror(errno));
-    frame_file *list = NULL;
-    int n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        int num = frame_number(e->d_name, ext);
-        if (num < 0) continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 64;
-            frame_file *g = realloc(list, (size_t)cap * sizeof *g);
-            if (!g) break;
-            list = g;
-        }
-        list[n].number = num;
-        list[n].name = dup_string(e->d_name);
-        if (!list[n].name) break;
-        ++n;
-    }
-    closedir(d);
-    if (n > 1) qsort(list, (size_t)n, sizeof *list, cmp_frame_file);
-    *out = list;
-    *count = n;
-    return PBF_OK;
-}
-
-static void free_frames(frame_file *list, int n) {
-    for (int i = 0; i < n; ++i) free(list[i].name);
-    free(list);
-}
-
 /* --range auto: the percentiles of the colour quantity over up to AUTO_FRAMES frames evenly
  * spaced over the series (first and last included), at most AUTO_VALUES values from each. */
 #define AUTO_FRAMES 16
 #define AUTO_VALUES 65536
 
-static pbf_status auto_range(const char *dir, const frame_file *frames, int nframes,
+static pbf_status auto_range(const char *dir, const pbfapp_frame_file *frames, int nframes,
                              pbf_color_field color, float range[2], int *used, pbf_error *err) {
     int m = nframes < AUTO_FRAMES ? nframes : AUTO_FRAMES;
     float *values = malloc((size_t)m * AUTO_VALUES * sizeof *values);
@@ -888,22 +827,22 @@ int pbfapp_render_command(int argc, char **argv) {
         return st == PBF_ERR_OUT_OF_MEMORY ? EXIT_RUNTIME : EXIT_USAGE;
     }
     /* Frame files: the scene's format first, else whichever exists. */
-    frame_file *frames = NULL;
+    pbfapp_frame_file *frames = NULL;
     int nframes = 0;
     const char *ext = pbfapp_format_extension(scene.run.format);
     static const char *const exts[] = {"vtp", "pvtp", "ply", "csv", "geo", "bgeo"};
-    st = list_frames(dir, ext, &frames, &nframes, &err);
+    st = pbfapp_frame_files_list(dir, ext, &frames, &nframes, &err);
     for (int k = 0; st == PBF_OK && nframes == 0 && k < (int)(sizeof exts / sizeof exts[0]); ++k) {
-        free_frames(frames, nframes);
+        pbfapp_frame_files_free(frames, nframes);
         ext = exts[k];
-        st = list_frames(dir, ext, &frames, &nframes, &err);
+        st = pbfapp_frame_files_list(dir, ext, &frames, &nframes, &err);
     }
     if (st != PBF_OK || nframes == 0) {
         if (st != PBF_OK)
             fprintf(stderr, "pbf: %s\n", err.message);
         else
             fprintf(stderr, "pbf: %s: no frame files (frame_NNNNN.vtp, .pvtp, .ply, .csv, .geo or .bgeo)\n", dir);
-        free_frames(frames, nframes);
+        pbfapp_frame_files_free(frames, nframes);
         pbfapp_scene_free(&scene);
         return st != PBF_OK ? EXIT_RUNTIME : EXIT_USAGE;
     }
@@ -921,7 +860,7 @@ int pbfapp_render_command(int argc, char **argv) {
         fprintf(stderr, "pbf: %s: %s\n", scene_path, boxes ? err.message : "out of memory");
         pbf_world_destroy(world);
         free(boxes);
-        free_frames(frames, nframes);
+        pbfapp_frame_files_free(frames, nframes);
         pbfapp_scene_free(&scene);
         return EXIT_RUNTIME;
     }
@@ -932,7 +871,7 @@ int pbfapp_render_command(int argc, char **argv) {
             fprintf(stderr, "pbf: %s\n", err.message);
             pbf_world_destroy(world);
             free(boxes);
-            free_frames(frames, nframes);
+            pbfapp_frame_files_free(frames, nframes);
             pbfapp_scene_free(&scene);
             return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
         }
@@ -1035,7 +974,7 @@ int pbfapp_render_command(int argc, char **argv) {
     }
     pbf_world_destroy(world);
     free(boxes);
-    free_frames(frames, nframes);
+    pbfapp_frame_files_free(frames, nframes);
     pbfapp_scene_free(&scene);
     return rc;
 }
