@@ -49,114 +49,12 @@
 #include "run/progress.h"
 #include "io/scene.h"
 
-#ifndef PBF_BENCH_BUILD_TYPE
-#define PBF_BENCH_BUILD_TYPE "unknown"
-#endif
-#ifndef PBF_BENCH_FLAGS
-#define PBF_BENCH_FLAGS "unknown"
-#endif
-#ifndef PBF_BENCH_GIT
-#define PBF_BENCH_GIT ""
-#endif
-
-#define EXIT_RUNTIME 1
-#define EXIT_USAGE 2
-
-#define BENCH_MAX_PARTICLES 1000000000LL
-#define BENCH_MAX_CASES 4
-#define BENCH_MAX_THREADS 16 /* entries of --threads */
-#define BENCH_MAX_SETS 64
-/* Particle-steps that the default --steps aims at per run (a few seconds at a few million
- * particle-steps per second), and its bounds. */
-#define BENCH_STEP_BUDGET 6.0e6
-#define BENCH_MIN_STEPS 10
-#define BENCH_MAX_STEPS 1000
+#include "bench/bench_internal.h"
 
 /* The peer's geometry, m. */
 static const double PEER_BOX_MIN[3] = {-2.0, 0.0, -0.75};
 static const double PEER_BOX_MAX[3] = {2.0, 3.0, 0.75};
 static const double PEER_BLOCK_CENTRE[3] = {-1.45, 0.55, 0.0};
-
-typedef struct bench_case {
-    char name[16];
-    double radius;     /* m (nominal; the world gets it as a float) */
-    int side;          /* particles per side of the cube */
-    double scale;      /* of the peer's geometry */
-    int64_t particles; /* side^3 */
-} bench_case;
-
-enum {
-    ST_PREDICT,
-    ST_GRID,
-    ST_LAMBDA,
-    ST_DELTA_P,
-    ST_COLLIDE,
-    ST_VELOCITY,
-    ST_STATS,
-    ST_OTHER,
-    ST_TOTAL,
-    ST_COUNT
-};
-static const char *const STAGE_NAMES[ST_COUNT] = {
-    "predict", "grid", "lambda", "delta_p", "collide", "velocity", "stats", "other", "total"};
-
-/* Plain data (no pointers): a forked child sends it through a pipe. */
-typedef struct bench_result {
-    int ok;
-    char error[600];
-    int case_index;
-    int threads;
-    int steps, warmup;
-    int64_t particles;
-    double ms_mean, ms_min, ms_median, ms_max; /* wall time of one pbf_world_step, ms */
-    double stage_ms[ST_COUNT];                 /* pbf_world_timings per measured step, ms */
-    double particle_steps_per_s;
-    double setup_s;          /* pbf_world_create + fluid block, s */
-    long rss_baseline_kib;   /* ru_maxrss before the world was created */
-    long rss_peak_kib;       /* ru_maxrss after the last step */
-    long rss_now_before_kib; /* current resident set before the world (-1: unknown) */
-    long rss_now_end_kib;    /* current resident set after the last step, world alive */
-    double density_error_avg, density_error_max, max_speed, sim_time;
-    /* the pressure solve, mean per measured step (pbf_stats): substeps, iterations and the error
-     * the density solve reached; the divergence solve's (DFSPH) */
-    double substeps, iterations, solver_error, divergence_iterations, divergence_error;
-    int nonfinite, escaped;
-    double speedup; /* filled by the parent: ms_mean at 1 thread / ms_mean here; < 0 unknown */
-    pbf_status create_status;      /* of pbf_world_create (a device that is not there) */
-    char backend[16];              /* pbf_world_memory: "cpu", "opencl", "cuda" */
-    char device_name[128];         /* the device's name as pbf_list_devices gives it, or "" */
-    double mem_bytes_per_particle; /* pbf_world_memory after the last step */
-    double mem_grid_bytes;
-    double mem_total_bytes;
-    /* the stage-limits model's inputs: neighbour pairs (pbf_world_neighbour_pairs after the
-     * last step, CPU runs only; < 0 unknown), grid cells, and the settings that change the work */
-    double nbr_pairs;
-    double grid_cells;
-    int solver_pbf, pbf_tolerance, scorr_n, vorticity;
-} bench_result;
-
-typedef struct bench_options {
-    bench_case cases[BENCH_MAX_CASES];
-    int ncases;
-    int threads[BENCH_MAX_THREADS];
-    int nthreads;
-    double dt;
-    int iterations;
-    int steps; /* 0 = by particle count */
-    int warmup;
-    const char *json;
-    int quiet;
-    int fork_runs;
-    char device[PBF_DEVICE_NAME_MAX]; /* world_def.device of the runs (--device, --set device) */
-    pbfapp_override sets[BENCH_MAX_SETS];
-    char *set_keys[BENCH_MAX_SETS];
-    char set_labels[BENCH_MAX_SETS][300];
-    int nsets;
-    int limits;                    /* measure the machine, print the stage limits (--no-limits) */
-    pbfapp_machine_limits machine; /* measured before the runs (machine.ok) */
-    pbfapp_progress *bar; /* progress bar on a terminal; work = particles x steps */
-    double bar_base;      /* work of the runs before this one */
-} bench_options;
 
 /* The bar after `done` of the run's warm-up + timed steps (only drawn on a terminal). */
 static void bench_tick(const bench_options *o, const bench_case *c, int threads, int done,
@@ -592,15 +490,6 @@ static void measure_limits(const bench_options *o, pbfapp_machine_limits *m) {
 
 /* ---- machine facts ------------------------------------------------------------------------ */
 
-typedef struct machine_facts {
-    char cpu[256];
-    char host[256];
-    char kernel[256];
-    char compiler[256];
-    char date[64];
-    long cores;
-    int omp_max_threads;
-} machine_facts;
 
 static void trim(char *s) {
     size_t n = strlen(s);
@@ -645,460 +534,6 @@ static void get_machine(machine_facts *m) {
     time_t now = time(NULL);
     struct tm tmv;
     if (gmtime_r(&now, &tmv)) strftime(m->date, sizeof m->date, "%Y-%m-%dT%H:%M:%SZ", &tmv);
-}
-
-/* ---- output ------------------------------------------------------------------------------- */
-
-static double mib(long kib) {
-    return (double)kib / 1024.0;
-}
-
-static long rss_world_kib(const bench_result *r) {
-    return r->rss_peak_kib > r->rss_baseline_kib ? r->rss_peak_kib - r->rss_baseline_kib : 0;
-}
-
-/* Resident memory held at the end of the run (world alive) beyond the resident set before it. */
-static long rss_live_kib(const bench_result *r) {
-    if (r->rss_now_before_kib < 0 || r->rss_now_end_kib < 0) return -1;
-    return r->rss_now_end_kib > r->rss_now_before_kib ? r->rss_now_end_kib - r->rss_now_before_kib
-                                                      : 0;
-}
-
-/* ---- stage limits (bench_limits.c) ---------------------------------------------------------- */
-
-_Static_assert(ST_STATS - ST_PREDICT + 1 == PBFAPP_MS_COUNT && ST_PREDICT == 0,
-               "the model's stages are the stage table's first ones, in its order");
-_Static_assert(BENCH_MAX_THREADS <= PBFAPP_LIMITS_MAX_THREADS,
-               "every --threads entry is measured");
-
-/* Why the limits are not shown at all ("" when they are). */
-static const char *limits_off(const bench_options *o) {
-    if (strcmp(o->device, "cpu") != 0) return "the model is the CPU backend's";
-    if (!o->limits) return "--no-limits";
-    if (!o->machine.ok) return o->machine.error;
-    return "";
-}
-
-/* The model of run r: 1 and work[] with the index of its thread count in the measurement, or 0
- * with *why. */
-static int run_model(const bench_options *o, const bench_result *r,
-                     pbfapp_stage_work work[PBFAPP_MS_COUNT], int *li, const char **why) {
-    *why = limits_off(o);
-    *li = -1;
-    if ((*why)[0]) return 0;
-    if (!r->solver_pbf) {
-        *why = "the model covers the PBF solver's stages";
-        return 0;
-    }
-    if (!(r->nbr_pairs >= 0.0)) {
-        *why = "the neighbours could not be counted (pbf_world_neighbour_pairs)";
-        return 0;
-    }
-    *li = pbfapp_limits_index(&o->machine, r->threads);
-    if (*li < 0) {
-        *why = "this thread count was not measured";
-        return 0;
-    }
-    const pbfapp_model_input in = {(double)r->particles, r->nbr_pairs, r->grid_cells,
-                                   r->substeps > 0 ? r->substeps : 1.0, r->iterations,
-                                   r->pbf_tolerance, r->scorr_n, r->vorticity};
-    pbfapp_stage_model(&in, work);
-    return 1;
-}
-
-typedef struct stage_share {
-    double ms, gbs, bw_pct, gflops, peak_pct;
-    const char *bound;
-} stage_share;
-
-static stage_share share_of(const bench_options *o, const bench_result *r, int li,
-                            const pbfapp_stage_work *wk, int stage) {
-    stage_share sh = {r->stage_ms[stage], 0, 0, 0, 0, NULL};
-    const double sec = sh.ms / 1000.0;
-    const int has = sec > 0.0 && (wk->bytes > 0.0 || wk->flops > 0.0);
-    if (has) {
-        sh.gbs = wk->bytes / sec / 1e9;
-        sh.gflops = wk->flops / sec / 1e9;
-        if (o->machine.triad_gbs[li] > 0) sh.bw_pct = 100.0 * sh.gbs / o->machine.triad_gbs[li];
-        if (o->machine.peak_gflops[li] > 0)
-            sh.peak_pct = 100.0 * sh.gflops / o->machine.peak_gflops[li];
-    }
-    sh.bound = pbfapp_stage_bound(sh.bw_pct, sh.peak_pct, has);
-    return sh;
-}
-
-static void print_limits_header(FILE *f, const bench_options *o) {
-    const char *off = limits_off(o);
-    if (strcmp(o->device, "cpu") != 0 || !o->limits) return;
-    if (off[0]) {
-        fprintf(f, "machine limits: not measured (%s)\n", off);
-        return;
-    }
-    const pbfapp_machine_limits *m = &o->machine;
-    char llc[32] = "unknown";
-    if (m->llc_bytes) snprintf(llc, sizeof llc, "%.0f MiB", (double)m->llc_bytes / 1048576.0);
-    fprintf(f,
-            "memory bandwidth (STREAM triad a = b + s c over 3 x %.0f MiB of doubles, last-level "
-            "cache %s, 24 B per element, best of %d or more):",
-            (double)m->array_bytes / 1048576.0, llc, m->triad_reps);
-    for (int k = 0; k < m->n; ++k)
-        fprintf(f, "%s %.1f GB/s at %d thread%s", k ? "," : "", m->triad_gbs[k], m->threads[k],
-                m->threads[k] == 1 ? "" : "s");
-    fprintf(f,
-            "\npeak float throughput (%d-wide multiplies and adds as the solver's, no FMA, %d "
-            "chains per thread, best of %d or more):",
-            m->lanes, m->accumulators, m->peak_reps);
-    for (int k = 0; k < m->n; ++k)
-        fprintf(f, "%s %.1f GFLOP/s at %d thread%s", k ? "," : "", m->peak_gflops[k],
-                m->threads[k], m->threads[k] == 1 ? "" : "s");
-    fprintf(f, " (both measured in %.2f s)\n", m->seconds);
-}
-
-static void print_stage_limits(FILE *f, const bench_options *o, const bench_result *res,
-                               int nres) {
-    const char *off = limits_off(o);
-    if (off[0]) {
-        fprintf(f, "\nstage limits: not shown (%s)\n", off);
-        return;
-    }
-    fprintf(f, "\nstage limits (a model of the CPU backend's PBF stages, see `pbf bench --help`: "
-               "bytes streamed and flops per step over the stage's time,\nas shares of the "
-               "bandwidth and peak above at the run's thread count; bound: the share >= 50 %%, "
-               "else latency/other):\n");
-    fprintf(f, "%-8s %3s %-9s %9s %8s %6s %8s %6s  %s\n", "case", "thr", "stage", "ms", "GB/s",
-            "% bw", "GFLOP/s", "% peak", "bound");
-    for (int k = 0; k < nres; ++k) {
-        const bench_result *r = &res[k];
-        if (!r->ok) continue;
-        const char *name = o->cases[r->case_index].name, *why = "";
-        pbfapp_stage_work work[PBFAPP_MS_COUNT];
-        int li;
-        if (!run_model(o, r, work, &li, &why)) {
-            fprintf(f, "%-8s %3d no model: %s\n", name, r->threads, why);
-            continue;
-        }
-        fprintf(f, "%-8s %3d (%.1f neighbours per particle; passes per step: lambda %.0f, "
-                   "delta_p %.0f)\n",
-                name, r->threads, r->nbr_pairs / (double)r->particles,
-                work[PBFAPP_MS_LAMBDA].passes, work[PBFAPP_MS_DELTA_P].passes);
-        for (int s = 0; s < PBFAPP_MS_COUNT; ++s) {
-            const stage_share sh = share_of(o, r, li, &work[s], ST_PREDICT + s);
-            fprintf(f, "%-8s %3d %-9s %9.3f %8.2f %6.1f %8.2f %6.1f  %s\n", name, r->threads,
-                    STAGE_NAMES[ST_PREDICT + s], sh.ms, sh.gbs, sh.bw_pct, sh.gflops,
-                    sh.peak_pct, sh.bound);
-        }
-    }
-}
-
-/* The run's stage limits as JSON (NULL when it has no model). */
-static cJSON *json_stage_limits(const bench_options *o, const bench_result *r) {
-    pbfapp_stage_work work[PBFAPP_MS_COUNT];
-    int li;
-    const char *why;
-    if (!run_model(o, r, work, &li, &why)) return NULL;
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "neighbour_pairs", r->nbr_pairs);
-    cJSON_AddNumberToObject(j, "neighbours_per_particle", r->nbr_pairs / (double)r->particles);
-    cJSON_AddNumberToObject(j, "grid_cells", r->grid_cells);
-    cJSON_AddNumberToObject(j, "triad_gb_per_s", o->machine.triad_gbs[li]);
-    cJSON_AddNumberToObject(j, "peak_gflop_per_s", o->machine.peak_gflops[li]);
-    cJSON *st = cJSON_AddObjectToObject(j, "stages");
-    for (int s = 0; s < PBFAPP_MS_COUNT; ++s) {
-        const stage_share sh = share_of(o, r, li, &work[s], ST_PREDICT + s);
-        cJSON *sj = cJSON_AddObjectToObject(st, STAGE_NAMES[ST_PREDICT + s]);
-        cJSON_AddNumberToObject(sj, "ms", sh.ms);
-        cJSON_AddNumberToObject(sj, "passes_per_step", work[s].passes);
-        cJSON_AddNumberToObject(sj, "flops_per_neighbour_pass", work[s].flops_pair);
-        cJSON_AddNumberToObject(sj, "flops_per_particle_pass", work[s].flops_particle);
-        cJSON_AddNumberToObject(sj, "bytes_per_neighbour_pass", work[s].bytes_pair);
-        cJSON_AddNumberToObject(sj, "bytes_per_particle_pass", work[s].bytes_particle);
-        cJSON_AddNumberToObject(sj, "bytes_per_cell_pass", work[s].bytes_cell);
-        cJSON_AddNumberToObject(sj, "bytes_per_step", work[s].bytes);
-        cJSON_AddNumberToObject(sj, "flops_per_step", work[s].flops);
-        cJSON_AddNumberToObject(sj, "gb_per_s", sh.gbs);
-        cJSON_AddNumberToObject(sj, "bandwidth_pct", sh.bw_pct);
-        cJSON_AddNumberToObject(sj, "gflop_per_s", sh.gflops);
-        cJSON_AddNumberToObject(sj, "peak_pct", sh.peak_pct);
-        cJSON_AddStringToObject(sj, "bound", sh.bound);
-    }
-    return j;
-}
-
-static cJSON *json_machine_limits(const bench_options *o) {
-    cJSON *j = cJSON_CreateObject();
-    const char *off = limits_off(o);
-    cJSON_AddBoolToObject(j, "measured", !off[0]);
-    if (off[0]) {
-        cJSON_AddStringToObject(j, "reason", off);
-        return j;
-    }
-    const pbfapp_machine_limits *m = &o->machine;
-    cJSON_AddStringToObject(j, "bandwidth_method",
-                            "STREAM-like triad a[i] = b[i] + s * c[i] over three arrays of "
-                            "doubles (OpenMP, static schedule, first touch by the same threads), "
-                            "24 bytes counted per element (the read for ownership of a[i], "
-                            "write-allocate, is not: 32 bytes actually move), best of triad_reps "
-                            "after one untimed pass");
-    cJSON_AddStringToObject(j, "peak_method",
-                            "independent chains x = x * m + a on vectors of vector_lanes floats "
-                            "(the solver's width), a multiply and an add as separate "
-                            "instructions (-ffp-contract=off, no FMA), accumulators chains per "
-                            "thread, 2 flops per lane and step; each thread times itself, the "
-                            "threads' best rates over peak_reps repetitions summed");
-    cJSON_AddNumberToObject(j, "last_level_cache_bytes", (double)m->llc_bytes);
-    cJSON_AddNumberToObject(j, "triad_array_bytes", (double)m->array_bytes);
-    cJSON_AddNumberToObject(j, "triad_bytes_per_element", 24);
-    cJSON_AddNumberToObject(j, "triad_reps", m->triad_reps);
-    cJSON_AddNumberToObject(j, "vector_lanes", m->lanes);
-    cJSON_AddNumberToObject(j, "accumulators", m->accumulators);
-    cJSON_AddNumberToObject(j, "peak_reps", m->peak_reps);
-    cJSON_AddNumberToObject(j, "measure_s", m->seconds);
-    cJSON *by = cJSON_AddArrayToObject(j, "by_threads");
-    for (int k = 0; k < m->n; ++k) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddNumberToObject(e, "threads", m->threads[k]);
-        cJSON_AddNumberToObject(e, "triad_gb_per_s", m->triad_gbs[k]);
-        cJSON_AddNumberToObject(e, "peak_gflop_per_s", m->peak_gflops[k]);
-        cJSON_AddItemToArray(by, e);
-    }
-    return j;
-}
-
-static void print_table(FILE *f, const bench_options *o, const machine_facts *m,
-                        const bench_result *res, int nres) {
-    fprintf(f, "pbf bench %s: %s, %ld cores (OpenMP default %d threads), %s\n", PBF_VERSION_STRING,
-            m->cpu, m->cores, m->omp_max_threads, m->compiler);
-    fprintf(f, "build %s: %s%s%s\n", PBF_BENCH_BUILD_TYPE, PBF_BENCH_FLAGS,
-            PBF_BENCH_GIT[0] ? "; commit " : "", PBF_BENCH_GIT);
-    const char *name = strcmp(o->device, "cpu") == 0 ? m->cpu : "";
-    for (int k = 0; k < nres && !name[0]; ++k)
-        if (res[k].ok) name = res[k].device_name;
-    fprintf(f, "device %s%s%s%s\n", o->device, name[0] ? " (" : "", name, name[0] ? ")" : "");
-    print_limits_header(f, o);
-    fprintf(
-        f,
-        "dt %g s, %d iterations, %d warm-up steps excluded. Memory: peak = ru_maxrss of the run "
-        "minus ru_maxrss before the world was created;\nlive = resident set after the last "
-        "step (world alive) minus the resident set before the world, also per particle\n\n",
-        o->dt, o->iterations, o->warmup);
-    fprintf(f, "%-8s %9s %3s %5s %9s %9s %9s %8s %8s %8s %8s %6s %15s\n", "case", "particles",
-            "thr", "steps", "ms/step", "min", "median", "Mpst/s", "speed-up", "peak MiB",
-            "live MiB", "B/part", "dens.err avg/max");
-    for (int k = 0; k < nres; ++k) {
-        const bench_result *r = &res[k];
-        const bench_case *c = &o->cases[r->case_index];
-        if (!r->ok) {
-            fprintf(f, "%-8s %9lld %3d  failed: %s\n", c->name, (long long)c->particles, r->threads,
-                    r->error);
-            continue;
-        }
-        char sp[16] = "-", live[16] = "-", per[16] = "-";
-        if (r->speedup > 0) snprintf(sp, sizeof sp, "%.2f", r->speedup);
-        long lk = rss_live_kib(r);
-        if (lk >= 0) {
-            snprintf(live, sizeof live, "%.1f", mib(lk));
-            snprintf(per, sizeof per, "%.0f", (double)lk * 1024.0 / (double)r->particles);
-        }
-        fprintf(f, "%-8s %9lld %3d %5d %9.3f %9.3f %9.3f %8.3f %8s %8.1f %8s %6s %7.3f %7.3f%s\n",
-                c->name, (long long)r->particles, r->threads, r->steps, r->ms_mean, r->ms_min,
-                r->ms_median, r->particle_steps_per_s / 1e6, sp, mib(rss_world_kib(r)), live, per,
-                r->density_error_avg, r->density_error_max,
-                r->nonfinite || r->escaped ? "  UNSTABLE" : "");
-    }
-    fprintf(f, "(Mpst/s: million particle-steps per second; density error in %% above rest)\n");
-    fprintf(f, "\nstages, ms per step (pbf_world_timings; grid = sort + reorder, collide = apply + "
-               "collisions + friction, velocity = velocity + vorticity + XSPH):\n");
-    fprintf(f, "%-8s %3s", "case", "thr");
-    for (int s = 0; s < ST_COUNT; ++s) fprintf(f, " %8s", STAGE_NAMES[s]);
-    fputc('\n', f);
-    for (int k = 0; k < nres; ++k) {
-        const bench_result *r = &res[k];
-        if (!r->ok) continue;
-        fprintf(f, "%-8s %3d", o->cases[r->case_index].name, r->threads);
-        for (int s = 0; s < ST_COUNT; ++s) fprintf(f, " %8.3f", r->stage_ms[s]);
-        fputc('\n', f);
-    }
-    print_stage_limits(f, o, res, nres);
-    fprintf(f, "\npressure solve, mean per step (iterations over all substeps; the average "
-               "density error, %%, the solve reached; divergence: DFSPH):\n");
-    fprintf(f, "%-8s %3s %9s %10s %10s %10s %10s\n", "case", "thr", "substeps", "iterations",
-            "error %", "div iters", "div err %");
-    for (int k = 0; k < nres; ++k) {
-        const bench_result *r = &res[k];
-        if (!r->ok) continue;
-        fprintf(f, "%-8s %3d %9.2f %10.2f %10.4f %10.2f %10.4f\n", o->cases[r->case_index].name,
-                r->threads, r->substeps, r->iterations, r->solver_error, r->divergence_iterations,
-                r->divergence_error);
-    }
-    fprintf(f,
-            "\ndevice memory (pbf_world_memory after the last step: per particle of capacity, "
-            "every array%s; the grid's cell starts; all the world holds on the device):\n",
-            strcmp(o->device, "cpu") == 0 ? " and the neighbour lists" : "");
-    fprintf(f, "%-8s %3s %-8s %12s %10s %10s\n", "case", "thr", "backend", "B/particle", "grid KiB",
-            "total MiB");
-    for (int k = 0; k < nres; ++k) {
-        const bench_result *r = &res[k];
-        if (!r->ok) continue;
-        fprintf(f, "%-8s %3d %-8s %12.1f %10.1f %10.2f\n", o->cases[r->case_index].name, r->threads,
-                r->backend, r->mem_bytes_per_particle, r->mem_grid_bytes / 1024.0,
-                r->mem_total_bytes / (1024.0 * 1024.0));
-    }
-}
-
-static cJSON *json_results(const bench_options *o, const machine_facts *m, const bench_result *res,
-                           int nres) {
-    cJSON *root = cJSON_CreateObject();
-    cJSON_AddStringToObject(root, "tool", "pbf bench");
-    cJSON_AddStringToObject(root, "pbf_version", PBF_VERSION_STRING);
-    cJSON_AddStringToObject(root, "date", m->date);
-    cJSON *mj = cJSON_AddObjectToObject(root, "machine");
-    cJSON_AddStringToObject(mj, "host", m->host);
-    cJSON_AddStringToObject(mj, "cpu", m->cpu);
-    cJSON_AddNumberToObject(mj, "cores_online", (double)m->cores);
-    cJSON_AddNumberToObject(mj, "omp_default_threads", m->omp_max_threads);
-    cJSON_AddStringToObject(mj, "kernel", m->kernel);
-    cJSON *bj = cJSON_AddObjectToObject(root, "build");
-    cJSON_AddStringToObject(bj, "compiler", m->compiler);
-    cJSON_AddStringToObject(bj, "build_type", PBF_BENCH_BUILD_TYPE);
-    cJSON_AddStringToObject(bj, "flags", PBF_BENCH_FLAGS);
-    if (PBF_BENCH_GIT[0])
-        cJSON_AddStringToObject(bj, "git_commit", PBF_BENCH_GIT);
-    else
-        cJSON_AddNullToObject(bj, "git_commit");
-    cJSON *sj = cJSON_AddObjectToObject(root, "settings");
-    cJSON_AddNumberToObject(sj, "dt", o->dt);
-    cJSON_AddNumberToObject(sj, "iterations", o->iterations);
-    cJSON_AddNumberToObject(sj, "warmup_steps", o->warmup);
-    cJSON_AddStringToObject(sj, "device", o->device);
-    cJSON *sets = cJSON_AddArrayToObject(sj, "set");
-    for (int k = 0; k < o->nsets; ++k) {
-        char kv[600];
-        snprintf(kv, sizeof kv, "%s=%s", o->sets[k].key, o->sets[k].value);
-        cJSON_AddItemToArray(sets, cJSON_CreateString(kv));
-    }
-    cJSON_AddStringToObject(sj, "rss_note",
-                            "rss_kib = rss_peak_kib - rss_baseline_kib: peak resident set "
-                            "(getrusage ru_maxrss) of the run minus ru_maxrss before the world "
-                            "was created; one process per run when several runs are made. "
-                            "rss_live_kib = resident set (/proc/self/statm) after the last step, "
-                            "world alive, minus the resident set before the world was created "
-                            "(the peak also holds transients of pbf_world_create)");
-    cJSON_AddStringToObject(sj, "device_memory_note",
-                            "device_memory: pbf_world_memory after the last step; "
-                            "bytes_per_particle: every array per particle of capacity (on the "
-                            "CPU also the neighbour lists as sized then), grid_bytes: the grid's "
-                            "cell starts, total_bytes: everything the world holds on its device");
-    cJSON_AddStringToObject(sj, "ms_note",
-                            "ms_per_step_*: wall time of each pbf_world_step after the warm-up; "
-                            "stages_ms: pbf_world_timings over the same steps, per step");
-    cJSON_AddStringToObject(sj, "stage_limits_note", pbfapp_stage_model_note);
-    cJSON_AddItemToObject(root, "machine_limits", json_machine_limits(o));
-    cJSON *runs = cJSON_AddArrayToObject(root, "runs");
-    for (int k = 0; k < nres; ++k) {
-        const bench_result *r = &res[k];
-        const bench_case *c = &o->cases[r->case_index];
-        cJSON *rj = cJSON_CreateObject();
-        cJSON_AddItemToArray(runs, rj);
-        cJSON_AddStringToObject(rj, "case", c->name);
-        cJSON_AddNumberToObject(rj, "particles", (double)c->particles);
-        cJSON_AddNumberToObject(rj, "particle_radius", c->radius);
-        cJSON_AddNumberToObject(rj, "particles_per_side", c->side);
-        cJSON_AddNumberToObject(rj, "geometry_scale", c->scale);
-        cJSON_AddNumberToObject(rj, "threads", r->threads);
-        cJSON_AddStringToObject(rj, "device", o->device);
-        cJSON_AddBoolToObject(rj, "ok", r->ok);
-        if (!r->ok) {
-            cJSON_AddStringToObject(rj, "error", r->error);
-            continue;
-        }
-        cJSON_AddNumberToObject(rj, "warmup_steps", r->warmup);
-        cJSON_AddNumberToObject(rj, "steps", r->steps);
-        cJSON_AddNumberToObject(rj, "ms_per_step_mean", r->ms_mean);
-        cJSON_AddNumberToObject(rj, "ms_per_step_min", r->ms_min);
-        cJSON_AddNumberToObject(rj, "ms_per_step_median", r->ms_median);
-        cJSON_AddNumberToObject(rj, "ms_per_step_max", r->ms_max);
-        cJSON *st = cJSON_AddObjectToObject(rj, "stages_ms");
-        for (int s = 0; s < ST_COUNT; ++s)
-            cJSON_AddNumberToObject(st, STAGE_NAMES[s], r->stage_ms[s]);
-        cJSON *lim = json_stage_limits(o, r);
-        if (lim)
-            cJSON_AddItemToObject(rj, "stage_limits", lim);
-        else
-            cJSON_AddNullToObject(rj, "stage_limits");
-        cJSON_AddNumberToObject(rj, "particle_steps_per_s", r->particle_steps_per_s);
-        if (r->speedup > 0)
-            cJSON_AddNumberToObject(rj, "speedup_vs_1_thread", r->speedup);
-        else
-            cJSON_AddNullToObject(rj, "speedup_vs_1_thread");
-        cJSON_AddNumberToObject(rj, "setup_s", r->setup_s);
-        cJSON_AddNumberToObject(rj, "rss_baseline_kib", (double)r->rss_baseline_kib);
-        cJSON_AddNumberToObject(rj, "rss_peak_kib", (double)r->rss_peak_kib);
-        cJSON_AddNumberToObject(rj, "rss_kib", (double)rss_world_kib(r));
-        cJSON_AddNumberToObject(rj, "rss_bytes_per_particle",
-                                (double)rss_world_kib(r) * 1024.0 / (double)r->particles);
-        cJSON_AddNumberToObject(rj, "library_bytes_per_particle", (double)pbf_bytes_per_particle());
-        if (strcmp(o->device, "cpu") == 0)
-            cJSON_AddStringToObject(rj, "device_name", m->cpu);
-        else if (r->device_name[0])
-            cJSON_AddStringToObject(rj, "device_name", r->device_name);
-        else
-            cJSON_AddNullToObject(rj, "device_name");
-        cJSON *mj = cJSON_AddObjectToObject(rj, "device_memory");
-        cJSON_AddStringToObject(mj, "backend", r->backend);
-        cJSON_AddNumberToObject(mj, "bytes_per_particle", r->mem_bytes_per_particle);
-        cJSON_AddNumberToObject(mj, "grid_bytes", r->mem_grid_bytes);
-        cJSON_AddNumberToObject(mj, "total_bytes", r->mem_total_bytes);
-        long lk = rss_live_kib(r);
-        if (lk >= 0) {
-            cJSON_AddNumberToObject(rj, "rss_now_before_kib", (double)r->rss_now_before_kib);
-            cJSON_AddNumberToObject(rj, "rss_now_end_kib", (double)r->rss_now_end_kib);
-            cJSON_AddNumberToObject(rj, "rss_live_kib", (double)lk);
-            cJSON_AddNumberToObject(rj, "rss_live_bytes_per_particle",
-                                    (double)lk * 1024.0 / (double)r->particles);
-        } else {
-            cJSON_AddNullToObject(rj, "rss_live_kib");
-        }
-        cJSON_AddNumberToObject(rj, "simulated_time_s", r->sim_time);
-        cJSON_AddNumberToObject(rj, "density_error_avg", r->density_error_avg);
-        cJSON_AddNumberToObject(rj, "density_error_max", r->density_error_max);
-        cJSON_AddNumberToObject(rj, "substeps_per_step", r->substeps);
-        cJSON_AddNumberToObject(rj, "iterations_per_step", r->iterations);
-        cJSON_AddNumberToObject(rj, "solver_error", r->solver_error);
-        cJSON_AddNumberToObject(rj, "divergence_iterations_per_step", r->divergence_iterations);
-        cJSON_AddNumberToObject(rj, "divergence_error", r->divergence_error);
-        cJSON_AddNumberToObject(rj, "max_speed", r->max_speed);
-        cJSON_AddNumberToObject(rj, "nonfinite", r->nonfinite);
-        cJSON_AddNumberToObject(rj, "escaped", r->escaped);
-    }
-    return root;
-}
-
-static int write_json(const char *path, cJSON *root) {
-    char *text = cJSON_Print(root);
-    if (!text) {
-        fputs("pbf bench: out of memory writing JSON\n", stderr);
-        return EXIT_RUNTIME;
-    }
-    int rc = 0;
-    if (strcmp(path, "-") == 0) {
-        if (fputs(text, stdout) < 0 || fputc('\n', stdout) < 0 || fflush(stdout) != 0) rc = 1;
-    } else {
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            fprintf(stderr, "pbf bench: --json %s: cannot create the file: %s\n", path,
-                    strerror(errno));
-            free(text);
-            return EXIT_RUNTIME;
-        }
-        int bad = fputs(text, f) < 0 || fputc('\n', f) < 0;
-        if (fclose(f) != 0) bad = 1;
-        if (bad) {
-            fprintf(stderr, "pbf bench: --json %s: write failed: %s\n", path, strerror(errno));
-            rc = EXIT_RUNTIME;
-        }
-    }
-    free(text);
-    return rc;
 }
 
 /* ---- the command -------------------------------------------------------------------------- */
@@ -1152,13 +587,9 @@ static int parse_cases(bench_options *o, const char *list) {
     return r == 0;
 }
 
-int pbfapp_bench_command(int argc, char **argv) {
-    bench_options o;
-    memset(&o, 0, sizeof o);
-    o.dt = 0.005;
-    o.iterations = 4;
-    o.warmup = 5;
-    o.limits = 1;
+/* The command line; -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, bench_options *o, const char **case_list_out,
+                      const char **threads_list_out, long long *particles_out) {
     const char *case_list = NULL, *threads_list = NULL;
     long long particles = 0;
     int rc = -1;
@@ -1170,9 +601,9 @@ int pbfapp_bench_command(int argc, char **argv) {
             pbfapp_bench_print_help(stdout);
             rc = 0;
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
-            o.quiet = 1;
+            o->quiet = 1;
         } else if (strcmp(arg, "--no-limits") == 0) {
-            o.limits = 0;
+            o->limits = 0;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--case", &v)) != 0) {
             if (m < 0)
                 rc = usage("%s needs a value", "--case");
@@ -1190,23 +621,23 @@ int pbfapp_bench_command(int argc, char **argv) {
             if (m < 0 || !end || *end || !(d > 0.0) || !(d <= 1.0))
                 rc = usage("--dt %s: expected a time step in seconds, in (0, 1]", m < 0 ? "" : v);
             else
-                o.dt = d;
+                o->dt = d;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--iterations", &v)) != 0) {
             if (m < 0 || !parse_long(v, 1, 1000, &n))
                 rc = usage("--iterations %s: expected a whole number from 1 to 1000",
                            m < 0 ? "" : v);
             else
-                o.iterations = (int)n;
+                o->iterations = (int)n;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--steps", &v)) != 0) {
             if (m < 0 || !parse_long(v, 1, 10000000, &n))
                 rc = usage("--steps %s: expected a whole number from 1", m < 0 ? "" : v);
             else
-                o.steps = (int)n;
+                o->steps = (int)n;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--warmup", &v)) != 0) {
             if (m < 0 || !parse_long(v, 0, 10000000, &n))
                 rc = usage("--warmup %s: expected a whole number from 0", m < 0 ? "" : v);
             else
-                o.warmup = (int)n;
+                o->warmup = (int)n;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--threads", &v)) != 0) {
             if (m < 0)
                 rc = usage("%s needs a value, e.g. --threads 1,2 or --threads 1,all", "--threads");
@@ -1216,24 +647,24 @@ int pbfapp_bench_command(int argc, char **argv) {
             if (m < 0 || !v[0]) {
                 rc = usage("%s needs a value: cpu, opencl[:PLATFORM.DEVICE] or cuda[:N]",
                            "--device");
-            } else if (o.nsets >= BENCH_MAX_SETS) {
+            } else if (o->nsets >= BENCH_MAX_SETS) {
                 rc = usage("at most 64 --set and --device options%s", "");
             } else {
-                int k = o.nsets++;
-                snprintf(o.set_labels[k], sizeof o.set_labels[k], "--device");
-                o.sets[k] = (pbfapp_override){"device", v, o.set_labels[k]};
+                int k = o->nsets++;
+                snprintf(o->set_labels[k], sizeof o->set_labels[k], "--device");
+                o->sets[k] = (pbfapp_override){"device", v, o->set_labels[k]};
             }
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--json", &v)) != 0) {
             if (m < 0 || !v[0])
                 rc = usage("%s needs a file name ('-' for stdout)", "--json");
             else
-                o.json = v;
+                o->json = v;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--set", &v)) != 0) {
             const char *eq = m < 0 ? NULL : strchr(v, '=');
             if (!eq || eq == v) {
                 rc = usage("--set %s: expected KEY=VALUE, e.g. --set kernel_ratio=2.2",
                            m < 0 ? "" : v);
-            } else if (o.nsets >= BENCH_MAX_SETS) {
+            } else if (o->nsets >= BENCH_MAX_SETS) {
                 rc = usage("at most 64 --set options%s", "");
             } else {
                 size_t klen = (size_t)(eq - v);
@@ -1244,131 +675,130 @@ int pbfapp_bench_command(int argc, char **argv) {
                 }
                 memcpy(key, v, klen);
                 key[klen] = '\0';
-                int k = o.nsets++;
-                o.set_keys[k] = key;
-                snprintf(o.set_labels[k], sizeof o.set_labels[k], "--set %.280s", key);
-                o.sets[k] = (pbfapp_override){key, eq + 1, o.set_labels[k]};
+                int k = o->nsets++;
+                o->set_keys[k] = key;
+                snprintf(o->set_labels[k], sizeof o->set_labels[k], "--set %.280s", key);
+                o->sets[k] = (pbfapp_override){key, eq + 1, o->set_labels[k]};
             }
         } else {
             rc = usage("unknown option \"%s\"", arg);
         }
     }
-    if (rc >= 0) {
-        free_options(&o);
-        return rc;
-    }
+    *case_list_out = case_list;
+    *threads_list_out = threads_list;
+    *particles_out = particles;
+    return rc;
+}
+
+/* The device, the thread counts and the cases, each case's definition checked (with the --set
+ * overrides) before anything runs; -1 to go on, else the exit status. */
+static int setup_cases(bench_options *o, const machine_facts *mf, const char *case_list,
+                       const char *threads_list, long long particles) {
     /* the device of the runs: --device and --set device, in order (each checked below) */
     {
         pbf_world_def d = pbf_default_world_def();
         pbfapp_run run = pbfapp_default_run();
-        for (int k = 0; k < o.nsets; ++k)
-            if (strcmp(o.sets[k].key, "device") == 0)
-                (void)pbfapp_apply_override(&d, &run, "device", o.sets[k].value, o.sets[k].label,
+        for (int k = 0; k < o->nsets; ++k)
+            if (strcmp(o->sets[k].key, "device") == 0)
+                (void)pbfapp_apply_override(&d, &run, "device", o->sets[k].value, o->sets[k].label,
                                             NULL);
-        snprintf(o.device, sizeof o.device, "%s", d.device[0] ? d.device : "cpu");
+        snprintf(o->device, sizeof o->device, "%s", d.device[0] ? d.device : "cpu");
     }
-    if (!threads_list) threads_list = strcmp(o.device, "cpu") == 0 ? "1,all" : "all";
-    machine_facts mf;
-    get_machine(&mf);
-    if (!parse_threads(&o, threads_list, mf.omp_max_threads > 0 ? mf.omp_max_threads : 1)) {
-        free_options(&o);
-        return usage("--threads %s: expected a comma-separated list of thread counts (1 to "
+    if (!threads_list) threads_list = strcmp(o->device, "cpu") == 0 ? "1,all" : "all";
+    if (!parse_threads(o, threads_list, mf->omp_max_threads > 0 ? mf->omp_max_threads : 1)) {
+                return usage("--threads %s: expected a comma-separated list of thread counts (1 to "
                      "1024) or 'all', e.g. 1,all",
                      threads_list);
     }
-    if (case_list && !parse_cases(&o, case_list)) {
-        free_options(&o);
-        return usage("--case %s: expected a comma-separated list of small, medium, large",
+    if (case_list && !parse_cases(o, case_list)) {
+                return usage("--case %s: expected a comma-separated list of small, medium, large",
                      case_list);
     }
     if (!case_list && !particles) {
-        add_named_case(&o, "small");
-        add_named_case(&o, "medium");
+        add_named_case(o, "small");
+        add_named_case(o, "medium");
     }
     if (particles) {
         int side = cube_side(particles);
         /* below 8 per side the box would get too thin for the kernel: keep it at 8/19 */
-        make_case(&o.cases[o.ncases], "custom", 0.025, side, (double)(side < 8 ? 8 : side) / 19.0);
-        ++o.ncases;
+        make_case(&o->cases[o->ncases], "custom", 0.025, side,
+                  (double)(side < 8 ? 8 : side) / 19.0);
+        ++o->ncases;
     }
     /* Check every case's definition (and the --set overrides) before running anything. */
-    for (int c = 0; c < o.ncases; ++c) {
+    for (int c = 0; c < o->ncases; ++c) {
         pbf_world_def def;
         pbf_fluid_block blk;
         pbf_error err;
         memset(&err, 0, sizeof err);
-        pbf_status st = build_def(&o, &o.cases[c], o.threads[0], &def, &blk, &err);
+        pbf_status st = build_def(o, &o->cases[c], o->threads[0], &def, &blk, &err);
         if (st != PBF_OK) {
             fprintf(stderr, "pbf bench: %s\n", err.message);
-            free_options(&o);
-            return EXIT_USAGE;
+                        return EXIT_USAGE;
         }
     }
 
-    int nres = o.ncases * o.nthreads;
-    bench_result *res = calloc((size_t)nres, sizeof *res);
-    if (!res) {
-        fputs("pbf bench: out of memory\n", stderr);
-        free_options(&o);
-        return EXIT_RUNTIME;
-    }
-    o.fork_runs = nres > 1;
+    return -1;
+}
+
+/* The machine's limits, then every run (case x thread count) into res; -1 when they ran (*failed:
+ * some failed), else the exit status. */
+static int run_all(bench_options *o, bench_result *res, int nres, int *failed_out) {
+    o->fork_runs = nres > 1;
     /* this machine's limits, once, before the runs (the CPU's: the model is its backend's) */
-    if (o.limits && strcmp(o.device, "cpu") == 0) {
-        if (!o.quiet) {
+    if (o->limits && strcmp(o->device, "cpu") == 0) {
+        if (!o->quiet) {
             fputs("pbf bench: measuring memory bandwidth and peak flops ...", stderr);
             fflush(stderr);
         }
-        measure_limits(&o, &o.machine);
-        if (!o.quiet) {
-            if (o.machine.ok)
-                fprintf(stderr, " %.2f s\n", o.machine.seconds);
+        measure_limits(o, &o->machine);
+        if (!o->quiet) {
+            if (o->machine.ok)
+                fprintf(stderr, " %.2f s\n", o->machine.seconds);
             else
-                fprintf(stderr, " failed: %s\n", o.machine.error);
+                fprintf(stderr, " failed: %s\n", o->machine.error);
         }
     }
     /* On a terminal: a bar with the time left over all runs (work = particles x steps); each
      * run's line is printed whole when it ends. Elsewhere the line is started before the run. */
     pbfapp_progress bar;
     double work_total = 0;
-    for (int c = 0; c < o.ncases; ++c)
-        work_total += (double)o.nthreads * (double)o.cases[c].particles *
-                      (double)(o.warmup + steps_for(&o, &o.cases[c]));
-    pbfapp_progress_start(&bar, stderr, "bench", work_total, o.quiet, -1);
-    o.bar = &bar;
+    for (int c = 0; c < o->ncases; ++c)
+        work_total += (double)o->nthreads * (double)o->cases[c].particles *
+                      (double)(o->warmup + steps_for(o, &o->cases[c]));
+    pbfapp_progress_start(&bar, stderr, "bench", work_total, o->quiet, -1);
+    o->bar = &bar;
     const int bar_on = pbfapp_progress_active(&bar);
     int failed = 0;
-    for (int c = 0, k = 0; c < o.ncases; ++c) {
-        for (int t = 0; t < o.nthreads; ++t, ++k) {
-            const bench_case *cs = &o.cases[c];
-            pbfapp_progress_work(&bar, o.bar_base, NULL);
-            if (!o.quiet && !bar_on) {
+    for (int c = 0, k = 0; c < o->ncases; ++c) {
+        for (int t = 0; t < o->nthreads; ++t, ++k) {
+            const bench_case *cs = &o->cases[c];
+            pbfapp_progress_work(&bar, o->bar_base, NULL);
+            if (!o->quiet && !bar_on) {
                 fprintf(stderr, "pbf bench: %s, %lld particles, %s, %d thread%s, %d + %d steps ...",
-                        cs->name, (long long)cs->particles, o.device, o.threads[t],
-                        o.threads[t] == 1 ? "" : "s", o.warmup, steps_for(&o, cs));
+                        cs->name, (long long)cs->particles, o->device, o->threads[t],
+                        o->threads[t] == 1 ? "" : "s", o->warmup, steps_for(o, cs));
                 fflush(stderr);
             }
-            if (o.fork_runs)
-                run_forked(&o, c, o.threads[t], &res[k]);
+            if (o->fork_runs)
+                run_forked(o, c, o->threads[t], &res[k]);
             else
-                run_one(&o, c, o.threads[t], &res[k]);
-            o.bar_base +=
-                (double)cs->particles * (double)(o.warmup + steps_for(&o, cs));
+                run_one(o, c, o->threads[t], &res[k]);
+            o->bar_base +=
+                (double)cs->particles * (double)(o->warmup + steps_for(o, cs));
             if (bar_on) { /* the run's line, whole, where the bar was */
                 pbfapp_progress_clear(&bar);
                 fprintf(stderr, "pbf bench: %s, %lld particles, %s, %d thread%s, %d + %d steps ...",
-                        cs->name, (long long)cs->particles, o.device, o.threads[t],
-                        o.threads[t] == 1 ? "" : "s", o.warmup, steps_for(&o, cs));
+                        cs->name, (long long)cs->particles, o->device, o->threads[t],
+                        o->threads[t] == 1 ? "" : "s", o->warmup, steps_for(o, cs));
             }
             if (res[k].create_status == PBF_ERR_INVALID_ARGUMENT) {
                 /* the world cannot be made here (a device that is not there): no run can */
-                if (!o.quiet) fputs(" failed\n", stderr);
+                if (!o->quiet) fputs(" failed\n", stderr);
                 fprintf(stderr, "pbf bench: %s\n", res[k].error);
-                free(res);
-                free_options(&o);
                 return EXIT_USAGE;
             }
-            if (!o.quiet) {
+            if (!o->quiet) {
                 if (res[k].ok)
                     fprintf(stderr, " %.3f ms/step\n", res[k].ms_mean);
                 else
@@ -1378,6 +808,45 @@ int pbfapp_bench_command(int argc, char **argv) {
         }
     }
     pbfapp_progress_clear(&bar);
+    *failed_out = failed;
+    return -1;
+}
+
+int pbfapp_bench_command(int argc, char **argv) {
+    bench_options o;
+    memset(&o, 0, sizeof o);
+    o.dt = 0.005;
+    o.iterations = 4;
+    o.warmup = 5;
+    o.limits = 1;
+    const char *case_list = NULL, *threads_list = NULL;
+    long long particles = 0;
+    int rc = parse_args(argc, argv, &o, &case_list, &threads_list, &particles);
+    if (rc >= 0) {
+        free_options(&o);
+        return rc;
+    }
+    machine_facts mf;
+    get_machine(&mf);
+    rc = setup_cases(&o, &mf, case_list, threads_list, particles);
+    if (rc >= 0) {
+        free_options(&o);
+        return rc;
+    }
+    int nres = o.ncases * o.nthreads;
+    bench_result *res = calloc((size_t)nres, sizeof *res);
+    if (!res) {
+        fputs("pbf bench: out of memory\n", stderr);
+        free_options(&o);
+        return EXIT_RUNTIME;
+    }
+    int failed = 0;
+    rc = run_all(&o, res, nres, &failed);
+    if (rc >= 0) {
+        free(res);
+        free_options(&o);
+        return rc;
+    }
     /* speed-up from the 1-thread run of the same case */
     for (int k = 0; k < nres; ++k) {
         if (!res[k].ok) continue;
@@ -1388,12 +857,12 @@ int pbfapp_bench_command(int argc, char **argv) {
     }
     int json_stdout = o.json && strcmp(o.json, "-") == 0;
     FILE *table = json_stdout ? stderr : stdout;
-    print_table(table, &o, &mf, res, nres);
+    pbfapp_bench_print_table(table, &o, &mf, res, nres);
     fflush(table);
     rc = failed ? EXIT_RUNTIME : 0;
     if (o.json) {
-        cJSON *root = json_results(&o, &mf, res, nres);
-        int jrc = root ? write_json(o.json, root) : EXIT_RUNTIME;
+        cJSON *root = pbfapp_bench_json_results(&o, &mf, res, nres);
+        int jrc = root ? pbfapp_bench_write_json(o.json, root) : EXIT_RUNTIME;
         cJSON_Delete(root);
         if (jrc) rc = EXIT_RUNTIME;
     }

@@ -153,9 +153,10 @@ typedef struct ply_element {
     ptype list_count[MAX_PROPS]; /* P_NONE: a scalar property */
 } ply_element;
 
-static pbf_status read_ply(const char *path, FILE *f, pbfapp_mesh_data *m, pbf_error *err) {
+/* The PLY header: its elements (at most 8) with their properties. */
+static pbf_status read_ply_header(const char *path, FILE *f, ply_element el[8], int *nel_out,
+                                  pbf_error *err) {
     char line[512];
-    ply_element el[8];
     int nel = 0, binary = 0;
     if (!fgets(line, sizeof line, f) || strncmp(line, "ply", 3) != 0)
         return pbfapp_fail(err, PBF_ERR_IO, "%s: not a PLY file (no \"ply\" line)", path);
@@ -205,6 +206,76 @@ static pbf_status read_ply(const char *path, FILE *f, pbfapp_mesh_data *m, pbf_e
         }
     }
     if (!binary) return pbfapp_fail(err, PBF_ERR_IO, "%s: the PLY header has no format line", path);
+    *nel_out = nel;
+    return PBF_OK;
+}
+
+/* The triangles of the PLY face element E (its polygons as fans; `list` is the vertex_indices
+ * property). */
+static pbf_status read_ply_faces(const char *path, FILE *f, const ply_element *E, int list,
+                                 pbfapp_mesh_data *m, pbf_error *err) {
+    size_t cap = (size_t)E->count + 16, nt = 0;
+    m->triangles = malloc(cap * 3 * sizeof *m->triangles);
+    if (!m->triangles)
+        return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
+    for (long t = 0; t < E->count; ++t) {
+        uint32_t poly[64];
+        int npoly = 0;
+        for (int p = 0; p < E->nprops; ++p) {
+            unsigned char b[8];
+            if (E->list_count[p] == P_NONE) {
+                if (fread(b, 1, ptype_size(E->type[p]), f) != ptype_size(E->type[p]))
+                    return pbfapp_fail(err, PBF_ERR_IO, "%s: ends inside face %ld", path,
+                                       t);
+                continue;
+            }
+            if (fread(b, 1, ptype_size(E->list_count[p]), f) !=
+                ptype_size(E->list_count[p]))
+                return pbfapp_fail(err, PBF_ERR_IO, "%s: ends inside face %ld", path, t);
+            double cnt = get_le(b, E->list_count[p]);
+            if (cnt < 0 || cnt > 64)
+                return pbfapp_fail(err, PBF_ERR_IO, "%s: face %ld has %g vertices", path,
+                                   t, cnt);
+            for (int k = 0; k < (int)cnt; ++k) {
+                if (fread(b, 1, ptype_size(E->type[p]), f) != ptype_size(E->type[p]))
+                    return pbfapp_fail(err, PBF_ERR_IO, "%s: ends inside face %ld", path,
+                                       t);
+                double idx = get_le(b, E->type[p]);
+                if (p == list) {
+                    if (idx < 0 || idx >= 4294967295.0)
+                        return pbfapp_fail(err, PBF_ERR_IO,
+                                           "%s: face %ld has vertex index %g", path, t,
+                                           idx);
+                    poly[npoly++] = (uint32_t)idx;
+                }
+            }
+        }
+        for (int k = 2; k < npoly; ++k) { /* a fan */
+            if (nt == cap) {
+                cap *= 2;
+                uint32_t *g = realloc(m->triangles, cap * 3 * sizeof *g);
+                if (!g)
+                    return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory",
+                                       path);
+                m->triangles = g;
+            }
+            m->triangles[3 * nt] = poly[0];
+            m->triangles[3 * nt + 1] = poly[k - 1];
+            m->triangles[3 * nt + 2] = poly[k];
+            ++nt;
+        }
+    }
+    if (nt > (size_t)INT32_MAX)
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: too many triangles", path);
+    m->triangle_count = (int)nt;
+    return PBF_OK;
+}
+
+static pbf_status read_ply(const char *path, FILE *f, pbfapp_mesh_data *m, pbf_error *err) {
+    ply_element el[8];
+    int nel = 0;
+    pbf_status hst = read_ply_header(path, f, el, &nel, err);
+    if (hst != PBF_OK) return hst;
     int have_normals = 0;
     for (int e = 0; e < nel; ++e) {
         ply_element *E = &el[e];
@@ -260,60 +331,8 @@ static pbf_status read_ply(const char *path, FILE *f, pbfapp_mesh_data *m, pbf_e
             if (list < 0)
                 return pbfapp_fail(err, PBF_ERR_IO,
                                    "%s: the PLY face element has no vertex_indices list", path);
-            size_t cap = (size_t)E->count + 16, nt = 0;
-            m->triangles = malloc(cap * 3 * sizeof *m->triangles);
-            if (!m->triangles)
-                return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-            for (long t = 0; t < E->count; ++t) {
-                uint32_t poly[64];
-                int npoly = 0;
-                for (int p = 0; p < E->nprops; ++p) {
-                    unsigned char b[8];
-                    if (E->list_count[p] == P_NONE) {
-                        if (fread(b, 1, ptype_size(E->type[p]), f) != ptype_size(E->type[p]))
-                            return pbfapp_fail(err, PBF_ERR_IO, "%s: ends inside face %ld", path,
-                                               t);
-                        continue;
-                    }
-                    if (fread(b, 1, ptype_size(E->list_count[p]), f) !=
-                        ptype_size(E->list_count[p]))
-                        return pbfapp_fail(err, PBF_ERR_IO, "%s: ends inside face %ld", path, t);
-                    double cnt = get_le(b, E->list_count[p]);
-                    if (cnt < 0 || cnt > 64)
-                        return pbfapp_fail(err, PBF_ERR_IO, "%s: face %ld has %g vertices", path,
-                                           t, cnt);
-                    for (int k = 0; k < (int)cnt; ++k) {
-                        if (fread(b, 1, ptype_size(E->type[p]), f) != ptype_size(E->type[p]))
-                            return pbfapp_fail(err, PBF_ERR_IO, "%s: ends inside face %ld", path,
-                                               t);
-                        double idx = get_le(b, E->type[p]);
-                        if (p == list) {
-                            if (idx < 0 || idx >= 4294967295.0)
-                                return pbfapp_fail(err, PBF_ERR_IO,
-                                                   "%s: face %ld has vertex index %g", path, t,
-                                                   idx);
-                            poly[npoly++] = (uint32_t)idx;
-                        }
-                    }
-                }
-                for (int k = 2; k < npoly; ++k) { /* a fan */
-                    if (nt == cap) {
-                        cap *= 2;
-                        uint32_t *g = realloc(m->triangles, cap * 3 * sizeof *g);
-                        if (!g)
-                            return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory",
-                                               path);
-                        m->triangles = g;
-                    }
-                    m->triangles[3 * nt] = poly[0];
-                    m->triangles[3 * nt + 1] = poly[k - 1];
-                    m->triangles[3 * nt + 2] = poly[k];
-                    ++nt;
-                }
-            }
-            if (nt > (size_t)INT32_MAX)
-                return pbfapp_fail(err, PBF_ERR_IO, "%s: too many triangles", path);
-            m->triangle_count = (int)nt;
+            pbf_status fst = read_ply_faces(path, f, E, list, m, err);
+            if (fst != PBF_OK) return fst;
         } else {
             if (has_list)
                 return pbfapp_fail(err, PBF_ERR_IO,

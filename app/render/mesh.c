@@ -371,30 +371,35 @@ static void progress(int tty, int k, int n, int frame, int particles, double ms,
     fflush(stderr);
 }
 
-int pbfapp_mesh_command(int argc, char **argv) {
-    pbfapp_mesh_options o;
-    pbfapp_mesh_options_default(&o);
-    const char *dir = NULL, *out_dir = NULL, *scene_path = NULL, *range = NULL;
-    int rc = -1, timings = 0;
+/* The command line of `pbf mesh`. */
+typedef struct mesh_args {
+    const char *dir, *out_dir, *scene_path, *range;
+    int timings;
+} mesh_args;
+
+/* Parses it into *a and *o; -1 to go on, else the exit status. */
+static int parse_mesh_args(int argc, char **argv, pbfapp_mesh_options *o, mesh_args *a) {
+    memset(a, 0, sizeof *a);
+    int rc = -1;
     for (int i = 0; i < argc && rc < 0; ++i) {
         const char *arg = argv[i], *value = NULL;
         int m;
         if (arg[0] != '-' || arg[1] == '\0') {
-            if (dir) {
+            if (a->dir) {
                 fprintf(stderr, "pbf mesh: more than one directory given (\"%s\" and \"%s\")\n",
-                        dir, arg);
+                        a->dir, arg);
                 rc = EXIT_USAGE;
             }
-            dir = arg;
+            a->dir = arg;
         } else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             print_help(stdout);
             return 0;
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
-            o.quiet = 1;
+            o->quiet = 1;
         } else if (strcmp(arg, "--timings") == 0) {
-            timings = 1;
+            a->timings = 1;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--format", &value)) != 0) {
-            int parsed = m < 0 ? 0 : parse_format(value, &o.format);
+            int parsed = m < 0 ? 0 : parse_format(value, &o->format);
             if (parsed != 1) {
                 format_error("pbf mesh", "--format", m < 0 ? "" : value, parsed);
                 rc = EXIT_USAGE;
@@ -404,7 +409,7 @@ int pbfapp_mesh_command(int argc, char **argv) {
                 fprintf(stderr, "pbf mesh: --set needs KEY=VALUE\n");
                 rc = EXIT_USAGE;
             } else {
-                add_set(&o, value, "--set", &rc);
+                add_set(o, value, "--set", &rc);
             }
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--out", &value)) != 0 ||
                    (m = pbfapp_option_value(argc, argv, &i, "--scene", &value)) != 0 ||
@@ -413,17 +418,27 @@ int pbfapp_mesh_command(int argc, char **argv) {
                 fprintf(stderr, "pbf mesh: %s needs a value\n", arg);
                 rc = EXIT_USAGE;
             } else if (arg[2] == 'o') {
-                out_dir = value;
+                a->out_dir = value;
             } else if (arg[3] == 'c') {
-                scene_path = value;
+                a->scene_path = value;
             } else {
-                range = value;
+                a->range = value;
             }
         } else {
             fprintf(stderr, "pbf mesh: unknown option \"%s\" (see `pbf mesh --help`)\n", arg);
             rc = EXIT_USAGE;
         }
     }
+    return rc;
+}
+
+int pbfapp_mesh_command(int argc, char **argv) {
+    pbfapp_mesh_options o;
+    pbfapp_mesh_options_default(&o);
+    mesh_args a;
+    int rc = parse_mesh_args(argc, argv, &o, &a);
+    const char *dir = a.dir, *out_dir = a.out_dir, *scene_path = a.scene_path, *range = a.range;
+    const int timings = a.timings;
     if (rc >= 0) return rc;
     if (!dir) {
         fprintf(stderr, "pbf mesh: which directory? e.g. `pbf mesh out` (see `pbf mesh --help`)\n");

@@ -753,42 +753,56 @@ static pbf_status auto_range(const char *dir, const pbfapp_frame_file *frames, i
     return st;
 }
 
-int pbfapp_render_command(int argc, char **argv) {
-    pbfapp_render_options opt;
-    pbfapp_render_options_default(&opt);
-    const char *dir = NULL, *out_dir = NULL, *scene_path = NULL;
-    int also_png = 0;
+/* The command line of `pbf render`. */
+typedef struct render_args {
+    const char *dir, *out_dir, *scene_path;
+    int also_png;
+} render_args;
+
+/* Parses it into *a and *opt; -1 to go on, else the exit status. */
+static int parse_render_args(int argc, char **argv, pbfapp_render_options *opt, render_args *a) {
+    memset(a, 0, sizeof *a);
     int rc = -1;
     for (int i = 0; i < argc && rc < 0; ++i) {
         const char *arg = argv[i];
         const char *value = NULL;
         int m;
         if (arg[0] != '-' || arg[1] == '\0') {
-            if (dir) {
+            if (a->dir) {
                 usage(&rc, "render", "render: more than one directory given (\"%s\" and \"%s\")",
-                      dir, arg);
+                      a->dir, arg);
                 break;
             }
-            dir = arg;
+            a->dir = arg;
         } else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
             pbfapp_render_print_help(stdout);
             return 0;
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
-            opt.quiet = 1;
+            opt->quiet = 1;
         } else if (strcmp(arg, "--png") == 0) {
-            also_png = 1;
-        } else if (pbfapp_render_parse_option(argc, argv, &i, &opt, 0, "render", &rc)) {
+            a->also_png = 1;
+        } else if (pbfapp_render_parse_option(argc, argv, &i, opt, 0, "render", &rc)) {
             /* done (rc set on error) */
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--out", &value)) != 0) {
             if (m < 0 || !value[0]) usage(&rc, "render", "--out needs a directory");
-            out_dir = value;
+            a->out_dir = value;
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--scene", &value)) != 0) {
             if (m < 0 || !value[0]) usage(&rc, "render", "--scene needs a file");
-            scene_path = value;
+            a->scene_path = value;
         } else {
             usage(&rc, "render", "render: unknown option \"%s\"", arg);
         }
     }
+    return rc;
+}
+
+int pbfapp_render_command(int argc, char **argv) {
+    pbfapp_render_options opt;
+    pbfapp_render_options_default(&opt);
+    render_args a;
+    int rc = parse_render_args(argc, argv, &opt, &a);
+    const char *dir = a.dir, *out_dir = a.out_dir, *scene_path = a.scene_path;
+    const int also_png = a.also_png;
     if (rc >= 0) return rc;
     if (!dir) {
         usage(&rc, "render", "render: which directory? e.g. `pbf render out`");

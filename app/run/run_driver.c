@@ -6,8 +6,8 @@
 
 static pbf_status guard_step(pbfapp_run_driver *d, int frame, pbfapp_frame_report *rep,
                              double *speed_dt, pbf_error *err) {
-    pbf_status st = pbfapp_guard_frame(d->guard, d->world, frame, d->fps, d->substeps, d->progress,
-                                       rep, err);
+    pbf_status st =
+        pbfapp_guard_frame(d->guard, d->world, frame, d->fps, d->substeps, d->progress, rep, err);
     *speed_dt = 1.0 / (d->fps * rep->substeps);
     return st;
 }
@@ -51,8 +51,8 @@ static int one_frame(pbfapp_run_driver *d, int frame) {
     f.report = &rep;
     f.stats = pbf_world_stats(d->world);
     f.stats.speed_clamps = rep.speed_clamps; /* stats.jsonl: the frame's, every step */
-    f.checkpoint = d->checkpoint_every > 0 &&
-                   (frame % d->checkpoint_every == 0 || frame == d->frames);
+    f.checkpoint =
+        d->checkpoint_every > 0 && (frame % d->checkpoint_every == 0 || frame == d->frames);
     char warning[700];
     if (pbfapp_guard_speed_warning(d->guard, d->world, frame, &rep, speed_dt, warning,
                                    sizeof warning)) {

@@ -76,13 +76,13 @@ struct pbfapp_run_driver {
     /* set by the caller */
     pbf_world *world;
     double fps;
-    int substeps;               /* of a frame (the scene's) */
-    int frames;                 /* the last frame */
-    int start_frame;            /* the last frame already written (a resumed run), else 0 */
-    int initial;                /* hand frame 0 (the initial state) to the frame sink first */
-    int checkpoint_every;       /* 0: none */
-    pbfapp_guard *guard;        /* the instability guard (and the one speed-limit warning) */
-    pbfapp_progress *progress;  /* the progress line (pbfapp_progress_init) */
+    int substeps;              /* of a frame (the scene's) */
+    int frames;                /* the last frame */
+    int start_frame;           /* the last frame already written (a resumed run), else 0 */
+    int initial;               /* hand frame 0 (the initial state) to the frame sink first */
+    int checkpoint_every;      /* 0: none */
+    pbfapp_guard *guard;       /* the instability guard (and the one speed-limit warning) */
+    pbfapp_progress *progress; /* the progress line (pbfapp_progress_init) */
     pbfapp_run_sinks sinks;
     /* set by pbfapp_run_frames */
     int frames_done;     /* the last frame written */
