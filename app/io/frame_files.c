@@ -63,6 +63,19 @@ pbf_status pbfapp_frame_files_list(const char *dir, const char *ext, pbfapp_fram
     return PBF_OK;
 }
 
+pbf_status pbfapp_frame_files_find(const char *dir, const char *ext, const char *const *exts,
+                                   int n_exts, pbfapp_frame_file **out, int *count,
+                                   const char **ext_out, pbf_error *err) {
+    pbf_status st = pbfapp_frame_files_list(dir, ext, out, count, err);
+    for (int k = 0; st == PBF_OK && *count == 0 && k < n_exts; ++k) {
+        pbfapp_frame_files_free(*out, *count);
+        ext = exts[k];
+        st = pbfapp_frame_files_list(dir, ext, out, count, err);
+    }
+    *ext_out = ext;
+    return st;
+}
+
 void pbfapp_frame_files_free(pbfapp_frame_file *list, int n) {
     for (int i = 0; i < n; ++i) free(list[i].name);
     free(list);

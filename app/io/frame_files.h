@@ -24,6 +24,13 @@ int pbfapp_frame_file_number(const char *name, const char *ext);
 pbf_status pbfapp_frame_files_list(const char *dir, const char *ext, pbfapp_frame_file **out,
                                    int *count, pbf_error *err);
 
+/* The frame files of the first of the extensions `ext`, then exts[0..n_exts), that has any
+ * (*ext_out: that extension; none found: *count = 0 with the last one tried). Errors as
+ * pbfapp_frame_files_list. */
+pbf_status pbfapp_frame_files_find(const char *dir, const char *ext, const char *const *exts,
+                                   int n_exts, pbfapp_frame_file **out, int *count,
+                                   const char **ext_out, pbf_error *err);
+
 void pbfapp_frame_files_free(pbfapp_frame_file *list, int n);
 
 #ifdef __cplusplus

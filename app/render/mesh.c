@@ -371,6 +371,34 @@ static void progress(int tty, int k, int n, int frame, int particles, double ms,
     fflush(stderr);
 }
 
+/* --frames A:B, A: or :B (0 <= A <= B) into *first, *last; 0 when malformed. */
+static int parse_frame_range(const char *range, int *first, int *last) {
+    char *end = NULL;
+    const char *colon = strchr(range, ':');
+    int okr = colon != NULL;
+    if (okr && colon != range) {
+        *first = (int)strtol(range, &end, 10);
+        okr = end == colon && *first >= 0;
+    }
+    if (okr && colon[1]) {
+        *last = (int)strtol(colon + 1, &end, 10);
+        okr = *end == '\0' && *last >= *first;
+    }
+    return okr;
+}
+
+/* --timings: the line of a frame on stdout. */
+static void print_timings(const pbfapp_mesher *mesher, int frame, int tris) {
+    const pbf_surface_info *in = &mesher->info;
+    printf("timings: frame %d particles %d total_ms %.3f anisotropy_ms %.3f grid_ms %.3f "
+           "field_ms %.3f march_ms %.3f smooth_ms %.3f blocks %d surface_blocks %d "
+           "vertices %d triangles %d bytes %zu\n",
+           frame, in->particles, in->ms_total, in->ms_anisotropy, in->ms_grid, in->ms_field,
+           in->ms_march, in->ms_smooth, in->blocks, in->surface_blocks, in->vertices, tris,
+           in->bytes);
+    fflush(stdout);
+}
+
 /* The command line of `pbf mesh`. */
 typedef struct mesh_args {
     const char *dir, *out_dir, *scene_path, *range;
@@ -445,23 +473,9 @@ int pbfapp_mesh_command(int argc, char **argv) {
         return EXIT_USAGE;
     }
     int first = 0, last = 2147483647;
-    if (range) {
-        char *end = NULL;
-        const char *colon = strchr(range, ':');
-        int okr = colon != NULL;
-        if (okr && colon != range) {
-            first = (int)strtol(range, &end, 10);
-            okr = end == colon && first >= 0;
-        }
-        if (okr && colon[1]) {
-            last = (int)strtol(colon + 1, &end, 10);
-            okr = *end == '\0' && last >= first;
-        }
-        if (!okr) {
-            fprintf(stderr, "pbf mesh: --frames %s: expected A:B, A: or :B with 0 <= A <= B\n",
-                    range);
-            return EXIT_USAGE;
-        }
+    if (range && !parse_frame_range(range, &first, &last)) {
+        fprintf(stderr, "pbf mesh: --frames %s: expected A:B, A: or :B with 0 <= A <= B\n", range);
+        return EXIT_USAGE;
     }
     struct stat sb;
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
@@ -505,12 +519,7 @@ int pbfapp_mesh_command(int argc, char **argv) {
     const char *ext = have_scene ? pbfapp_format_extension(scene.run.format) : "vtp";
     pbf_error lerr;
     memset(&lerr, 0, sizeof lerr);
-    pbf_status lst = pbfapp_frame_files_list(dir, ext, &frames, &nframes, &lerr);
-    for (int k = 0; lst == PBF_OK && nframes == 0 && k < 3; ++k) {
-        pbfapp_frame_files_free(frames, 0);
-        ext = exts[k];
-        lst = pbfapp_frame_files_list(dir, ext, &frames, &nframes, &lerr);
-    }
+    pbf_status lst = pbfapp_frame_files_find(dir, ext, exts, 3, &frames, &nframes, &ext, &lerr);
     if (lst != PBF_OK) {
         fprintf(stderr, "pbf mesh: %s\n", lerr.message);
         if (have_scene) pbfapp_scene_free(&scene);
@@ -583,16 +592,7 @@ int pbfapp_mesh_command(int argc, char **argv) {
         pbfapp_mesher_last(mesher, &ms, &tris);
         total_ms += ms;
         total_tris += tris;
-        if (timings) {
-            const pbf_surface_info *in = &mesher->info;
-            printf("timings: frame %d particles %d total_ms %.3f anisotropy_ms %.3f grid_ms %.3f "
-                   "field_ms %.3f march_ms %.3f smooth_ms %.3f blocks %d surface_blocks %d "
-                   "vertices %d triangles %d bytes %zu\n",
-                   frames[k].number, in->particles, in->ms_total, in->ms_anisotropy, in->ms_grid,
-                   in->ms_field, in->ms_march, in->ms_smooth, in->blocks, in->surface_blocks,
-                   in->vertices, tris, in->bytes);
-            fflush(stdout);
-        }
+        if (timings) print_timings(mesher, frames[k].number, tris);
         double now = pbfapp_now();
         if (!o.quiet && (tty || k + 1 == nframes || now - last_line >= 1.0)) {
             progress(tty, k + 1, nframes, frames[k].number, data.count, ms, tris, start);

@@ -753,6 +753,43 @@ static pbf_status auto_range(const char *dir, const pbfapp_frame_file *frames, i
     return st;
 }
 
+/* --range auto: the range of the frames' colour quantity, said unless quiet. */
+static pbf_status apply_auto_range(const char *dir, const pbfapp_frame_file *frames, int nframes,
+                                   pbfapp_render_options *opt, pbf_error *err) {
+    int used = 0;
+    pbf_status st = auto_range(dir, frames, nframes, opt->color, opt->range, &used, err);
+    if (st != PBF_OK) return st;
+    opt->range_mode = PBFAPP_RANGE_GIVEN;
+    if (!opt->quiet) {
+        printf("pbf: --range auto: %s from %.6g to %.6g %s (the %g%% and %g%% percentiles "
+               "over %d of the %d frames)\n",
+               opt->color == PBF_COLOR_DENSITY ? "density" : "speed", (double)opt->range[0],
+               (double)opt->range[1], opt->color == PBF_COLOR_DENSITY ? "kg/m^3" : "m/s",
+               PBF_COLOR_AUTO_LO, PBF_COLOR_AUTO_HI, used, nframes);
+        fflush(stdout);
+    }
+    return PBF_OK;
+}
+
+/* --surface: the run's mesh of frame `number` (DIR/mesh_NNNNN.ply, else .obj), when there is
+ * one, handed to the renderer as *mesh (which the renderer keeps until the frame is drawn;
+ * *meshes_read counts them). */
+static pbf_status frame_mesh(pbfapp_renderer *r, const char *dir, int number,
+                             pbfapp_mesh_data *mesh_data, pbf_mesh *mesh, int *meshes_read,
+                             pbf_error *err) {
+    char path[4200];
+    struct stat mb;
+    snprintf(path, sizeof path, "%s/mesh_%05d.ply", dir, number);
+    if (stat(path, &mb) != 0) snprintf(path, sizeof path, "%s/mesh_%05d.obj", dir, number);
+    if (stat(path, &mb) != 0) return PBF_OK;
+    pbf_status st = pbfapp_read_mesh(path, mesh_data, err);
+    if (st != PBF_OK) return st;
+    *mesh = pbfapp_mesh_data_view(mesh_data);
+    pbfapp_renderer_set_mesh(r, mesh);
+    ++*meshes_read;
+    return PBF_OK;
+}
+
 /* The command line of `pbf render`. */
 typedef struct render_args {
     const char *dir, *out_dir, *scene_path;
@@ -845,12 +882,8 @@ int pbfapp_render_command(int argc, char **argv) {
     int nframes = 0;
     const char *ext = pbfapp_format_extension(scene.run.format);
     static const char *const exts[] = {"vtp", "pvtp", "ply", "csv", "geo", "bgeo"};
-    st = pbfapp_frame_files_list(dir, ext, &frames, &nframes, &err);
-    for (int k = 0; st == PBF_OK && nframes == 0 && k < (int)(sizeof exts / sizeof exts[0]); ++k) {
-        pbfapp_frame_files_free(frames, nframes);
-        ext = exts[k];
-        st = pbfapp_frame_files_list(dir, ext, &frames, &nframes, &err);
-    }
+    st = pbfapp_frame_files_find(dir, ext, exts, (int)(sizeof exts / sizeof exts[0]), &frames,
+                                 &nframes, &ext, &err);
     if (st != PBF_OK || nframes == 0) {
         if (st != PBF_OK)
             fprintf(stderr, "pbf: %s\n", err.message);
@@ -879,8 +912,7 @@ int pbfapp_render_command(int argc, char **argv) {
         return EXIT_RUNTIME;
     }
     if (opt.range_mode == PBFAPP_RANGE_AUTO) {
-        int used = 0;
-        st = auto_range(dir, frames, nframes, opt.color, opt.range, &used, &err);
+        st = apply_auto_range(dir, frames, nframes, &opt, &err);
         if (st != PBF_OK) {
             fprintf(stderr, "pbf: %s\n", err.message);
             pbf_world_destroy(world);
@@ -888,15 +920,6 @@ int pbfapp_render_command(int argc, char **argv) {
             pbfapp_frame_files_free(frames, nframes);
             pbfapp_scene_free(&scene);
             return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
-        }
-        opt.range_mode = PBFAPP_RANGE_GIVEN;
-        if (!opt.quiet) {
-            printf("pbf: --range auto: %s from %.6g to %.6g %s (the %g%% and %g%% percentiles "
-                   "over %d of the %d frames)\n",
-                   opt.color == PBF_COLOR_DENSITY ? "density" : "speed", (double)opt.range[0],
-                   (double)opt.range[1], opt.color == PBF_COLOR_DENSITY ? "kg/m^3" : "m/s",
-                   PBF_COLOR_AUTO_LO, PBF_COLOR_AUTO_HI, used, nframes);
-            fflush(stdout);
         }
     }
     pbfapp_renderer *r = NULL;
@@ -943,21 +966,12 @@ int pbfapp_render_command(int argc, char **argv) {
         pbf_particles p = pbfapp_frame_particles(&data);
         pbf_mesh mesh;
         if (opt.surface) { /* the run's mesh of this frame, if there is one */
-            struct stat mb;
-            snprintf(path, sizeof path, "%s/mesh_%05d.ply", dir, frames[k].number);
-            if (stat(path, &mb) != 0)
-                snprintf(path, sizeof path, "%s/mesh_%05d.obj", dir, frames[k].number);
-            if (stat(path, &mb) == 0) {
-                st = pbfapp_read_mesh(path, &mesh_data, &err);
-                if (st != PBF_OK) {
-                    pbfapp_progress_clear(&bar);
-                    fprintf(stderr, "pbf: %s\n", err.message);
-                    rc = EXIT_RUNTIME;
-                    break;
-                }
-                mesh = pbfapp_mesh_data_view(&mesh_data);
-                pbfapp_renderer_set_mesh(r, &mesh);
-                ++meshes_read;
+            st = frame_mesh(r, dir, frames[k].number, &mesh_data, &mesh, &meshes_read, &err);
+            if (st != PBF_OK) {
+                pbfapp_progress_clear(&bar);
+                fprintf(stderr, "pbf: %s\n", err.message);
+                rc = EXIT_RUNTIME;
+                break;
             }
         }
         st = pbfapp_renderer_frame(r, frames[k].number, time, &p, boxes, scene.box_count, &err);
