@@ -49,6 +49,7 @@ file(CONFIGURE OUTPUT ${_pbf_map} CONTENT
 add_library(pbf_shared SHARED
   ${PROJECT_SOURCE_DIR}/app/io/scene_api.c
   ${PROJECT_SOURCE_DIR}/app/io/scene.c
+  ${PROJECT_SOURCE_DIR}/app/io/scene_tables.c
   ${PROJECT_SOURCE_DIR}/app/io/camera.c
   ${PROJECT_SOURCE_DIR}/app/io/util.c)
 add_library(pbf::pbf ALIAS pbf_shared)

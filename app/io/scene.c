@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "io/scene.h"
+#include "io/scene_tables.h"
 #include "io/util.h"
 
 #include <cjson/cJSON.h>
@@ -27,385 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ---- the run table and the geometry tables ----------------------------------------------- */
-
-static const char *const format_choices[] = {"vtp", "ply", "csv", "geo", "bgeo", NULL};
-/* the order of pbf_mpi_decomposition and pbfapp_mpi_output */
-static const char *const decomposition_choices[] = {"bisection", "slabs", NULL};
-static const char *const mpi_output_choices[] = {"gather", "pieces", NULL};
-
-static const pbf_param_info run_params[] = {
-    {"frames",
-     PBF_PARAM_INT,
-     "1",
-     120,
-     {0, 0, 0},
-     1,
-     1e7,
-     0,
-     NULL,
-     offsetof(pbfapp_run, frames),
-     "frames to simulate and write after frame 0 (the initial state)"},
-    {"fps",
-     PBF_PARAM_FLOAT,
-     "1/s",
-     60,
-     {0, 0, 0},
-     0,
-     10000,
-     1,
-     NULL,
-     offsetof(pbfapp_run, fps),
-     "frames per simulated second"},
-    {"substeps",
-     PBF_PARAM_INT,
-     "1",
-     4,
-     {0, 0, 0},
-     1,
-     1000,
-     0,
-     NULL,
-     offsetof(pbfapp_run, substeps),
-     "solver steps per frame, each of dt = 1 / (fps * substeps)"},
-    {"format",
-     PBF_PARAM_ENUM,
-     "-",
-     0,
-     {0, 0, 0},
-     0,
-     0,
-     0,
-     format_choices,
-     offsetof(pbfapp_run, format),
-     "frame file format: vtp (VTK XML PolyData: ParaView), ply (binary PLY: Blender), "
-     "csv (text), geo / bgeo (Houdini classic geometry, text / binary)"},
-    {"guard_density_error",
-     PBF_PARAM_FLOAT,
-     "%",
-     100,
-     {0, 0, 0},
-     0,
-     1e9,
-     0,
-     NULL,
-     offsetof(pbfapp_run, guard_density_error),
-     "instability guard: stop (exit 3) when a step leaves a density error above this; 0 = off"},
-    {"checkpoint_every",
-     PBF_PARAM_INT,
-     "frames",
-     0,
-     {0, 0, 0},
-     0,
-     1e7,
-     0,
-     NULL,
-     offsetof(pbfapp_run, checkpoint_every),
-     "write a checkpoint every N frames for --resume; 0 = only when stopped by a signal"},
-    {"adaptive",
-     PBF_PARAM_INT,
-     "0/1",
-     0,
-     {0, 0, 0},
-     0,
-     1,
-     0,
-     NULL,
-     offsetof(pbfapp_run, adaptive),
-     "1 = retry an unstable frame with 2x, 4x, 8x substeps before stopping"},
-    {"rank_imbalance",
-     PBF_PARAM_FLOAT,
-     "1",
-     0.1,
-     {0, 0, 0},
-     0,
-     100,
-     0,
-     NULL,
-     offsetof(pbfapp_run, rank_imbalance),
-     "under mpirun: recompute the processes' boxes when the busiest process holds more than "
-     "(1 + this) times the mean particle count; 0 = boxes of equal width, never moved"},
-    {"mpi_decomposition",
-     PBF_PARAM_ENUM,
-     "-",
-     0,
-     {0, 0, 0},
-     0,
-     0,
-     0,
-     decomposition_choices,
-     offsetof(pbfapp_run, mpi_decomposition),
-     "under mpirun: bisection = boxes by recursive coordinate bisection on particle counts, "
-     "slabs = slabs of cell layers along the container's longest axis"},
-    {"mpi_output",
-     PBF_PARAM_ENUM,
-     "-",
-     0,
-     {0, 0, 0},
-     0,
-     0,
-     0,
-     mpi_output_choices,
-     offsetof(pbfapp_run, mpi_output),
-     "under mpirun: gather = process 0 writes each frame (any format); pieces = every process "
-     "writes its particles (frame_NNNNN_RRRRR.vtp) and process 0 the index frame_NNNNN.pvtp "
-     "(vtp only)"},
-};
-
-const pbf_param_info *pbfapp_run_params(size_t *count) {
-    if (count) *count = sizeof run_params / sizeof run_params[0];
-    return run_params;
-}
-
-pbfapp_run pbfapp_default_run(void) {
-    pbfapp_run run;
-    memset(&run, 0, sizeof run);
-    for (size_t i = 0; i < sizeof run_params / sizeof run_params[0]; ++i)
-        pbf_param_set_default(&run_params[i], &run);
-    return run;
-}
-
-const char *pbfapp_format_extension(pbfapp_format format) {
-    switch (format) {
-    case PBFAPP_FORMAT_VTP: return "vtp";
-    case PBFAPP_FORMAT_PLY: return "ply";
-    case PBFAPP_FORMAT_CSV: return "csv";
-    case PBFAPP_FORMAT_GEO: return "geo";
-    case PBFAPP_FORMAT_BGEO: return "bgeo";
-    }
-    return "dat";
-}
-
-/* Fluid blocks: {"min": [..], "max": [..], "velocity": [..]}. */
-static const pbf_param_info block_params[] = {
-    {"min",
-     PBF_PARAM_VEC3,
-     "m",
-     0,
-     {0, 0, 0},
-     -1e6,
-     1e6,
-     0,
-     NULL,
-     offsetof(pbf_fluid_block, min),
-     "lower corner of the block"},
-    {"max",
-     PBF_PARAM_VEC3,
-     "m",
-     0,
-     {0, 0, 0},
-     -1e6,
-     1e6,
-     0,
-     NULL,
-     offsetof(pbf_fluid_block, max),
-     "upper corner of the block"},
-    {"velocity",
-     PBF_PARAM_VEC3,
-     "m/s",
-     0,
-     {0, 0, 0},
-     -1e3,
-     1e3,
-     0,
-     NULL,
-     offsetof(pbf_fluid_block, velocity),
-     "initial velocity of the block's particles"},
-};
-#define BLOCK_PARAM_COUNT (sizeof block_params / sizeof block_params[0])
-#define BLOCK_REQUIRED 0x3u /* min, max */
-
-/* Obstacles and moving walls: {"min": [..], "max": [..]} (+ "motion" for moving walls). */
-static const pbf_param_info box_params[] = {
-    {"min",
-     PBF_PARAM_VEC3,
-     "m",
-     0,
-     {0, 0, 0},
-     -1e6,
-     1e6,
-     0,
-     NULL,
-     offsetof(pbf_box, min),
-     "lower corner of the box at rest"},
-    {"max",
-     PBF_PARAM_VEC3,
-     "m",
-     0,
-     {0, 0, 0},
-     -1e6,
-     1e6,
-     0,
-     NULL,
-     offsetof(pbf_box, max),
-     "upper corner of the box at rest"},
-};
-#define BOX_PARAM_COUNT (sizeof box_params / sizeof box_params[0])
-
-static const char *const motion_choices[] = {"none", "oscillate", "linear", NULL};
-
-static const pbf_param_info motion_params[] = {
-    {"type",
-     PBF_PARAM_ENUM,
-     "-",
-     0,
-     {0, 0, 0},
-     0,
-     0,
-     0,
-     motion_choices,
-     offsetof(pbf_motion, type),
-     "none, oscillate or linear"},
-    {"direction",
-     PBF_PARAM_VEC3,
-     "1",
-     0,
-     {1, 0, 0},
-     -1e6,
-     1e6,
-     0,
-     NULL,
-     offsetof(pbf_motion, direction),
-     "direction of motion (normalised)"},
-    {"amplitude",
-     PBF_PARAM_FLOAT,
-     "m",
-     0,
-     {0, 0, 0},
-     0,
-     1e3,
-     0,
-     NULL,
-     offsetof(pbf_motion, amplitude),
-     "oscillation amplitude"},
-    {"period",
-     PBF_PARAM_FLOAT,
-     "s",
-     1,
-     {0, 0, 0},
-     0,
-     1e6,
-     1,
-     NULL,
-     offsetof(pbf_motion, period),
-     "oscillation period"},
-    {"phase",
-     PBF_PARAM_FLOAT,
-     "rad",
-     0,
-     {0, 0, 0},
-     -1e3,
-     1e3,
-     0,
-     NULL,
-     offsetof(pbf_motion, phase),
-     "oscillation phase"},
-    {"speed",
-     PBF_PARAM_FLOAT,
-     "m/s",
-     0,
-     {0, 0, 0},
-     -1e3,
-     1e3,
-     0,
-     NULL,
-     offsetof(pbf_motion, speed),
-     "speed of linear motion"},
-    {"start",
-     PBF_PARAM_FLOAT,
-     "s",
-     0,
-     {0, 0, 0},
-     0,
-     1e9,
-     0,
-     NULL,
-     offsetof(pbf_motion, start),
-     "time the motion starts"},
-    {"stop",
-     PBF_PARAM_FLOAT,
-     "s",
-     -1,
-     {0, 0, 0},
-     -1e9,
-     1e9,
-     0,
-     NULL,
-     offsetof(pbf_motion, stop),
-     "time the motion stops; negative = never"},
-};
-#define MOTION_PARAM_COUNT (sizeof motion_params / sizeof motion_params[0])
-enum {
-    M_TYPE = 1u << 0,
-    M_DIRECTION = 1u << 1,
-    M_AMPLITUDE = 1u << 2,
-    M_PERIOD = 1u << 3,
-    M_PHASE = 1u << 4,
-    M_SPEED = 1u << 5,
-    M_START = 1u << 6,
-    M_STOP = 1u << 7
-};
-/* Keys allowed and keys required for each motion type (bit i = motion_params[i]). */
-static const unsigned motion_allowed[3] = {
-    M_TYPE,
-    M_TYPE | M_DIRECTION | M_AMPLITUDE | M_PERIOD | M_PHASE | M_START | M_STOP,
-    M_TYPE | M_DIRECTION | M_SPEED | M_START | M_STOP,
-};
-static const unsigned motion_required[3] = {
-    M_TYPE,
-    M_TYPE | M_DIRECTION | M_AMPLITUDE | M_PERIOD,
-    M_TYPE | M_DIRECTION | M_SPEED,
-};
-
-/* The optional camera of renderers: {"position": [..], "target": [..], "up": [..], "fov": deg}. */
-static const pbf_param_info camera_params[] = {
-    {"position",
-     PBF_PARAM_VEC3,
-     "m",
-     0,
-     {0, 0, 0},
-     -1e6,
-     1e6,
-     0,
-     NULL,
-     offsetof(pbf_camera, position),
-     "eye position"},
-    {"target",
-     PBF_PARAM_VEC3,
-     "m",
-     0,
-     {0, 0, 0},
-     -1e6,
-     1e6,
-     0,
-     NULL,
-     offsetof(pbf_camera, target),
-     "the point looked at (centre of the image)"},
-    {"up",
-     PBF_PARAM_VEC3,
-     "1",
-     0,
-     {0, 1, 0},
-     -1e6,
-     1e6,
-     0,
-     NULL,
-     offsetof(pbf_camera, up),
-     "up direction of the image"},
-    {"fov",
-     PBF_PARAM_FLOAT,
-     "deg",
-     45,
-     {0, 0, 0},
-     1,
-     170,
-     1,
-     NULL,
-     offsetof(pbf_camera, fov_deg),
-     "vertical field of view, in (1, 170)"},
-};
-#define CAMERA_PARAM_COUNT (sizeof camera_params / sizeof camera_params[0])
-#define CAMERA_REQUIRED 0x3u /* position, target */
+/* The run table and the geometry tables: app/io/scene_tables.c. */
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -1107,9 +730,10 @@ static pbf_status parse_array(const cJSON *arr, const char *key, const char *pat
 /* "camera": the table's keys, then fov < 170, position != target, up not along the view. */
 static pbf_status parse_camera(pbfapp_scene *s, const cJSON *obj, pbf_error *err) {
     pbf_camera *c = &s->camera;
-    for (size_t k = 0; k < CAMERA_PARAM_COUNT; ++k) pbf_param_set_default(&camera_params[k], c);
-    pbf_status st = parse_table_object(obj, camera_params, CAMERA_PARAM_COUNT, c, 0xfu,
-                                       CAMERA_REQUIRED, s->path, "camera", NULL, NULL, err);
+    for (size_t k = 0; k < pbfapp_camera_param_count; ++k)
+        pbf_param_set_default(&pbfapp_camera_params[k], c);
+    pbf_status st = parse_table_object(obj, pbfapp_camera_params, pbfapp_camera_param_count, c,
+                                       0xfu, CAMERA_REQUIRED, s->path, "camera", NULL, NULL, err);
     if (st != PBF_OK) return st;
     if (!(c->fov_deg < 170.0f))
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
@@ -1137,6 +761,42 @@ static pbf_status parse_camera(pbfapp_scene *s, const cJSON *obj, pbf_error *err
                     s->path, (double)c->up[0], (double)c->up[1], (double)c->up[2]);
     s->has_camera = 1;
     return PBF_OK;
+}
+
+/* The "motion" object of moving wall `kp` (whose box is b): the type first, which decides the keys
+ * that apply. */
+static pbf_status parse_motion(const char *path, const cJSON *e, const char *kp, pbf_box *b,
+                               pbf_error *err) {
+    pbf_status st;
+    const cJSON *motion = cJSON_GetObjectItemCaseSensitive(e, "motion");
+    char mkp[96];
+    snprintf(mkp, sizeof mkp, "%s.motion", kp);
+    if (!motion)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                    "%s: %s: missing key \"motion\" (e.g. {\"type\": \"oscillate\", "
+                    "\"direction\": [1, 0, 0], \"amplitude\": 0.1, \"period\": 2})",
+                    path, kp);
+    /* Defaults, then the type (which decides the keys that apply), then the rest. */
+    for (size_t k = 0; k < pbfapp_motion_param_count; ++k)
+        pbf_param_set_default(&pbfapp_motion_params[k], &b->motion);
+    const cJSON *type =
+        cJSON_IsObject(motion) ? cJSON_GetObjectItemCaseSensitive(motion, "type") : NULL;
+    unsigned allowed =
+        M_TYPE | M_DIRECTION | M_AMPLITUDE | M_PERIOD | M_PHASE | M_SPEED | M_START | M_STOP;
+    unsigned required = M_TYPE;
+    if (type) {
+        char tkp[128];
+        snprintf(tkp, sizeof tkp, "%s.type", mkp);
+        st = set_param_json(&pbfapp_motion_params[0], &b->motion, type, path, tkp, err);
+        if (st != PBF_OK) return st;
+        int t = (int)b->motion.type;
+        if (t >= 0 && t < 3) {
+            allowed = pbfapp_motion_allowed[t];
+            required = pbfapp_motion_required[t];
+        }
+    }
+    return parse_table_object(motion, pbfapp_motion_params, pbfapp_motion_param_count,
+                              &b->motion, allowed, required, path, mkp, NULL, NULL, err);
 }
 
 static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
@@ -1217,8 +877,8 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
     int i = 0;
     for (const cJSON *e = fluid ? fluid->child : NULL; e; e = e->next, ++i) {
         snprintf(kp, sizeof kp, "fluid[%d]", i);
-        st = parse_table_object(e, block_params, BLOCK_PARAM_COUNT, &s->blocks[i], 0x7u,
-                                BLOCK_REQUIRED, path, kp, NULL, NULL, err);
+        st = parse_table_object(e, pbfapp_block_params, pbfapp_block_param_count, &s->blocks[i],
+                                0x7u, BLOCK_REQUIRED, path, kp, NULL, NULL, err);
         if (st != PBF_OK) return st;
     }
     s->block_count = nb;
@@ -1226,8 +886,8 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
     for (const cJSON *e = obstacles ? obstacles->child : NULL; e; e = e->next, ++i) {
         snprintf(kp, sizeof kp, "obstacles[%d]", i);
         pbf_box *b = &s->boxes[i];
-        st = parse_table_object(e, box_params, BOX_PARAM_COUNT, b, 0x3u, 0x3u, path, kp, NULL, NULL,
-                                err);
+        st = parse_table_object(e, pbfapp_box_params, pbfapp_box_param_count, b, 0x3u, 0x3u, path,
+                                kp, NULL, NULL, err);
         if (st != PBF_OK) return st;
         b->motion.type = PBF_MOTION_NONE;
         b->motion.stop = -1;
@@ -1237,38 +897,10 @@ static pbf_status parse_document(pbfapp_scene *s, const cJSON *root,
     for (const cJSON *e = walls ? walls->child : NULL; e; e = e->next, ++i) {
         snprintf(kp, sizeof kp, "moving_walls[%d]", i);
         pbf_box *b = &s->boxes[no + i];
-        st = parse_table_object(e, box_params, BOX_PARAM_COUNT, b, 0x3u, 0x3u, path, kp, NULL,
-                                "motion", err);
+        st = parse_table_object(e, pbfapp_box_params, pbfapp_box_param_count, b, 0x3u, 0x3u, path,
+                                kp, NULL, "motion", err);
         if (st != PBF_OK) return st;
-        const cJSON *motion = cJSON_GetObjectItemCaseSensitive(e, "motion");
-        char mkp[96];
-        snprintf(mkp, sizeof mkp, "%s.motion", kp);
-        if (!motion)
-            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
-                        "%s: %s: missing key \"motion\" (e.g. {\"type\": \"oscillate\", "
-                        "\"direction\": [1, 0, 0], \"amplitude\": 0.1, \"period\": 2})",
-                        path, kp);
-        /* Defaults, then the type (which decides the keys that apply), then the rest. */
-        for (size_t k = 0; k < MOTION_PARAM_COUNT; ++k)
-            pbf_param_set_default(&motion_params[k], &b->motion);
-        const cJSON *type =
-            cJSON_IsObject(motion) ? cJSON_GetObjectItemCaseSensitive(motion, "type") : NULL;
-        unsigned allowed =
-            M_TYPE | M_DIRECTION | M_AMPLITUDE | M_PERIOD | M_PHASE | M_SPEED | M_START | M_STOP;
-        unsigned required = M_TYPE;
-        if (type) {
-            char tkp[128];
-            snprintf(tkp, sizeof tkp, "%s.type", mkp);
-            st = set_param_json(&motion_params[0], &b->motion, type, path, tkp, err);
-            if (st != PBF_OK) return st;
-            int t = (int)b->motion.type;
-            if (t >= 0 && t < 3) {
-                allowed = motion_allowed[t];
-                required = motion_required[t];
-            }
-        }
-        st = parse_table_object(motion, motion_params, MOTION_PARAM_COUNT, &b->motion, allowed,
-                                required, path, mkp, NULL, NULL, err);
+        st = parse_motion(path, e, kp, b, err);
         if (st != PBF_OK) return st;
     }
     s->box_count = no + nw;

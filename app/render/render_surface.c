@@ -279,6 +279,73 @@ static void surface_band(const surf_ctx *c, pbfapp_image *img, const int *list, 
         }
 }
 
+/* The vertices on the screen, in fixed point (invd = 0: behind the camera or off the
+ * representable range). */
+static void project_vertices(const pbfapp_view *vp, const pbf_mesh *m, svert *sv) {
+    const pbfapp_view v = *vp;
+    const int nv = m->vertex_count;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int i = 0; i < nv; ++i) {
+        float ex, ey, d;
+        pbfapp_to_eye(&v, m->positions + 3 * (size_t)i, &ex, &ey, &d);
+        sv[i].invd = 0;
+        sv[i].X = sv[i].Y = 0;
+        if (!(d > PBFAPP_NEAR_PLANE) || !isfinite(ex) || !isfinite(ey)) continue;
+        double X = ((double)v.cx + (double)v.focal * ex / d) * SS * FIX;
+        double Y = ((double)v.cy - (double)v.focal * ey / d) * SS * FIX;
+        if (!(fabs(X) < FIX_LIMIT && fabs(Y) < FIX_LIMIT)) continue;
+        sv[i].X = (int32_t)lrint(X);
+        sv[i].Y = (int32_t)lrint(Y);
+        sv[i].invd = 1.0f / d;
+    }
+}
+
+/* Each triangle's screen orientation, area and sample bounds (area = 0: not drawn). */
+static void setup_triangles(const surf_ctx *cp, const pbf_mesh *m, const svert *sv, stri *tri) {
+    const surf_ctx c = *cp;
+    const int nv = m->vertex_count, nt = m->triangle_count;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int t = 0; t < nt; ++t) {
+        stri *q = &tri[t];
+        q->area = 0;
+        const uint32_t *idx = m->triangles + 3 * (size_t)t;
+        if (idx[0] >= (uint32_t)nv || idx[1] >= (uint32_t)nv || idx[2] >= (uint32_t)nv) continue;
+        const svert *a = &sv[idx[0]], *b = &sv[idx[1]], *d = &sv[idx[2]];
+        if (a->invd == 0 || b->invd == 0 || d->invd == 0) continue;
+        int64_t area = edge_fn(a, b, d->X, d->Y);
+        if (area == 0) continue;
+        /* Counter-clockwise from outside in the world is clockwise on the screen (y down). */
+        q->front = area < 0;
+        q->v[0] = idx[0];
+        q->v[1] = area < 0 ? idx[2] : idx[1];
+        q->v[2] = area < 0 ? idx[1] : idx[2];
+        q->area = area < 0 ? -area : area;
+        int32_t xmin = a->X, xmax = a->X, ymin = a->Y, ymax = a->Y;
+        if (b->X < xmin) xmin = b->X;
+        if (b->X > xmax) xmax = b->X;
+        if (d->X < xmin) xmin = d->X;
+        if (d->X > xmax) xmax = d->X;
+        if (b->Y < ymin) ymin = b->Y;
+        if (b->Y > ymax) ymax = b->Y;
+        if (d->Y < ymin) ymin = d->Y;
+        if (d->Y > ymax) ymax = d->Y;
+        /* samples whose centre (i + 1/2) * FIX may lie in [min, max] */
+        int32_t i0 = (int32_t)((xmin - FIX / 2 + (int64_t)FIX * 1048576) / FIX - 1048576);
+        int32_t j0 = (int32_t)((ymin - FIX / 2 + (int64_t)FIX * 1048576) / FIX - 1048576);
+        int32_t i1 = (int32_t)((xmax - FIX / 2 + (int64_t)FIX * 1048576) / FIX - 1048576) + 1;
+        int32_t j1 = (int32_t)((ymax - FIX / 2 + (int64_t)FIX * 1048576) / FIX - 1048576) + 1;
+        q->i0 = i0 < 0 ? 0 : i0;
+        q->j0 = j0 < 0 ? 0 : j0;
+        q->i1 = i1 > c.ws - 1 ? c.ws - 1 : i1;
+        q->j1 = j1 > c.hs - 1 ? c.hs - 1 : j1;
+        if (q->i0 > q->i1 || q->j0 > q->j1) q->area = 0;
+    }
+}
+
 pbf_status pbfapp_render_surface(const pbfapp_render_input *in, pbfapp_image *img,
                                  pbf_error *err) {
     const pbf_mesh *m = in->mesh;
@@ -336,61 +403,9 @@ pbf_status pbfapp_render_surface(const pbfapp_render_input *in, pbfapp_image *im
     c.under = under;
     c.sv = sv;
     c.tri = tri;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-    for (int i = 0; i < nv; ++i) {
-        float ex, ey, d;
-        pbfapp_to_eye(&v, m->positions + 3 * (size_t)i, &ex, &ey, &d);
-        sv[i].invd = 0;
-        sv[i].X = sv[i].Y = 0;
-        if (!(d > PBFAPP_NEAR_PLANE) || !isfinite(ex) || !isfinite(ey)) continue;
-        double X = ((double)v.cx + (double)v.focal * ex / d) * SS * FIX;
-        double Y = ((double)v.cy - (double)v.focal * ey / d) * SS * FIX;
-        if (!(fabs(X) < FIX_LIMIT && fabs(Y) < FIX_LIMIT)) continue;
-        sv[i].X = (int32_t)lrint(X);
-        sv[i].Y = (int32_t)lrint(Y);
-        sv[i].invd = 1.0f / d;
-    }
+    project_vertices(&v, m, sv);
     pbf_status st = PBF_OK;
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static)
-#endif
-    for (int t = 0; t < nt; ++t) {
-        stri *q = &tri[t];
-        q->area = 0;
-        const uint32_t *idx = m->triangles + 3 * (size_t)t;
-        if (idx[0] >= (uint32_t)nv || idx[1] >= (uint32_t)nv || idx[2] >= (uint32_t)nv) continue;
-        const svert *a = &sv[idx[0]], *b = &sv[idx[1]], *d = &sv[idx[2]];
-        if (a->invd == 0 || b->invd == 0 || d->invd == 0) continue;
-        int64_t area = edge_fn(a, b, d->X, d->Y);
-        if (area == 0) continue;
-        /* Counter-clockwise from outside in the world is clockwise on the screen (y down). */
-        q->front = area < 0;
-        q->v[0] = idx[0];
-        q->v[1] = area < 0 ? idx[2] : idx[1];
-        q->v[2] = area < 0 ? idx[1] : idx[2];
-        q->area = area < 0 ? -area : area;
-        int32_t xmin = a->X, xmax = a->X, ymin = a->Y, ymax = a->Y;
-        if (b->X < xmin) xmin = b->X;
-        if (b->X > xmax) xmax = b->X;
-        if (d->X < xmin) xmin = d->X;
-        if (d->X > xmax) xmax = d->X;
-        if (b->Y < ymin) ymin = b->Y;
-        if (b->Y > ymax) ymax = b->Y;
-        if (d->Y < ymin) ymin = d->Y;
-        if (d->Y > ymax) ymax = d->Y;
-        /* samples whose centre (i + 1/2) * FIX may lie in [min, max] */
-        int32_t i0 = (int32_t)((xmin - FIX / 2 + (int64_t)FIX * 1048576) / FIX - 1048576);
-        int32_t j0 = (int32_t)((ymin - FIX / 2 + (int64_t)FIX * 1048576) / FIX - 1048576);
-        int32_t i1 = (int32_t)((xmax - FIX / 2 + (int64_t)FIX * 1048576) / FIX - 1048576) + 1;
-        int32_t j1 = (int32_t)((ymax - FIX / 2 + (int64_t)FIX * 1048576) / FIX - 1048576) + 1;
-        q->i0 = i0 < 0 ? 0 : i0;
-        q->j0 = j0 < 0 ? 0 : j0;
-        q->i1 = i1 > c.ws - 1 ? c.ws - 1 : i1;
-        q->j1 = j1 > c.hs - 1 ? c.hs - 1 : j1;
-        if (q->i0 > q->i1 || q->j0 > q->j1) q->area = 0;
-    }
+    setup_triangles(&c, m, sv, tri);
     /* Bands: count, prefix sums, fill in triangle order. */
     const int band_samples = BAND_ROWS * SS;
     for (int t = 0; t < nt; ++t) {
