@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The state held by two pbf checkpoints is the same, bit for bit (app/checkpoint.h).
+"""The state held by two pbf checkpoints is the same, bit for bit (app/io/checkpoint.h).
 
 Either file may be a single-file checkpoint (format version 1, or 3 with PBF's multipliers lambda)
 or the index of a checkpoint in pieces (version 2, written by `mpirun -np N pbf run`:

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # the bash -c snippets below take their arguments as "$1", "$2"
-# `pbf bench` (app/bench.c) on tiny runs: the standard cases have the peer's particle counts,
+# `pbf bench` (app/bench/bench.c) on tiny runs: the standard cases have the peer's particle counts,
 # --particles rounds up to a cube, the JSON has the documented fields, 1 and 2 threads give the
-# same final state (same density error) and a speed-up, the stage limits (app/bench_limits.c)
+# same final state (same density error) and a speed-up, the stage limits (app/bench/bench_limits.c)
 # are there with shares in range and a work model that follows the iteration count, --json - is
 # clean JSON on stdout, and bad options are usage errors (exit 2). Timings themselves are not
 # checked.

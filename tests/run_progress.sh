@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Progress bars of long work (app/progress.c): `pbf render`, `pbf bench` and `pbf validate` draw
+# Progress bars of long work (app/run/progress.c): `pbf render`, `pbf bench` and `pbf validate` draw
 # a bar with the time left ("[####....] render frame 2/5  ETA 0.3 s") on a terminal, here a
 # pseudo-terminal (tests/pty_run.py), and stay quiet with -q and when stderr is not a terminal
 # (no '\r', no escape sequence, no ETA in what they write to a file or a pipe).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# OpenVDB level sets (`pbf run --mesh-format vdb`, `pbf mesh --format vdb`, app/vdb_writer.cpp)
+# OpenVDB level sets (`pbf run --mesh-format vdb`, `pbf mesh --format vdb`, app/io/vdb_writer.cpp)
 # read back with OpenVDB's own API (tests/vdb_check.cpp) and compared with the PLY meshes of the
 # same frames:
 #   - a resting block (20^3 particles filling the bottom of a box, 10 frames): frames 0 and 10,
@@ -11,7 +11,7 @@
 #   - the same frame on 1 and 2 threads gives the same bytes;
 #   - the files are written atomically: no NAME.tmp left; a target that cannot be replaced (a
 #     directory in its place) is an error naming the file, exit 1, no NAME.tmp left;
-#   - the pbf program does not link OpenVDB (app/vdb.c loads pbf_vdb.so on demand); a module
+#   - the pbf program does not link OpenVDB (app/io/vdb.c loads pbf_vdb.so on demand); a module
 #     that cannot be loaded is an error naming it;
 #   - a run owns mesh_NNNNN.vdb: a new run into the directory removes the old ones.
 # Without OpenVDB (cmake: "pbf OpenVDB: OFF"): `--format vdb` and `--mesh-format vdb` are refused

@@ -73,7 +73,7 @@ for mode in spheres fluid; do
         fps=$(sed -n 's/.* frames drawn in .* s: \([0-9.]*\) fps.*/\1/p' "${work}/${mode}.log")
         t=$("${py}" -c 'import json, sys; print("%.3f" % (10 / json.load(open(sys.argv[1])).get("fps", 60)))' "${scene}")
         name=$("${py}" -c 'import json, sys; print(json.load(open(sys.argv[1]))["name"])' "${scene}")
-        "${py}" "${here}/viewer_overlay_check.py" "${png}" "${here}/../app/font5x9.h" "${name}" \
+        "${py}" "${here}/viewer_overlay_check.py" "${png}" "${here}/../app/render/font5x9.h" "${name}" \
             "${t}" "${fps:-0}" || fail "${mode}: overlay of ${png}"
     fi
 done

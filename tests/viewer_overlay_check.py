@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reads the text overlay of a `pbf view` screenshot back (tests/run_viewer.sh) and checks it.
 
-The overlay is drawn with the bitmap font of app/font5x9.h, white on a dark translucent panel,
+The overlay is drawn with the bitmap font of app/render/font5x9.h, white on a dark translucent panel,
 at a known place: font pixels of one screen pixel (windows under 600 pixels high), glyph cells
 6 pixels apart from x = 4, text lines 12 pixels apart from y = 5. Every cell is matched against
 the font's glyphs (parsed from the header), which turns the pixels back into text. Then:

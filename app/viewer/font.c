@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "font5x9.h"
+#include "render/font5x9.h"
 
 void pbfview_font_atlas(unsigned char *pixels) {
     memset(pixels, 0, (size_t)PBFVIEW_FONT_ATLAS_W * PBFVIEW_FONT_ATLAS_H);

@@ -1,5 +1,5 @@
 /*
- * The text overlay's font texture: the 5x9 glyphs of app/font5x9.h (shared with the headless
+ * The text overlay's font texture: the 5x9 glyphs of app/render/font5x9.h (shared with the headless
  * renderer; 7 rows to the baseline and 2 of descender) laid out by pbfview_font_atlas in a
  * 16 x 6 grid of 6x10 cells, one per code 32..127 (one pixel of spacing right and below).
  * Characters without a glyph are blank; cell 95 (DEL) is a solid block, used for the overlay's

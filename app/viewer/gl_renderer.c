@@ -20,7 +20,7 @@
  *    llvmpipe) is 4x faster so.
  *
  * The colour value t of a particle is computed in the vertex shader with the normalisation of
- * app/colormap.h (pbf_color_value): t = (q - lo) / (hi - lo) for the quantity q (density, or the
+ * render/colormap.h (pbf_color_value): t = (q - lo) / (hi - lo) for the quantity q (density, or the
  * speed |v| for speed and water) and the frame's range [lo, hi]; the ramp itself is a 256-texel
  * 1D texture filled from pbf_colormap.
  */

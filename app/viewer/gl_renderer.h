@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "colormap.h"
+#include "render/colormap.h"
 #include "pbf/pbf.h"
 
 typedef struct pbfview_renderer pbfview_renderer;

@@ -11,7 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "viewer.h"
-#include "util.h"
+#include "io/util.h"
 
 #include <epoxy/gl.h>
 #define GLFW_INCLUDE_NONE
@@ -23,13 +23,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "camera.h"
-#include "checkpoint.h"
-#include "colormap.h"
+#include "io/camera.h"
+#include "io/checkpoint.h"
+#include "render/colormap.h"
 #include "gl_renderer.h"
-#include "progress.h"
-#include "render.h"
-#include "scene.h"
+#include "run/progress.h"
+#include "render/render.h"
+#include "io/scene.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define PBFVIEW_ASAN 1
@@ -701,7 +701,7 @@ static void measure(viewer *v, double now) {
 }
 
 static void overlay_text(const viewer *v, char *buf, size_t size) {
-    /* Only characters of app/font5x9.h: letters, digits and signs (see there) */
+    /* Only characters of app/render/font5x9.h: letters, digits and signs (see there) */
     char fps[32], ms[32];
     if (v->fps_shown >= 0)
         snprintf(fps, sizeof fps, "%.1f", v->fps_shown);

@@ -1,0 +1,377 @@
+/* The run table and the geometry tables of the scene loader (see scene_tables.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "io/scene_tables.h"
+
+#include <stddef.h>
+#include <string.h>
+
+/* ---- the run table and the geometry tables ----------------------------------------------- */
+
+static const char *const format_choices[] = {"vtp", "ply", "csv", "geo", "bgeo", NULL};
+/* the order of pbf_mpi_decomposition and pbfapp_mpi_output */
+static const char *const decomposition_choices[] = {"bisection", "slabs", NULL};
+static const char *const mpi_output_choices[] = {"gather", "pieces", NULL};
+
+static const pbf_param_info run_params[] = {
+    {"frames",
+     PBF_PARAM_INT,
+     "1",
+     120,
+     {0, 0, 0},
+     1,
+     1e7,
+     0,
+     NULL,
+     offsetof(pbfapp_run, frames),
+     "frames to simulate and write after frame 0 (the initial state)"},
+    {"fps",
+     PBF_PARAM_FLOAT,
+     "1/s",
+     60,
+     {0, 0, 0},
+     0,
+     10000,
+     1,
+     NULL,
+     offsetof(pbfapp_run, fps),
+     "frames per simulated second"},
+    {"substeps",
+     PBF_PARAM_INT,
+     "1",
+     4,
+     {0, 0, 0},
+     1,
+     1000,
+     0,
+     NULL,
+     offsetof(pbfapp_run, substeps),
+     "solver steps per frame, each of dt = 1 / (fps * substeps)"},
+    {"format",
+     PBF_PARAM_ENUM,
+     "-",
+     0,
+     {0, 0, 0},
+     0,
+     0,
+     0,
+     format_choices,
+     offsetof(pbfapp_run, format),
+     "frame file format: vtp (VTK XML PolyData: ParaView), ply (binary PLY: Blender), "
+     "csv (text), geo / bgeo (Houdini classic geometry, text / binary)"},
+    {"guard_density_error",
+     PBF_PARAM_FLOAT,
+     "%",
+     100,
+     {0, 0, 0},
+     0,
+     1e9,
+     0,
+     NULL,
+     offsetof(pbfapp_run, guard_density_error),
+     "instability guard: stop (exit 3) when a step leaves a density error above this; 0 = off"},
+    {"checkpoint_every",
+     PBF_PARAM_INT,
+     "frames",
+     0,
+     {0, 0, 0},
+     0,
+     1e7,
+     0,
+     NULL,
+     offsetof(pbfapp_run, checkpoint_every),
+     "write a checkpoint every N frames for --resume; 0 = only when stopped by a signal"},
+    {"adaptive",
+     PBF_PARAM_INT,
+     "0/1",
+     0,
+     {0, 0, 0},
+     0,
+     1,
+     0,
+     NULL,
+     offsetof(pbfapp_run, adaptive),
+     "1 = retry an unstable frame with 2x, 4x, 8x substeps before stopping"},
+    {"rank_imbalance",
+     PBF_PARAM_FLOAT,
+     "1",
+     0.1,
+     {0, 0, 0},
+     0,
+     100,
+     0,
+     NULL,
+     offsetof(pbfapp_run, rank_imbalance),
+     "under mpirun: recompute the processes' boxes when the busiest process holds more than "
+     "(1 + this) times the mean particle count; 0 = boxes of equal width, never moved"},
+    {"mpi_decomposition",
+     PBF_PARAM_ENUM,
+     "-",
+     0,
+     {0, 0, 0},
+     0,
+     0,
+     0,
+     decomposition_choices,
+     offsetof(pbfapp_run, mpi_decomposition),
+     "under mpirun: bisection = boxes by recursive coordinate bisection on particle counts, "
+     "slabs = slabs of cell layers along the container's longest axis"},
+    {"mpi_output",
+     PBF_PARAM_ENUM,
+     "-",
+     0,
+     {0, 0, 0},
+     0,
+     0,
+     0,
+     mpi_output_choices,
+     offsetof(pbfapp_run, mpi_output),
+     "under mpirun: gather = process 0 writes each frame (any format); pieces = every process "
+     "writes its particles (frame_NNNNN_RRRRR.vtp) and process 0 the index frame_NNNNN.pvtp "
+     "(vtp only)"},
+};
+
+const pbf_param_info *pbfapp_run_params(size_t *count) {
+    if (count) *count = sizeof run_params / sizeof run_params[0];
+    return run_params;
+}
+
+pbfapp_run pbfapp_default_run(void) {
+    pbfapp_run run;
+    memset(&run, 0, sizeof run);
+    for (size_t i = 0; i < sizeof run_params / sizeof run_params[0]; ++i)
+        pbf_param_set_default(&run_params[i], &run);
+    return run;
+}
+
+const char *pbfapp_format_extension(pbfapp_format format) {
+    switch (format) {
+    case PBFAPP_FORMAT_VTP: return "vtp";
+    case PBFAPP_FORMAT_PLY: return "ply";
+    case PBFAPP_FORMAT_CSV: return "csv";
+    case PBFAPP_FORMAT_GEO: return "geo";
+    case PBFAPP_FORMAT_BGEO: return "bgeo";
+    }
+    return "dat";
+}
+
+/* Fluid blocks: {"min": [..], "max": [..], "velocity": [..]}. */
+const pbf_param_info pbfapp_block_params[] = {
+    {"min",
+     PBF_PARAM_VEC3,
+     "m",
+     0,
+     {0, 0, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_fluid_block, min),
+     "lower corner of the block"},
+    {"max",
+     PBF_PARAM_VEC3,
+     "m",
+     0,
+     {0, 0, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_fluid_block, max),
+     "upper corner of the block"},
+    {"velocity",
+     PBF_PARAM_VEC3,
+     "m/s",
+     0,
+     {0, 0, 0},
+     -1e3,
+     1e3,
+     0,
+     NULL,
+     offsetof(pbf_fluid_block, velocity),
+     "initial velocity of the block's particles"},
+};
+const size_t pbfapp_block_param_count = sizeof pbfapp_block_params / sizeof pbfapp_block_params[0];
+
+/* Obstacles and moving walls: {"min": [..], "max": [..]} (+ "motion" for moving walls). */
+const pbf_param_info pbfapp_box_params[] = {
+    {"min",
+     PBF_PARAM_VEC3,
+     "m",
+     0,
+     {0, 0, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_box, min),
+     "lower corner of the box at rest"},
+    {"max",
+     PBF_PARAM_VEC3,
+     "m",
+     0,
+     {0, 0, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_box, max),
+     "upper corner of the box at rest"},
+};
+const size_t pbfapp_box_param_count = sizeof pbfapp_box_params / sizeof pbfapp_box_params[0];
+
+static const char *const motion_choices[] = {"none", "oscillate", "linear", NULL};
+
+const pbf_param_info pbfapp_motion_params[] = {
+    {"type",
+     PBF_PARAM_ENUM,
+     "-",
+     0,
+     {0, 0, 0},
+     0,
+     0,
+     0,
+     motion_choices,
+     offsetof(pbf_motion, type),
+     "none, oscillate or linear"},
+    {"direction",
+     PBF_PARAM_VEC3,
+     "1",
+     0,
+     {1, 0, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_motion, direction),
+     "direction of motion (normalised)"},
+    {"amplitude",
+     PBF_PARAM_FLOAT,
+     "m",
+     0,
+     {0, 0, 0},
+     0,
+     1e3,
+     0,
+     NULL,
+     offsetof(pbf_motion, amplitude),
+     "oscillation amplitude"},
+    {"period",
+     PBF_PARAM_FLOAT,
+     "s",
+     1,
+     {0, 0, 0},
+     0,
+     1e6,
+     1,
+     NULL,
+     offsetof(pbf_motion, period),
+     "oscillation period"},
+    {"phase",
+     PBF_PARAM_FLOAT,
+     "rad",
+     0,
+     {0, 0, 0},
+     -1e3,
+     1e3,
+     0,
+     NULL,
+     offsetof(pbf_motion, phase),
+     "oscillation phase"},
+    {"speed",
+     PBF_PARAM_FLOAT,
+     "m/s",
+     0,
+     {0, 0, 0},
+     -1e3,
+     1e3,
+     0,
+     NULL,
+     offsetof(pbf_motion, speed),
+     "speed of linear motion"},
+    {"start",
+     PBF_PARAM_FLOAT,
+     "s",
+     0,
+     {0, 0, 0},
+     0,
+     1e9,
+     0,
+     NULL,
+     offsetof(pbf_motion, start),
+     "time the motion starts"},
+    {"stop",
+     PBF_PARAM_FLOAT,
+     "s",
+     -1,
+     {0, 0, 0},
+     -1e9,
+     1e9,
+     0,
+     NULL,
+     offsetof(pbf_motion, stop),
+     "time the motion stops; negative = never"},
+};
+const size_t pbfapp_motion_param_count =
+    sizeof pbfapp_motion_params / sizeof pbfapp_motion_params[0];
+/* Keys allowed and keys required for each motion type (bit i = pbfapp_motion_params[i]). */
+const unsigned pbfapp_motion_allowed[3] = {
+    M_TYPE,
+    M_TYPE | M_DIRECTION | M_AMPLITUDE | M_PERIOD | M_PHASE | M_START | M_STOP,
+    M_TYPE | M_DIRECTION | M_SPEED | M_START | M_STOP,
+};
+const unsigned pbfapp_motion_required[3] = {
+    M_TYPE,
+    M_TYPE | M_DIRECTION | M_AMPLITUDE | M_PERIOD,
+    M_TYPE | M_DIRECTION | M_SPEED,
+};
+
+/* The optional camera of renderers: {"position": [..], "target": [..], "up": [..], "fov": deg}. */
+const pbf_param_info pbfapp_camera_params[] = {
+    {"position",
+     PBF_PARAM_VEC3,
+     "m",
+     0,
+     {0, 0, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_camera, position),
+     "eye position"},
+    {"target",
+     PBF_PARAM_VEC3,
+     "m",
+     0,
+     {0, 0, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_camera, target),
+     "the point looked at (centre of the image)"},
+    {"up",
+     PBF_PARAM_VEC3,
+     "1",
+     0,
+     {0, 1, 0},
+     -1e6,
+     1e6,
+     0,
+     NULL,
+     offsetof(pbf_camera, up),
+     "up direction of the image"},
+    {"fov",
+     PBF_PARAM_FLOAT,
+     "deg",
+     45,
+     {0, 0, 0},
+     1,
+     170,
+     1,
+     NULL,
+     offsetof(pbf_camera, fov_deg),
+     "vertical field of view, in (1, 170)"},
+};
+const size_t pbfapp_camera_param_count =
+    sizeof pbfapp_camera_params / sizeof pbfapp_camera_params[0];

@@ -1,0 +1,101 @@
+/*
+ * The frame loop of the commands that simulate frame by frame (`pbf run`, the MPI run): steps the
+ * world one frame at a time and hands every frame to what consumes it (frame writers, stats.jsonl,
+ * images, meshes, checkpoints: the caller's frame sink), with the instability guard and its
+ * adaptive retries (app/run/guard.h), the speed-limit warning, progress, and the stop signals
+ * (SIGINT / SIGTERM finish the frame in progress; the caller's stop sink checkpoints it).
+ *
+ * The caller sets up the world and its sinks, then calls pbfapp_run_frames once:
+ *
+ *   frame 0 (d->initial)      sinks.frame with frame 0 (checkpoint due when checkpoint_every > 0)
+ *   frame k = start+1..frames a stop request ends the loop; sinks.step (default: the guard,
+ *                             pbfapp_guard_frame) steps the frame; a failed step or an unstable
+ *                             state ends it (sinks.step_failed / sinks.unstable say so, after the
+ *                             progress line is ended); the speed-limit warning; sinks.frame; the
+ *                             progress line
+ *   after the loop            a stop request: sinks.stopped checkpoints the last frame and says so
+ *
+ * Sinks print their own messages; a sink that fails returns the exit status of the command (1
+ * runtime error), which ends the loop. Every sink but frame may be NULL (the default is given
+ * with it).
+ */
+#ifndef PBFAPP_RUN_DRIVER_H
+#define PBFAPP_RUN_DRIVER_H
+
+#include <stdint.h>
+
+#include "pbf/pbf.h"
+#include "run/guard.h"
+#include "run/progress.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PBFAPP_EXIT_RUNTIME 1  /* I/O, disk full, a failed step */
+#define PBFAPP_EXIT_UNSTABLE 3 /* the instability guard stopped the run */
+
+/* One frame handed to the frame sink. */
+typedef struct pbfapp_run_frame {
+    int frame;                         /* 0: the initial state */
+    int checkpoint;                    /* a checkpoint of this frame is due (checkpoint_every) */
+    double ms;                         /* wall time of the frame's steps, ms (0 for frame 0) */
+    const pbfapp_frame_report *report; /* the frame's steps; NULL for frame 0 */
+    pbf_stats stats; /* pbf_world_stats after the frame; speed_clamps: the frame's (not frame 0) */
+} pbfapp_run_frame;
+
+typedef struct pbfapp_run_driver pbfapp_run_driver;
+
+typedef struct pbfapp_run_sinks {
+    void *ctx; /* passed to every sink */
+    /* Steps frame `frame` and fills the report (as pbfapp_guard_frame); *speed_dt: the step of the
+     * speed-limit warning. NULL: pbfapp_guard_frame with d->guard (adaptive retries announced
+     * after d->progress is ended) and *speed_dt = 1 / (fps * report->substeps). */
+    pbf_status (*step)(void *ctx, pbfapp_run_driver *d, int frame, pbfapp_frame_report *report,
+                       double *speed_dt, pbf_error *err);
+    /* The signal number of a stop request, or 0 (called at the start of every frame and once
+     * after the loop). NULL: pbfapp_stop_requested. */
+    int (*stop)(void *ctx);
+    /* Consumes a frame: writes it, its stats line, and a checkpoint when due. Returns 0, or the
+     * exit status after printing why (ending d->progress first). Required. */
+    int (*frame)(void *ctx, pbfapp_run_driver *d, const pbfapp_run_frame *f);
+    /* After a stop request (signal `sig`), frame `frames_done` being the last one written:
+     * checkpoints it and says how to resume. Returns the exit status (128 + sig, or 1 when the
+     * checkpoint failed). NULL: returns 128 + sig. */
+    int (*stopped)(void *ctx, pbfapp_run_driver *d, int sig);
+    /* A failed step of `frame`. NULL: "pbf: frame N: simulation step failed: MESSAGE". */
+    void (*step_failed)(void *ctx, int frame, const pbf_error *err);
+    /* An unstable frame; `what` is pbfapp_guard_describe's line. NULL: "pbf: WHAT". */
+    void (*unstable)(void *ctx, pbfapp_run_driver *d, int frame, const pbfapp_frame_report *r,
+                     const char *what);
+    /* The run's one speed-limit warning. NULL: "pbf: warning: TEXT". */
+    void (*warning)(void *ctx, const char *text);
+} pbfapp_run_sinks;
+
+struct pbfapp_run_driver {
+    /* set by the caller */
+    pbf_world *world;
+    double fps;
+    int substeps;              /* of a frame (the scene's) */
+    int frames;                /* the last frame */
+    int start_frame;           /* the last frame already written (a resumed run), else 0 */
+    int initial;               /* hand frame 0 (the initial state) to the frame sink first */
+    int checkpoint_every;      /* 0: none */
+    pbfapp_guard *guard;       /* the instability guard (and the one speed-limit warning) */
+    pbfapp_progress *progress; /* the progress line (pbfapp_progress_init) */
+    pbfapp_run_sinks sinks;
+    /* set by pbfapp_run_frames */
+    int frames_done;     /* the last frame written */
+    int64_t steps;       /* solver steps taken, adaptive retries included */
+    double step_seconds; /* their wall time */
+    pbf_stats stats;     /* of the last frame written (at the start: the world's) */
+};
+
+/* Runs the frames; returns 0 or the exit status (1 runtime error, 3 unstable, 128 + signal). */
+int pbfapp_run_frames(pbfapp_run_driver *d);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PBFAPP_RUN_DRIVER_H */
