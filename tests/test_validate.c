@@ -1,5 +1,5 @@
 /*
- * The verdicts of `pbf validate` (app/validate.c): a value that misses its target is "missed"
+ * The verdicts of `pbf validate` (app/validate/): a value that misses its target is "missed"
  * even when it is within the looser CI tolerance; the CI verdict is separate and named as such.
  * No simulation runs here (`ctest -L validation` runs the cases themselves).
  */

@@ -30,8 +30,8 @@ double front_at(const sim_result *r, double T) {
 
 /* Largest relative error (%) of the front Z(T) against experiment x's points with
  * 0 < T_k <= KO_T_MAX when Z is delayed by `shift` (compared at T_k - shift). */
-static double curve_error(double (*zf)(const void *, double), const void *ctx,
-                          const experiment *x, double shift) {
+static double curve_error(double (*zf)(const void *, double), const void *ctx, const experiment *x,
+                          double shift) {
     double worst = 0.0;
     for (int k = 1; k < x->count; ++k) {
         if (x->t[k] > KO_T_MAX) continue;
@@ -44,8 +44,8 @@ static double curve_error(double (*zf)(const void *, double), const void *ctx,
 }
 
 /* The shift in [-limit, limit] (steps of 0.001) that minimises curve_error. */
-double curve_best_shift(double (*zf)(const void *, double), const void *ctx,
-                               const experiment *x, double limit, double *err) {
+double curve_best_shift(double (*zf)(const void *, double), const void *ctx, const experiment *x,
+                        double limit, double *err) {
     double best = 0.0, be = curve_error(zf, ctx, x, 0.0);
     int n = (int)lround(limit / 0.001);
     for (int k = -n; k <= n; ++k) {
@@ -59,7 +59,9 @@ double curve_best_shift(double (*zf)(const void *, double), const void *ctx,
     return best;
 }
 
-static double sim_front(const void *r, double T) { return front_at((const sim_result *)r, T); }
+static double sim_front(const void *r, double T) {
+    return front_at((const sim_result *)r, T);
+}
 
 /* An experiment's own front, piecewise linear between its points (NAN past its last). */
 double exp_front(const void *x, double T) {
@@ -133,9 +135,10 @@ double climb_max(const sim_result *r, double *at_T) {
     return worst;
 }
 
-
 /* The start of a hydrostatic run's settled window (s) for a run that ends at tend. */
-double settled_from(double tend) { return fmax(SETTLED_FROM * tend, tend - SETTLED_LAST); }
+double settled_from(double tend) {
+    return fmax(SETTLED_FROM * tend, tend - SETTLED_LAST);
+}
 
 hydro_sum hydro_summary(const sim_result *r) {
     hydro_sum s;
@@ -203,7 +206,7 @@ double front_distance(const sim_result *a, const sim_result *b) {
 /* Energy: largest increase of E = Ekin + Epot between consecutive frames, relative to the
  * initial energy (%), and the final energy relative to the initial one. */
 void energy_summary(const sim_result *r, double from_t, double *max_inc, double *max_inc_t,
-                           double *final_rel) {
+                    double *final_rel) {
     *max_inc = 0.0;
     *max_inc_t = NAN;
     *final_rel = NAN;
@@ -221,7 +224,7 @@ void energy_summary(const sim_result *r, double from_t, double *max_inc, double 
     *final_rel = (l->ekin + l->epot) / e0;
 }
 
-/* ---- the case list --------------------------------------------------------------------------- */
+/* ---- one method (`--solver`) ------------------------------------------------------------- */
 
 /* The hydrostatic load along the depth of the settled column: at the centre y_b of each layer
  * of the final density profile, p_b = g m (particles above + half the layer's) / area, against
@@ -248,7 +251,6 @@ static double load_slope(const sim_result *r, double surface) {
     double den = cnt * sxx - sx * sx;
     return cnt >= 3 && den > 0 ? (cnt * sxy - sx * sy) / den : NAN;
 }
-
 
 method_sum method_summary(const run_set *rs, int solver, int n) {
     method_sum m;
@@ -290,4 +292,3 @@ method_sum method_summary(const run_set *rs, int solver, int n) {
     }
     return m;
 }
-

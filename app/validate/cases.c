@@ -17,7 +17,7 @@ static void apply_method(pbf_world_def *d, const spec *sp);
 /* The keys a case sets itself (resolution, iterations, container, threads, solver): --set
  * refuses them. */
 static const char *const CASE_KEYS[] = {"particle_radius", "solver_iterations", "domain_min",
-                                        "domain_max", "threads", "solver"};
+                                        "domain_max",      "threads",           "solver"};
 
 /* Applies the --set lines of `set` to d; 0 with the message in err on a bad one. */
 int apply_sets(pbf_world_def *d, const char *set, pbf_error *err) {
@@ -79,9 +79,10 @@ pbf_world_def def_of(const spec *sp, int threads) {
 
 pbf_fluid_block block_of(const spec *sp) {
     float s = (float)(KO_L / sp->n);
-    pbf_fluid_block b = {{0, 0, 0},
-                         {(float)KO_L, (float)(2.0 * KO_L), sp->deep ? (float)KO_L : DEPTH_LAYERS * s},
-                         {0, 0, 0}};
+    pbf_fluid_block b = {
+        {0, 0, 0},
+        {(float)KO_L, (float)(2.0 * KO_L), sp->deep ? (float)KO_L : DEPTH_LAYERS * s},
+        {0, 0, 0}};
     return b;
 }
 
@@ -89,13 +90,13 @@ pbf_fluid_block block_of(const spec *sp) {
 
 /* When a row's cases end. */
 typedef enum case_end {
-    END_HYDRO,        /* HYDRO_T_END */
-    END_LONG,         /* LONG_T_END: the energy runs and the stability envelope */
-    END_DAM,          /* T = DAM_T_END: the front runs */
-    END_DAM_OR_LONG,  /* LONG_T_END at n = 18 and 36 without --fast (the energy runs with
+    END_HYDRO,       /* HYDRO_T_END */
+    END_LONG,        /* LONG_T_END: the energy runs and the stability envelope */
+    END_DAM,         /* T = DAM_T_END: the front runs */
+    END_DAM_OR_LONG, /* LONG_T_END at n = 18 and 36 without --fast (the energy runs with
                          confinement on), else T = DAM_T_END */
-    END_EDGES,        /* T = KO_T_MAX */
-    END_METHOD_HYDRO  /* METHOD_HYDRO_T_END */
+    END_EDGES,       /* T = KO_T_MAX */
+    END_METHOD_HYDRO /* METHOD_HYDRO_T_END */
 } case_end;
 
 #define R18 1
@@ -258,8 +259,6 @@ const sim_result *get(const run_set *rs, const char *fmt, int a, int b) {
     return &rs->res[i];
 }
 
-
-
 int write_scenes(const char *dir, const spec *specs, int count) {
     char path[4400];
     for (int i = 0; i < count; ++i) {
@@ -274,8 +273,7 @@ int write_scenes(const char *dir, const spec *specs, int count) {
             snprintf(how, sizeof how, "solver %s%s", method_name(sp->solver),
                      sp->cfl_off ? " without CFL substeps" : "");
         snprintf(desc, sizeof desc,
-                 "pbf validate case %s: %s, %d particles across L = 0.146 m, %s%s%s",
-                 sp->name,
+                 "pbf validate case %s: %s, %d particles across L = 0.146 m, %s%s%s", sp->name,
                  sp->kind == CASE_HYDRO ? "hydrostatic column"
                  : sp->kind == CASE_DAM ? "Koshizuka & Oka dam break"
                                         : "dam break, stability envelope",
@@ -301,8 +299,6 @@ int write_scenes(const char *dir, const spec *specs, int count) {
     }
     return 1;
 }
-
-/* ---- the command ----------------------------------------------------------------------------- */
 
 /* ---- the methods (`--solver`) ------------------------------------------------------------ */
 
@@ -362,4 +358,3 @@ const sim_result *get_method(const run_set *rs, int solver, const char *fmt, int
     if (i < 0 || !rs->res[i].h.ok) return NULL;
     return &rs->res[i];
 }
-

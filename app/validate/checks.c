@@ -52,7 +52,6 @@ const char *pbfapp_validate_ci_verdict_name(pbfapp_ci_verdict v) {
     return "not checked by CI";
 }
 
-
 /* "≤ 0.5 %", "≥ 1 %", or "yes" for a yes/no check (unit ""). */
 const char *fmt_bound(char *buf, size_t size, double bound, const char *unit, int ge) {
     char v[48];
@@ -194,10 +193,18 @@ static double energy_inc(const run_set *rs, int j, double from_t) {
     energy_summary(r, from_t, &inc, &inc_t, &fin);
     return inc;
 }
-static double v_energy(const run_set *rs, int j) { return energy_inc(rs, j, 0.0); }
-static double v_energy_after(const run_set *rs, int j) { return energy_inc(rs, j, STARTUP_T); }
-static double v_iterations(const run_set *rs, int j) { return iter_monotone(rs, RES[j]); }
-static double v_stable(const run_set *rs, int j) { return stab_ok(rs, RES[j], 4, 4); }
+static double v_energy(const run_set *rs, int j) {
+    return energy_inc(rs, j, 0.0);
+}
+static double v_energy_after(const run_set *rs, int j) {
+    return energy_inc(rs, j, STARTUP_T);
+}
+static double v_iterations(const run_set *rs, int j) {
+    return iter_monotone(rs, RES[j]);
+}
+static double v_stable(const run_set *rs, int j) {
+    return stab_ok(rs, RES[j], 4, 4);
+}
 /* the convergence checks: at n = 72 only, with all three resolutions run */
 static double v_conv_front(const run_set *rs, int j) {
     const sim_result *a0 = dam4(rs, 0), *a1 = dam4(rs, 1), *a2 = dam4(rs, 2);
@@ -230,23 +237,54 @@ typedef struct check_row {
  * full run of docs/validation.md; the notes say why). */
 static const check_row CHECKS[] = {
     /* hydrostatic column, 4 iterations */
-    {"hydrostatic, settled: average density error ≤ 0.5 %%", {0, 0}, "%", 0.5, 0,
-     0.5 /* met at n = 18 and 36 with PBF's warm start (lambda_warm_start 0.5) */, NULL,
+    {"hydrostatic, settled: average density error ≤ 0.5 %%",
+     {0, 0},
+     "%",
+     0.5,
+     0,
+     0.5 /* met at n = 18 and 36 with PBF's warm start (lambda_warm_start 0.5) */,
+     NULL,
      v_set_avg},
-    {"hydrostatic, settled: maximum density error ≤ 3 %%", {0, 0}, "%", 3.0, 0, 3.0, NULL,
+    {"hydrostatic, settled: maximum density error ≤ 3 %%",
+     {0, 0},
+     "%",
+     3.0,
+     0,
+     3.0,
+     NULL,
      v_set_max},
     {"hydrostatic, whole run (every frame after the first step): average density error "
      "≤ 0.5 %% (added: the start-up included)",
-     {0, 0}, "%", 0.5, 0, 1.0,
+     {0, 0},
+     "%",
+     0.5,
+     0,
+     1.0,
      "missed: the start-up transient, while the column first compresses, overshoots "
      "the settled error",
      v_run_avg},
     {"hydrostatic, whole run: maximum density error ≤ 3 %% (added: the start-up "
      "included)",
-     {0, 0}, "%", 3.0, 0, 3.0, NULL, v_run_max},
-    {"hydrostatic, settled: free-surface height within 1 %% of the volume's height", {0, 0}, "%",
-     1.0, 0, 1.0, NULL, v_surface},
-    {"hydrostatic, settled: maximum speed ≤ 1 %% of sqrt(g H0)", {0, 0}, "%", 1.0, 0,
+     {0, 0},
+     "%",
+     3.0,
+     0,
+     3.0,
+     NULL,
+     v_run_max},
+    {"hydrostatic, settled: free-surface height within 1 %% of the volume's height",
+     {0, 0},
+     "%",
+     1.0,
+     0,
+     1.0,
+     NULL,
+     v_surface},
+    {"hydrostatic, settled: maximum speed ≤ 1 %% of sqrt(g H0)",
+     {0, 0},
+     "%",
+     1.0,
+     0,
      3.0 /* chaotic: 0.2-1.2 % at n = 18 when one parameter's last bit changes */,
      "missed at n = 72, where the mean speed stops falling at about 0.2 % and the "
      "boundaries between the domains into which the lattice recrystallises keep moving; "
@@ -258,12 +296,22 @@ static const check_row CHECKS[] = {
      "agree today, at 0.326 %), so any change of rounding in the solver can move it "
      "(section 1)",
      v_vmax},
-    {"hydrostatic, settled: mean speed ≤ 1 %% of sqrt(g H0) (added: the bulk at rest)", {0, 0},
-     "%", 1.0, 0, 1.0, NULL, v_vmean},
+    {"hydrostatic, settled: mean speed ≤ 1 %% of sqrt(g H0) (added: the bulk at rest)",
+     {0, 0},
+     "%",
+     1.0,
+     0,
+     1.0,
+     NULL,
+     v_vmean},
     /* dam break */
     {"dam break: front within %.0f %% of the experiment for T ≤ 3 with one time shift of "
      "at most 0.2 in T",
-     {FRONT_TOL, 0}, "%", FRONT_TOL, 0, FRONT_CI,
+     {FRONT_TOL, 0},
+     "%",
+     FRONT_TOL,
+     0,
+     FRONT_CI,
      "missed at every resolution (worst at n = 72): the simulated surge runs ahead of "
      "the experiment's after the time shift, faster the finer the resolution. The "
      "target is tighter than the experiments agree: Martin & Moyce's (1952) fronts of "
@@ -284,36 +332,96 @@ static const check_row CHECKS[] = {
      v_front_ko},
     {"dam break: the same against Martin & Moyce (1952), the 2.25-inch column of the "
      "same shape (added: a second experiment)",
-     {0, 0}, "%", FRONT_TOL, 0, FRONT_TOL, NULL, v_front_mm2},
+     {0, 0},
+     "%",
+     FRONT_TOL,
+     0,
+     FRONT_TOL,
+     NULL,
+     v_front_mm2},
     {"dam break: front never ahead of Ritter's Z = 1 + 2T (largest Z - Ritter after T = 0)",
-     {0, 0}, "Z", 0.0, 0, 0.0, NULL, v_ritter},
+     {0, 0},
+     "Z",
+     0.0,
+     0,
+     0.0,
+     NULL,
+     v_ritter},
     /* column release */
     {"column release: the top of the liquid at the back wall never rises more than half "
      "a particle radius above its initial height (largest rise for T ≤ %.0f)",
-     {RELEASE_T, 0}, "r", RISE_TOL, 0, RISE_TOL, NULL, v_rise},
+     {RELEASE_T, 0},
+     "r",
+     RISE_TOL,
+     0,
+     RISE_TOL,
+     NULL,
+     v_rise},
     /* walls and edges */
     {"walls and edges: no particle at a side wall or its edges more than %.0f particle "
      "radii above the liquid beside it (dam break L deep, T ≤ %.0f)",
-     {CLIMB_TOL, KO_T_MAX}, "r", CLIMB_TOL, 0, CLIMB_TOL, NULL, v_climb},
+     {CLIMB_TOL, KO_T_MAX},
+     "r",
+     CLIMB_TOL,
+     0,
+     CLIMB_TOL,
+     NULL,
+     v_climb},
     /* energy */
     {"energy, vorticity 0: largest increase of E between frames ≤ %.2g %% of E(0) "
      "(noise level)",
-     {ENERGY_NOISE, 0}, "%", ENERGY_NOISE, 0, ENERGY_NOISE, NULL, v_energy},
-    {"energy, vorticity 0: the same after the start-up (t ≥ %.2g s)", {STARTUP_T, 0}, "%",
-     ENERGY_NOISE, 0, ENERGY_NOISE, NULL, v_energy_after},
+     {ENERGY_NOISE, 0},
+     "%",
+     ENERGY_NOISE,
+     0,
+     ENERGY_NOISE,
+     NULL,
+     v_energy},
+    {"energy, vorticity 0: the same after the start-up (t ≥ %.2g s)",
+     {STARTUP_T, 0},
+     "%",
+     ENERGY_NOISE,
+     0,
+     ENERGY_NOISE,
+     NULL,
+     v_energy_after},
     /* convergence and stability */
     {"convergence: the dam break's mean density error falls with every doubling of "
      "the iterations (2, 4, 8, 16)",
-     {0, 0}, "", 1.0, 1, 1.0, NULL, v_iterations},
+     {0, 0},
+     "",
+     1.0,
+     1,
+     1.0,
+     NULL,
+     v_iterations},
     {"stability: the dam break at 60 frames/s, 4 substeps, 4 iterations (the shipped "
      "scenes' setting) is stable for 1 s",
-     {0, 0}, "", 1.0, 1, 1.0, NULL, v_stable},
+     {0, 0},
+     "",
+     1.0,
+     1,
+     1.0,
+     NULL,
+     v_stable},
     {"convergence: the dam-break front changes less from n = 36 to 72 than from 18 to 36 "
      "(largest ΔZ for T ≤ 3)",
-     {0, 0}, "", 1.0, 1, NAN, NULL, v_conv_front},
+     {0, 0},
+     "",
+     1.0,
+     1,
+     NAN,
+     NULL,
+     v_conv_front},
     {"convergence: the settled hydrostatic average density error changes less from "
      "n = 36 to 72 than from 18 to 36",
-     {0, 0}, "", 1.0, 1, NAN, NULL, v_conv_hydro},
+     {0, 0},
+     "",
+     1.0,
+     1,
+     NAN,
+     NULL,
+     v_conv_hydro},
 };
 
 int build_checks(const run_set *rs, check *c) {
@@ -370,7 +478,6 @@ int evaluate_checks(const run_set *rs, int print, FILE *f, int at_n) {
     return at_n == N_COARSE ? failed : 0;
 }
 
-
 /* A JSON string (the check texts are UTF-8 without control characters; escaped anyway). */
 static void json_string(FILE *f, const char *s) {
     fputc('"', f);
@@ -411,7 +518,7 @@ int write_checks_json(const char *dir, const validate_options *o, const run_set 
     fprintf(f, ",\n  \"commit\": ");
     json_string(f, PBF_GIT_COMMIT);
     fprintf(f, ",\n  \"tree\": \"%s\",\n  \"run\": \"%s\",\n  \"checks\": [",
-            !PBF_GIT_COMMIT[0]    ? "unknown"
+            !PBF_GIT_COMMIT[0]   ? "unknown"
             : PBF_GIT_DIRTY == 0 ? "clean"
             : PBF_GIT_DIRTY == 1 ? "uncommitted changes"
                                  : "unknown",
@@ -438,7 +545,10 @@ int write_checks_json(const char *dir, const validate_options *o, const run_set 
             fprintf(f, "%s\"n%d\": \"%s\"", j ? ", " : "", RES[j], pbfapp_validate_verdict_name(v));
         }
         fprintf(f, "},\n     \"verdict\": \"%s\", \"ci_tolerance\": ",
-                have == 0 ? "not run" : met == have ? "met" : met == 0 ? "missed" : "partly met");
+                have == 0     ? "not run"
+                : met == have ? "met"
+                : met == 0    ? "missed"
+                              : "partly met");
         json_number(f, k->gate);
         fprintf(f, ", \"ci_verdict\": \"%s\"}",
                 pbfapp_validate_ci_verdict(k->v[0], k->gate, k->ge) == PBFAPP_CI_NOT_CHECKED
@@ -471,23 +581,37 @@ const char *fmt_v(char *buf, size_t size, double v, const char *unit) {
     return buf;
 }
 
-
 int method_checks(const method_sum *m, int solver, method_check *c) {
     c[0] = (method_check){"no energy gain: E = kinetic + potential never above E(0) (largest "
                           "E(t) - E(0), dam break, vorticity 0)",
-                          "%", m->energy_gain, ENERGY_NOISE, ENERGY_NOISE, NULL};
+                          "%",
+                          m->energy_gain,
+                          ENERGY_NOISE,
+                          ENERGY_NOISE,
+                          NULL};
     /* E may fall and never rise: a gain after an earlier loss (which the check above cannot
      * see) is caught here. The SPH solvers' pressure force is conservative only with a kernel
      * whose gradient is that of the density's (sph_kernel = cubic); with poly6 / spiky PCISPH,
      * IISPH and DFSPH raise E by 0.07 to 0.5 % of E(0) between two frames of the surge. */
     c[3] = (method_check){"energy never rises: largest increase of E between two frames "
                           "(dam break, vorticity 0, from t = 0)",
-                          "%", m->energy_inc, ENERGY_NOISE, ENERGY_NOISE, NULL};
+                          "%",
+                          m->energy_inc,
+                          ENERGY_NOISE,
+                          ENERGY_NOISE,
+                          NULL};
     c[1] = (method_check){"column release: the top at the back wall rises at most half a radius",
-                          "r", m->rise, RISE_TOL, RISE_TOL, NULL};
+                          "r",
+                          m->rise,
+                          RISE_TOL,
+                          RISE_TOL,
+                          NULL};
     c[2] = (method_check){"hydrostatic, settled: average density error within the method's bound",
-                          "%", m->set_avg, method_density_bound(solver),
-                          method_density_bound(solver), NULL};
+                          "%",
+                          m->set_avg,
+                          method_density_bound(solver),
+                          method_density_bound(solver),
+                          NULL};
     return METHOD_CHECKS;
 }
 
@@ -504,7 +628,7 @@ int method_failures(const run_set *rs, const int *solvers, int ns, int print, FI
                 fprintf(f, "pbf validate: %-6s %-7s %s: n = %d: %.3g %s (target ≤ %.3g %s)%s\n",
                         method_name(solvers[k]), met ? "met" : "missed", c[i].what, N_COARSE,
                         c[i].value, c[i].unit, c[i].target, c[i].unit,
-                        !ok  ? "; outside the CI tolerance: FAIL"
+                        !ok   ? "; outside the CI tolerance: FAIL"
                         : met ? ""
                               : "; within the looser CI tolerance");
         }

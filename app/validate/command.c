@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/* Creates path and its parents; 1 when it is a folder. */
 static int mkdir_p(const char *path) {
     char buf[4096];
     size_t n = strlen(path);
@@ -37,63 +38,63 @@ static int mkdir_p(const char *path) {
 }
 
 void pbfapp_validate_print_help(FILE *f) {
-    fprintf(f,
-            "usage: pbf validate [--out DIR] [--fast] [options]\n"
-            "\n"
-            "Validates pbf against physics and experiment and writes the report DIR.md with\n"
-            "tables and PNG plots in DIR (default DIR: docs/validation, so docs/validation.md):\n"
-            "  1. a hydrostatic column settling: density error, free-surface height, residual\n"
-            "     speed, density profile;\n"
-            "  2. the dam break of Koshizuka & Oka (1996): surge front against that experiment,\n"
-            "     Martin & Moyce's (1952) and Ritter's solution, residual column height;\n"
-            "  3. convergence: three resolutions, 2/4/8/16 solver iterations;\n"
-            "  4. energy (kinetic + potential) with and without vorticity confinement;\n"
-            "  5. the stability envelope: substeps 1/2/4/8 x iterations 1/2/4/8;\n"
-            "  6. column release: the top of the liquid at the wall after the dam break's\n"
-            "     release, at three resolutions (it must fall, never rise);\n"
-            "  7. walls and edges: the dam break in a tank L deep; no particle may climb a\n"
-            "     side wall or a vertical edge above the liquid beside it.\n"
-            "The worlds are built with the library (no scene file needed); DIR/scenes/NAME.json\n"
-            "reproduces each with `pbf run`. Plots need gnuplot (Debian: gnuplot-nox); the\n"
-            "scripts DIR/NAME.gp redraw them from the DIR/*.dat files.\n"
-            "\n"
-            "options:\n"
-            "  --out DIR     output folder (default docs/validation); the report is DIR.md\n"
-            "  --report FILE write the report here instead of DIR.md\n"
-            "  --fast        only the coarse resolution (n = 18), the CI subset (ctest -L\n"
-            "                validation): " FAST_RUN_TIME "; the full run takes\n"
-            "                " FULL_RUN_TIME "\n"
-            "  --jobs N      simulations run at once, each in its own process (default: the\n"
-            "                number of CPUs); 1 runs them in this process\n"
-            "  --threads N   OpenMP threads per simulation (default 1 with --jobs > 1, else 0 =\n"
-            "                the OpenMP default); results do not depend on it\n"
-            "  --no-plots    write the data and the gnuplot scripts, but do not run gnuplot\n"
-            "  --cache DIR   keep every case's measurements in DIR and reuse those of the same\n"
-            "                case on the next run (for editing the report; delete DIR after a\n"
-            "                change to the library)\n"
-            "  --resolution N  the cases of --fast at n = N (18, 36 or 72) instead; the\n"
-            "                checks are printed for that resolution (CI checks n = 18)\n"
-            "  --set KEY=VALUE  a world parameter for every case (as `pbf run --set`), e.g.\n"
-            "                friction_dynamic=0.2; repeatable; the report's first line names\n"
-            "                it; keys a case sets itself (particle_radius, solver_iterations,\n"
-            "                domain_min/max, threads, solver) are refused\n"
-            "  --solver NAME the per-method suite instead, for one pressure solver (pbf, wcsph,\n"
-            "                pcisph, iisph, dfsph) or all: hydrostatic column, dam break,\n"
-            "                energy, column release, wall time, stability envelope over time\n"
-            "                steps; one table per method in DIR.md (default DIR:\n"
-            "                docs/validation_solvers); --fast: n = 18, no envelope (CI)\n"
-            "  -q, --quiet   no progress lines, no progress bar (drawn only on a terminal)\n"
-            "  -h, --help    this help\n"
-            "\n"
-            "Each check has two verdicts, printed on stderr and written to the report and to\n"
-            "DIR/checks.json: its target met or missed, and its value within or outside the CI\n"
-            "tolerance (the target, or a looser bound where the full run misses the target).\n"
-            "The report names the commit pbf was built from and whether that tree had\n"
-            "uncommitted changes.\n"
-            "\n"
-            "exit status: 0 every value within its CI tolerance (targets may be missed); 1 runtime\n"
-            "  error (I/O, gnuplot); 2 usage; 4 a value outside its CI tolerance (stderr and the\n"
-            "  report's section \"What CI checks\" say which).\n");
+    fprintf(
+        f, "usage: pbf validate [--out DIR] [--fast] [options]\n"
+           "\n"
+           "Validates pbf against physics and experiment and writes the report DIR.md with\n"
+           "tables and PNG plots in DIR (default DIR: docs/validation, so docs/validation.md):\n"
+           "  1. a hydrostatic column settling: density error, free-surface height, residual\n"
+           "     speed, density profile;\n"
+           "  2. the dam break of Koshizuka & Oka (1996): surge front against that experiment,\n"
+           "     Martin & Moyce's (1952) and Ritter's solution, residual column height;\n"
+           "  3. convergence: three resolutions, 2/4/8/16 solver iterations;\n"
+           "  4. energy (kinetic + potential) with and without vorticity confinement;\n"
+           "  5. the stability envelope: substeps 1/2/4/8 x iterations 1/2/4/8;\n"
+           "  6. column release: the top of the liquid at the wall after the dam break's\n"
+           "     release, at three resolutions (it must fall, never rise);\n"
+           "  7. walls and edges: the dam break in a tank L deep; no particle may climb a\n"
+           "     side wall or a vertical edge above the liquid beside it.\n"
+           "The worlds are built with the library (no scene file needed); DIR/scenes/NAME.json\n"
+           "reproduces each with `pbf run`. Plots need gnuplot (Debian: gnuplot-nox); the\n"
+           "scripts DIR/NAME.gp redraw them from the DIR/*.dat files.\n"
+           "\n"
+           "options:\n"
+           "  --out DIR     output folder (default docs/validation); the report is DIR.md\n"
+           "  --report FILE write the report here instead of DIR.md\n"
+           "  --fast        only the coarse resolution (n = 18), the CI subset (ctest -L\n"
+           "                validation): " FAST_RUN_TIME "; the full run takes\n"
+           "                " FULL_RUN_TIME "\n"
+           "  --jobs N      simulations run at once, each in its own process (default: the\n"
+           "                number of CPUs); 1 runs them in this process\n"
+           "  --threads N   OpenMP threads per simulation (default 1 with --jobs > 1, else 0 =\n"
+           "                the OpenMP default); results do not depend on it\n"
+           "  --no-plots    write the data and the gnuplot scripts, but do not run gnuplot\n"
+           "  --cache DIR   keep every case's measurements in DIR and reuse those of the same\n"
+           "                case on the next run (for editing the report; delete DIR after a\n"
+           "                change to the library)\n"
+           "  --resolution N  the cases of --fast at n = N (18, 36 or 72) instead; the\n"
+           "                checks are printed for that resolution (CI checks n = 18)\n"
+           "  --set KEY=VALUE  a world parameter for every case (as `pbf run --set`), e.g.\n"
+           "                friction_dynamic=0.2; repeatable; the report's first line names\n"
+           "                it; keys a case sets itself (particle_radius, solver_iterations,\n"
+           "                domain_min/max, threads, solver) are refused\n"
+           "  --solver NAME the per-method suite instead, for one pressure solver (pbf, wcsph,\n"
+           "                pcisph, iisph, dfsph) or all: hydrostatic column, dam break,\n"
+           "                energy, column release, wall time, stability envelope over time\n"
+           "                steps; one table per method in DIR.md (default DIR:\n"
+           "                docs/validation_solvers); --fast: n = 18, no envelope (CI)\n"
+           "  -q, --quiet   no progress lines, no progress bar (drawn only on a terminal)\n"
+           "  -h, --help    this help\n"
+           "\n"
+           "Each check has two verdicts, printed on stderr and written to the report and to\n"
+           "DIR/checks.json: its target met or missed, and its value within or outside the CI\n"
+           "tolerance (the target, or a looser bound where the full run misses the target).\n"
+           "The report names the commit pbf was built from and whether that tree had\n"
+           "uncommitted changes.\n"
+           "\n"
+           "exit status: 0 every value within its CI tolerance (targets may be missed); 1 runtime\n"
+           "  error (I/O, gnuplot); 2 usage; 4 a value outside its CI tolerance (stderr and the\n"
+           "  report's section \"What CI checks\" say which).\n");
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
@@ -195,7 +196,6 @@ static int parse_options(validate_options *o, int argc, char **argv, int *out_gi
     return -1;
 }
 
-static int validate_methods(validate_options *o, int argc, char **argv);
 /* The Position Based Fluids suite (no --solver): docs/validation.md. */
 static int validate_pbf(validate_options *o, int argc, char **argv) {
     /* the folder and the report path: DIR.md beside DIR */
@@ -274,13 +274,15 @@ static int validate_pbf(validate_options *o, int argc, char **argv) {
     return finish_run(rc, o->quiet, t0, report, specs, res, count);
 }
 
+/* The per-method suite (--solver NAME|all): docs/validation_solvers.md. */
 static int validate_methods(validate_options *o, int argc, char **argv) {
     int solvers[METHOD_COUNT], ns = 0;
     if (strcmp(o->solver, "all") == 0) {
         for (int k = 0; k < METHOD_COUNT; ++k) solvers[ns++] = METHOD_ORDER[k];
     } else {
         for (int k = 0; k < METHOD_COUNT; ++k)
-            if (strcmp(o->solver, method_name(METHOD_ORDER[k])) == 0) solvers[ns++] = METHOD_ORDER[k];
+            if (strcmp(o->solver, method_name(METHOD_ORDER[k])) == 0)
+                solvers[ns++] = METHOD_ORDER[k];
         if (ns == 0) {
             fprintf(stderr,
                     "pbf validate: --solver: \"%s\" is not a solver (pbf, wcsph, pcisph, iisph, "
@@ -354,4 +356,3 @@ int pbfapp_validate_command(int argc, char **argv) {
     }
     return validate_pbf(&o, argc, argv);
 }
-

@@ -160,13 +160,12 @@ static void plot_command(const char *dir, const char *const *clauses, char *buf,
         snprintf(p2, sizeof p2, "%s/%s", dir, file);
         struct stat sb;
         if (file[0] && stat(p2, &sb) != 0) continue;
-        int n = snprintf(buf + used, size - used, "%s%s", used ? ", \\\n     " : "plot ",
-                         clauses[k]);
+        int n =
+            snprintf(buf + used, size - used, "%s%s", used ? ", \\\n     " : "plot ", clauses[k]);
         if (n < 0 || (size_t)n >= size - used) break;
         used += (size_t)n;
     }
 }
-
 
 static int figure(figure_list *fl, const char *dir, const char *name, const char *size,
                   const char *setup, const char *const *clauses) {
@@ -197,146 +196,179 @@ typedef struct figure_row {
 } figure_row;
 
 static const figure_row FIGURES[] = {
-    {"hydro_density", "1000,600",
+    {"hydro_density",
+     "1000,600",
      "set title 'Hydrostatic column: density error over time (4 iterations)'\n"
-                    "set xlabel 't (s)'\nset ylabel 'density error (%)'\nset logscale y\n"
-                    "set key outside right",
-     {"'hydro_n18_it4.dat' using 1:2 title 'avg, n = 18' with lines lw 2 lc 1",
-                           "'hydro_n36_it4.dat' using 1:2 title 'avg, n = 36' with lines lw 2 lc 2",
-                           "'hydro_n72_it4.dat' using 1:2 title 'avg, n = 72' with lines lw 2 lc 3",
-                           "'hydro_n18_it4.dat' using 1:3 title 'max, n = 18' with lines dt 2 lc 1",
-                           "'hydro_n36_it4.dat' using 1:3 title 'max, n = 36' with lines dt 2 lc 2",
-                           "'hydro_n72_it4.dat' using 1:3 title 'max, n = 72' with lines dt 2 lc 3",
-                           "0.5 title 'target avg 0.5 %' with lines lc rgb 'black' dt 3",
-                           "3.0 title 'target max 3 %' with lines lc rgb 'gray30' dt 4",},
+     "set xlabel 't (s)'\nset ylabel 'density error (%)'\nset logscale y\n"
+     "set key outside right",
+     {
+         "'hydro_n18_it4.dat' using 1:2 title 'avg, n = 18' with lines lw 2 lc 1",
+         "'hydro_n36_it4.dat' using 1:2 title 'avg, n = 36' with lines lw 2 lc 2",
+         "'hydro_n72_it4.dat' using 1:2 title 'avg, n = 72' with lines lw 2 lc 3",
+         "'hydro_n18_it4.dat' using 1:3 title 'max, n = 18' with lines dt 2 lc 1",
+         "'hydro_n36_it4.dat' using 1:3 title 'max, n = 36' with lines dt 2 lc 2",
+         "'hydro_n72_it4.dat' using 1:3 title 'max, n = 72' with lines dt 2 lc 3",
+         "0.5 title 'target avg 0.5 %' with lines lc rgb 'black' dt 3",
+         "3.0 title 'target max 3 %' with lines lc rgb 'gray30' dt 4",
+     },
      FIG_PLAIN},
-    {"hydro_iterations", "1000,600",
+    {"hydro_iterations",
+     "1000,600",
      "set title 'Hydrostatic column: density error vs solver iterations (n = 36)'\n"
-                    "set xlabel 't (s)'\nset ylabel 'density error (%)'\nset logscale y\n"
-                    "set key outside right",
-     {"'hydro_n36_it2.dat' using 1:2 title 'avg, 2 it' with lines lw 2 lc 1",
-                           "'hydro_n36_it4.dat' using 1:2 title 'avg, 4 it' with lines lw 2 lc 2",
-                           "'hydro_n36_it8.dat' using 1:2 title 'avg, 8 it' with lines lw 2 lc 3",
-                           "'hydro_n36_it16.dat' using 1:2 title 'avg, 16 it' with lines lw 2 lc 4",
-                           "'hydro_n36_it2.dat' using 1:3 title 'max, 2 it' with lines dt 2 lc 1",
-                           "'hydro_n36_it4.dat' using 1:3 title 'max, 4 it' with lines dt 2 lc 2",
-                           "'hydro_n36_it8.dat' using 1:3 title 'max, 8 it' with lines dt 2 lc 3",
-                           "'hydro_n36_it16.dat' using 1:3 title 'max, 16 it' with lines dt 2 lc 4",},
+     "set xlabel 't (s)'\nset ylabel 'density error (%)'\nset logscale y\n"
+     "set key outside right",
+     {
+         "'hydro_n36_it2.dat' using 1:2 title 'avg, 2 it' with lines lw 2 lc 1",
+         "'hydro_n36_it4.dat' using 1:2 title 'avg, 4 it' with lines lw 2 lc 2",
+         "'hydro_n36_it8.dat' using 1:2 title 'avg, 8 it' with lines lw 2 lc 3",
+         "'hydro_n36_it16.dat' using 1:2 title 'avg, 16 it' with lines lw 2 lc 4",
+         "'hydro_n36_it2.dat' using 1:3 title 'max, 2 it' with lines dt 2 lc 1",
+         "'hydro_n36_it4.dat' using 1:3 title 'max, 4 it' with lines dt 2 lc 2",
+         "'hydro_n36_it8.dat' using 1:3 title 'max, 8 it' with lines dt 2 lc 3",
+         "'hydro_n36_it16.dat' using 1:3 title 'max, 16 it' with lines dt 2 lc 4",
+     },
      FIG_PLAIN},
-    {"hydro_profile", "900,700",
+    {"hydro_profile",
+     "900,700",
      "set title 'Hydrostatic column: settled density against height (final state)'\n"
-                    "set ylabel 'height y / H0 (H0: height of the initial volume)'\n"
-                    "set xlabel 'mean density of a layer / rest density'\n"
-                    "set yrange [0:1.15]\nset xrange [0.9:1.04]\nset samples 101\n"
-                    "set key bottom left",
-     {"'hydro_n18_it4_profile.dat' using 2:1 title 'rho/rho0, n = 18' with linespoints "
-            "pt 7 ps 0.6 lc 1",
-            "'hydro_n36_it4_profile.dat' using 2:1 title 'rho/rho0, n = 36' with linespoints "
-            "pt 7 ps 0.5 lc 2",
-            "'hydro_n72_it4_profile.dat' using 2:1 title 'rho/rho0, n = 72' with linespoints "
-            "pt 7 ps 0.4 lc 3",
-            "'+' using (1):($0/100.0*1.2) title 'hydrostatic expectation (incompressible): "
-            "rho0' with lines lw 2 lc rgb 'black' dt 2",},
+     "set ylabel 'height y / H0 (H0: height of the initial volume)'\n"
+     "set xlabel 'mean density of a layer / rest density'\n"
+     "set yrange [0:1.15]\nset xrange [0.9:1.04]\nset samples 101\n"
+     "set key bottom left",
+     {
+         "'hydro_n18_it4_profile.dat' using 2:1 title 'rho/rho0, n = 18' with linespoints "
+         "pt 7 ps 0.6 lc 1",
+         "'hydro_n36_it4_profile.dat' using 2:1 title 'rho/rho0, n = 36' with linespoints "
+         "pt 7 ps 0.5 lc 2",
+         "'hydro_n72_it4_profile.dat' using 2:1 title 'rho/rho0, n = 72' with linespoints "
+         "pt 7 ps 0.4 lc 3",
+         "'+' using (1):($0/100.0*1.2) title 'hydrostatic expectation (incompressible): "
+         "rho0' with lines lw 2 lc rgb 'black' dt 2",
+     },
      FIG_PLAIN},
-    {"hydro_surface", "1000,600",
+    {"hydro_surface",
+     "1000,600",
      "set title 'Hydrostatic column: free-surface height (4 iterations unless "
-                    "named)'\nset xlabel 't (s)'\n"
-                    "set ylabel 'surface height - H0, % of H0'\nset yrange [-3:3]\n"
-                    "set key outside right",
-     {"'hydro_n18_it4.dat' using 1:7 title 'surface, n = 18' with lines lw 2 lc 1",
-            "'hydro_n36_it4.dat' using 1:7 title 'surface, n = 36' with lines lw 2 lc 2",
-            "'hydro_n72_it4.dat' using 1:7 title 'surface, n = 72' with lines lw 2 lc 3",
-            "'hydro_n36_it8.dat' using 1:7 title 'surface, n = 36, 8 it' with lines dt 2 lc 4",
-            "'hydro_n36_it16.dat' using 1:7 title 'surface, n = 36, 16 it' with lines dt 2 lc 5",
-            "1 title 'target +-1 %' with lines lc rgb 'black' dt 3",
-            "-1 notitle with lines lc rgb 'black' dt 3",},
+     "named)'\nset xlabel 't (s)'\n"
+     "set ylabel 'surface height - H0, % of H0'\nset yrange [-3:3]\n"
+     "set key outside right",
+     {
+         "'hydro_n18_it4.dat' using 1:7 title 'surface, n = 18' with lines lw 2 lc 1",
+         "'hydro_n36_it4.dat' using 1:7 title 'surface, n = 36' with lines lw 2 lc 2",
+         "'hydro_n72_it4.dat' using 1:7 title 'surface, n = 72' with lines lw 2 lc 3",
+         "'hydro_n36_it8.dat' using 1:7 title 'surface, n = 36, 8 it' with lines dt 2 lc 4",
+         "'hydro_n36_it16.dat' using 1:7 title 'surface, n = 36, 16 it' with lines dt 2 lc 5",
+         "1 title 'target +-1 %' with lines lc rgb 'black' dt 3",
+         "-1 notitle with lines lc rgb 'black' dt 3",
+     },
      FIG_PLAIN},
-    {"hydro_speed", "1000,600",
+    {"hydro_speed",
+     "1000,600",
      "set title 'Hydrostatic column: residual speed (4 iterations)'\n"
-                    "set xlabel 't (s)'\nset ylabel 'speed / sqrt(g H0) (%)'\nset logscale y\n"
-                    "set key outside right",
-     {"'hydro_n18_it4.dat' using 1:($8*100) title 'max, n = 18' with lines lc 1",
-            "'hydro_n36_it4.dat' using 1:($8*100) title 'max, n = 36' with lines lc 2",
-            "'hydro_n72_it4.dat' using 1:($8*100) title 'max, n = 72' with lines lc 3",
-            "'hydro_n18_it4.dat' using 1:($9*100) title 'mean, n = 18' with lines lw 2 dt 2 lc 1",
-            "'hydro_n36_it4.dat' using 1:($9*100) title 'mean, n = 36' with lines lw 2 dt 2 lc 2",
-            "'hydro_n72_it4.dat' using 1:($9*100) title 'mean, n = 72' with lines lw 2 dt 2 lc 3",
-            "1 title 'target 1 %' with lines lc rgb 'black' dt 3",},
+     "set xlabel 't (s)'\nset ylabel 'speed / sqrt(g H0) (%)'\nset logscale y\n"
+     "set key outside right",
+     {
+         "'hydro_n18_it4.dat' using 1:($8*100) title 'max, n = 18' with lines lc 1",
+         "'hydro_n36_it4.dat' using 1:($8*100) title 'max, n = 36' with lines lc 2",
+         "'hydro_n72_it4.dat' using 1:($8*100) title 'max, n = 72' with lines lc 3",
+         "'hydro_n18_it4.dat' using 1:($9*100) title 'mean, n = 18' with lines lw 2 dt 2 lc 1",
+         "'hydro_n36_it4.dat' using 1:($9*100) title 'mean, n = 36' with lines lw 2 dt 2 lc 2",
+         "'hydro_n72_it4.dat' using 1:($9*100) title 'mean, n = 72' with lines lw 2 dt 2 lc 3",
+         "1 title 'target 1 %' with lines lc rgb 'black' dt 3",
+     },
      FIG_PLAIN},
-    {"dam_front", "1000,650",
+    {"dam_front",
+     "1000,650",
      "set title 'Dam break: surge front (4 iterations)'\n"
-                    "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'Z = front / L'\n"
-                    "set xrange [0:3.5]\nset yrange [0.9:5]\nset key top left",
-     {"'ko_experiment.dat' using 1:2 title 'Koshizuka & Oka 1996 (experiment)' with "
-            "points pt 5 ps 1.4 lc rgb 'black'",
-            "'mm_experiment.dat' index 0 using 1:2 title 'Martin & Moyce 1952, a = 2.25 in' with "
-            "points pt 7 ps 1.2 lc rgb 'gray30'",
-            "'mm_experiment.dat' index 1 using 1:2 title 'Martin & Moyce 1952, a = 1.125 in' with "
-            "points pt 6 ps 1.2 lc rgb 'gray30'",
-            "1+2*x title 'Ritter (inviscid shallow water): Z = 1 + 2T' with lines lc rgb "
-            "'gray40' dt 2",
-            "'dam_n18_it4.dat' using 2:3 title 'pbf n = 18' with lines lw 2 lc 1",
-            "'dam_n36_it4.dat' using 2:3 title 'pbf n = 36' with lines lw 2 lc 2",
-            "'dam_n72_it4.dat' using 2:3 title 'pbf n = 72' with lines lw 2 lc 3",},
+     "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'Z = front / L'\n"
+     "set xrange [0:3.5]\nset yrange [0.9:5]\nset key top left",
+     {
+         "'ko_experiment.dat' using 1:2 title 'Koshizuka & Oka 1996 (experiment)' with "
+         "points pt 5 ps 1.4 lc rgb 'black'",
+         "'mm_experiment.dat' index 0 using 1:2 title 'Martin & Moyce 1952, a = 2.25 in' with "
+         "points pt 7 ps 1.2 lc rgb 'gray30'",
+         "'mm_experiment.dat' index 1 using 1:2 title 'Martin & Moyce 1952, a = 1.125 in' with "
+         "points pt 6 ps 1.2 lc rgb 'gray30'",
+         "1+2*x title 'Ritter (inviscid shallow water): Z = 1 + 2T' with lines lc rgb "
+         "'gray40' dt 2",
+         "'dam_n18_it4.dat' using 2:3 title 'pbf n = 18' with lines lw 2 lc 1",
+         "'dam_n36_it4.dat' using 2:3 title 'pbf n = 36' with lines lw 2 lc 2",
+         "'dam_n72_it4.dat' using 2:3 title 'pbf n = 72' with lines lw 2 lc 3",
+     },
      FIG_SHIFTED},
-    {"dam_front_iterations", "1000,650",
+    {"dam_front_iterations",
+     "1000,650",
      "set title 'Dam break: surge front vs solver iterations (n = 36; dashed n = 18)'\n"
-                "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'Z = front / L'\n"
-                "set xrange [0:3.5]\nset yrange [0.9:5]\nset key top left",
-     {"'ko_experiment.dat' using 1:2 title 'Koshizuka & Oka 1996 (experiment)' with "
-            "points pt 5 ps 1.4 lc rgb 'black'",
-            "'dam_n36_it2.dat' using 2:3 title '2 iterations' with lines lw 2 lc 1",
-            "'dam_n36_it4.dat' using 2:3 title '4 iterations' with lines lw 2 lc 2",
-            "'dam_n36_it8.dat' using 2:3 title '8 iterations' with lines lw 2 lc 3",
-            "'dam_n36_it16.dat' using 2:3 title '16 iterations' with lines lw 2 lc 4",
-            "'dam_n18_it2.dat' using 2:3 title '2 iterations (n = 18)' with lines lc 1 dt 2",
-            "'dam_n18_it16.dat' using 2:3 title '16 iterations (n = 18)' with lines lc 4 dt 2",},
+     "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'Z = front / L'\n"
+     "set xrange [0:3.5]\nset yrange [0.9:5]\nset key top left",
+     {
+         "'ko_experiment.dat' using 1:2 title 'Koshizuka & Oka 1996 (experiment)' with "
+         "points pt 5 ps 1.4 lc rgb 'black'",
+         "'dam_n36_it2.dat' using 2:3 title '2 iterations' with lines lw 2 lc 1",
+         "'dam_n36_it4.dat' using 2:3 title '4 iterations' with lines lw 2 lc 2",
+         "'dam_n36_it8.dat' using 2:3 title '8 iterations' with lines lw 2 lc 3",
+         "'dam_n36_it16.dat' using 2:3 title '16 iterations' with lines lw 2 lc 4",
+         "'dam_n18_it2.dat' using 2:3 title '2 iterations (n = 18)' with lines lc 1 dt 2",
+         "'dam_n18_it16.dat' using 2:3 title '16 iterations (n = 18)' with lines lc 4 dt 2",
+     },
      FIG_PLAIN},
-    {"dam_column", "1000,600",
+    {"dam_column",
+     "1000,600",
      "set title 'Dam break: residual column height at the back wall'\n"
-                    "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'height / initial height 2L'\n"
-                    "set xrange [0:3.5]\nset yrange [0:1.05]\nset key top right",
-     {"'dam_n18_it4.dat' using 2:4 title 'n = 18' with lines lw 2 lc 1",
-                           "'dam_n36_it4.dat' using 2:4 title 'n = 36' with lines lw 2 lc 2",
-                           "'dam_n72_it4.dat' using 2:4 title 'n = 72' with lines lw 2 lc 3",},
+     "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'height / initial height 2L'\n"
+     "set xrange [0:3.5]\nset yrange [0:1.05]\nset key top right",
+     {
+         "'dam_n18_it4.dat' using 2:4 title 'n = 18' with lines lw 2 lc 1",
+         "'dam_n36_it4.dat' using 2:4 title 'n = 36' with lines lw 2 lc 2",
+         "'dam_n72_it4.dat' using 2:4 title 'n = 72' with lines lw 2 lc 3",
+     },
      FIG_PLAIN},
     {"column_release", "1400,600", NULL, {NULL}, FIG_RELEASE},
-    {"edges", "900,600",
+    {"edges",
+     "900,600",
      "set title 'Walls and edges: highest particle at a side wall above the "
-                    "liquid beside it (dam break L deep)'\n"
-                    "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'climb (particle radii r)'\n"
-                    "set key top left",
-     {"'edges_n18_it4.dat' using 2:13 title 'n = 18' with lines lw 2 lc 1",
-            "'edges_n36_it4.dat' using 2:13 title 'n = 36' with lines lw 2 lc 2",
-            "2 title 'target: at most 2 r' with lines lc rgb 'black' dt 3",},
+     "liquid beside it (dam break L deep)'\n"
+     "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'climb (particle radii r)'\n"
+     "set key top left",
+     {
+         "'edges_n18_it4.dat' using 2:13 title 'n = 18' with lines lw 2 lc 1",
+         "'edges_n36_it4.dat' using 2:13 title 'n = 36' with lines lw 2 lc 2",
+         "2 title 'target: at most 2 r' with lines lc rgb 'black' dt 3",
+     },
      FIG_PLAIN},
-    {"dam_density", "1000,600",
+    {"dam_density",
+     "1000,600",
      "set title 'Dam break: average density error vs solver iterations'\n"
-                    "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'average density error (%)'\n"
-                    "set xrange [0:3.5]\nset logscale y\nset key outside right",
-     {"'dam_n36_it2.dat' using 2:5 title 'avg, 2 it' with lines lw 2 lc 1",
-            "'dam_n36_it4.dat' using 2:5 title 'avg, 4 it' with lines lw 2 lc 2",
-            "'dam_n36_it8.dat' using 2:5 title 'avg, 8 it' with lines lw 2 lc 3",
-            "'dam_n36_it16.dat' using 2:5 title 'avg, 16 it' with lines lw 2 lc 4",
-            "'dam_n18_it2.dat' using 2:5 title 'avg, 2 it (n = 18)' with lines dt 2 lc 1",
-            "'dam_n18_it4.dat' using 2:5 title 'avg, 4 it (n = 18)' with lines dt 2 lc 2",
-            "'dam_n18_it8.dat' using 2:5 title 'avg, 8 it (n = 18)' with lines dt 2 lc 3",
-            "'dam_n18_it16.dat' using 2:5 title 'avg, 16 it (n = 18)' with lines dt 2 lc 4",},
+     "set xlabel 'T = t sqrt(2g/L)'\nset ylabel 'average density error (%)'\n"
+     "set xrange [0:3.5]\nset logscale y\nset key outside right",
+     {
+         "'dam_n36_it2.dat' using 2:5 title 'avg, 2 it' with lines lw 2 lc 1",
+         "'dam_n36_it4.dat' using 2:5 title 'avg, 4 it' with lines lw 2 lc 2",
+         "'dam_n36_it8.dat' using 2:5 title 'avg, 8 it' with lines lw 2 lc 3",
+         "'dam_n36_it16.dat' using 2:5 title 'avg, 16 it' with lines lw 2 lc 4",
+         "'dam_n18_it2.dat' using 2:5 title 'avg, 2 it (n = 18)' with lines dt 2 lc 1",
+         "'dam_n18_it4.dat' using 2:5 title 'avg, 4 it (n = 18)' with lines dt 2 lc 2",
+         "'dam_n18_it8.dat' using 2:5 title 'avg, 8 it (n = 18)' with lines dt 2 lc 3",
+         "'dam_n18_it16.dat' using 2:5 title 'avg, 16 it (n = 18)' with lines dt 2 lc 4",
+     },
      FIG_PLAIN},
-    {"energy", "1000,600",
+    {"energy",
+     "1000,600",
      "set title 'Dam break: energy (kinetic + potential from the floor) / initial'\n"
-                    "set xlabel 't (s)'\nset ylabel 'E / E(0)'\nset yrange [0:1.05]\n"
-                    "set key outside right",
-     {"'dam_n36_it4_vort0.dat' using 1:10 title 'E, vorticity 0 (n = 36)' with lines lw 2 "
-            "lc 1",
-            "'dam_n36_it4.dat' using 1:10 title 'E, vorticity 0.01 (n = 36)' with lines lw 2 lc 2",
-            "'dam_n18_it4_vort0.dat' using 1:10 title 'E, vorticity 0 (n = 18)' with lines dt 2 "
-            "lc 1",
-            "'dam_n18_it4.dat' using 1:10 title 'E, vorticity 0.01 (n = 18)' with lines dt 2 lc 2",
-            "'dam_n36_it4_vort0.dat' using 1:8 title 'kinetic, vorticity 0 (n = 36)' with lines "
-            "lc 3",
-            "'dam_n36_it4_vort0.dat' using 1:9 title 'potential, vorticity 0 (n = 36)' with "
-            "lines lc 4",},
+     "set xlabel 't (s)'\nset ylabel 'E / E(0)'\nset yrange [0:1.05]\n"
+     "set key outside right",
+     {
+         "'dam_n36_it4_vort0.dat' using 1:10 title 'E, vorticity 0 (n = 36)' with lines lw 2 "
+         "lc 1",
+         "'dam_n36_it4.dat' using 1:10 title 'E, vorticity 0.01 (n = 36)' with lines lw 2 lc 2",
+         "'dam_n18_it4_vort0.dat' using 1:10 title 'E, vorticity 0 (n = 18)' with lines dt 2 "
+         "lc 1",
+         "'dam_n18_it4.dat' using 1:10 title 'E, vorticity 0.01 (n = 18)' with lines dt 2 lc 2",
+         "'dam_n36_it4_vort0.dat' using 1:8 title 'kinetic, vorticity 0 (n = 36)' with lines "
+         "lc 3",
+         "'dam_n36_it4_vort0.dat' using 1:9 title 'potential, vorticity 0 (n = 36)' with "
+         "lines lc 4",
+     },
      FIG_PLAIN},
 };
 

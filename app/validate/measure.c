@@ -46,8 +46,7 @@ static double filtered_max(const pbf_particles *p, int amax, int aband, double l
 
 /* Horizontally averaged number density along y (particles per m^3), a hat kernel of half-width
  * s: a rest lattice gives a flat profile that falls to half exactly at the volume's top. */
-void number_density(const pbf_particles *p, double s, double area, double dy, int nn,
-                           double *out) {
+void number_density(const pbf_particles *p, double s, double area, double dy, int nn, double *out) {
     for (int k = 0; k < nn; ++k) out[k] = 0.0;
     double norm = 1.0 / (s * area);
     for (int i = 0; i < p->count; ++i) {
@@ -139,8 +138,8 @@ static double climb_of(const pbf_particles *p, const pbf_world_def *def) {
     return worst;
 }
 
-void measure(const pbf_world *w, const spec *sp, const pbf_world_def *def, double mass,
-                    double h0, pt3 *buf, double *nd, int nn, double dy, frame_rec *r) {
+void measure(const pbf_world *w, const spec *sp, const pbf_world_def *def, double mass, double h0,
+             pt3 *buf, double *nd, int nn, double dy, frame_rec *r) {
     pbf_stats st = pbf_world_stats(w);
     pbf_particles p = pbf_world_particles(w);
     r->t = st.time;

@@ -425,8 +425,7 @@ static void sec_envelope_tables(const report_ctx *x) {
                             r->h.peak_gain, r->h.fail_t, r->h.peak_avg, r->h.peak_max);
                 else if (r->h.fail)
                     fprintf(f, " ❌ %s at %.3f s (peak %.1f / %.1f %%) |",
-                            stab_failure(r->h.fail, 0), r->h.fail_t, r->h.peak_avg,
-                            r->h.peak_max);
+                            stab_failure(r->h.fail, 0), r->h.fail_t, r->h.peak_avg, r->h.peak_max);
                 else if (r->h.max_over_t >= 0)
                     fprintf(f, " ✅ %.2f / %.1f %% ⚠ %.3f s |", r->h.peak_avg, r->h.peak_max,
                             r->h.max_over_t);
@@ -485,16 +484,16 @@ static void sec_ci_rows(const report_ctx *x) {
     for (int i = 0; i < nc; ++i) {
         if (!isfinite(c[i].gate)) continue;
         char tb[64];
-        fprintf(f, "| %s | %s | %s%s | %s | %s | %s |\n", c[i].what,
-                fmt_bound(tb, sizeof tb, c[i].target, c[i].unit, c[i].ge),
-                fmt_bound(cc, sizeof cc, c[i].gate, c[i].unit, c[i].ge),
-                c[i].note ? " (looser than the target: see the summary)" : " (the target)",
-                fmt_v(d, sizeof d, c[i].v[0], c[i].unit),
-                pbfapp_validate_verdict_name(
-                    pbfapp_validate_verdict(c[i].v[0], c[i].target, c[i].ge)),
-                pbfapp_validate_ci_verdict(c[i].v[0], c[i].gate, c[i].ge) == PBFAPP_CI_OUTSIDE
-                    ? "**outside: CI fails**"
-                    : "within");
+        fprintf(
+            f, "| %s | %s | %s%s | %s | %s | %s |\n", c[i].what,
+            fmt_bound(tb, sizeof tb, c[i].target, c[i].unit, c[i].ge),
+            fmt_bound(cc, sizeof cc, c[i].gate, c[i].unit, c[i].ge),
+            c[i].note ? " (looser than the target: see the summary)" : " (the target)",
+            fmt_v(d, sizeof d, c[i].v[0], c[i].unit),
+            pbfapp_validate_verdict_name(pbfapp_validate_verdict(c[i].v[0], c[i].target, c[i].ge)),
+            pbfapp_validate_ci_verdict(c[i].v[0], c[i].gate, c[i].ge) == PBFAPP_CI_OUTSIDE
+                ? "**outside: CI fails**"
+                : "within");
     }
 }
 
@@ -517,14 +516,17 @@ static const report_row REPORT[] = {
      "wall time and {cpu_time} of CPU time, {simulations} simulations, {jobs} at once with "
      "{threads} thread{threads_s} each. Do not edit by hand: rerun the command. `pbf validate "
      "--out docs/validation` regenerates this file, every table and every figure; `--fast` runs "
-     "only the coarse resolution (the CI test).\n\n", NULL, NULL, NULL},
+     "only the coarse resolution (the CI test).\n\n",
+     NULL, NULL, NULL},
     {WHEN_DIRTY,
      "**Built from a tree with uncommitted changes:** the numbers below may not be those of "
      "commit {commit}. Commit, rebuild and rerun to get a report that names the code it "
-     "measured.\n\n", NULL, NULL, NULL},
+     "measured.\n\n",
+     NULL, NULL, NULL},
     {WHEN_CACHED,
      "**{cached} of these {simulations} results were reused from the cache of an earlier run** "
-     "(`--cache {cache}`), so the wall time above does not include them.\n\n", NULL, NULL, NULL},
+     "(`--cache {cache}`), so the wall time above does not include them.\n\n",
+     NULL, NULL, NULL},
     {ALWAYS,
      "Each figure names the gnuplot script that draws it from the `.dat` files of `{out}/`. Every "
      "simulation is also written as a scene, `{out}/scenes/NAME.json`: `pbf run "
@@ -537,7 +539,8 @@ static const report_row REPORT[] = {
      "the target itself where the full run meets it at n = 18, otherwise a looser bound, named as "
      "such. A value within a looser CI tolerance is still a missed target.\n\n"
      "| target | n = 18 | n = 36 | n = 72 | verdict | CI tolerance (n = 18) |\n"
-     "|---|---|---|---|---|---|\n", NULL, NULL, NULL},
+     "|---|---|---|---|---|---|\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_summary_rows, NULL, NULL},
     {ALWAYS,
      "\n## Setup\n\n"
@@ -552,7 +555,8 @@ static const report_row REPORT[] = {
      "(dt / h is the same at every resolution; the speed limit cfl·h/dt is {speed_limit:%.1f} "
      "m/s, above every speed of the flow up to T = 3.5).\n\n"
      "| n (particles across L) | particle radius | kernel radius h | particles | substeps per "
-     "frame | dt |\n|---|---|---|---|---|---|\n", NULL, NULL, NULL},
+     "frame | dt |\n|---|---|---|---|---|---|\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_setup_rows, NULL, NULL},
     {ALWAYS,
      "\nDefaults that matter here: {iterations} solver iterations, relaxation {relaxation:%.3g}, "
@@ -572,16 +576,14 @@ static const report_row REPORT[] = {
      "the floor. Frame 0 is the lattice before any step.\n\n"
      "| case | frame 0 avg / max | whole run: peak avg / peak max | settled avg / max | surface − "
      "H0 | lower edge | settled max speed | settled mean speed |\n"
-     "|---|---|---|---|---|---|---|---|\n", NULL, NULL, NULL},
+     "|---|---|---|---|---|---|---|---|\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_hydro_rows, NULL, NULL},
-    {ALWAYS,
-     "\nH0 = {2L:%.3f} m, √(gH0) = {sqrt_g2L:%.3f} m/s.\n\n", NULL, NULL, NULL},
-    {ALWAYS, NULL, NULL, "hydro_density",
-     "Hydrostatic column: density error over time"},
+    {ALWAYS, "\nH0 = {2L:%.3f} m, √(gH0) = {sqrt_g2L:%.3f} m/s.\n\n", NULL, NULL, NULL},
+    {ALWAYS, NULL, NULL, "hydro_density", "Hydrostatic column: density error over time"},
     {ALWAYS, NULL, NULL, "hydro_profile",
      "Hydrostatic column: mean density of each layer against height, final state"},
-    {ALWAYS, NULL, NULL, "hydro_surface",
-     "Hydrostatic column: free-surface height over time"},
+    {ALWAYS, NULL, NULL, "hydro_surface", "Hydrostatic column: free-surface height over time"},
     {ALWAYS, NULL, NULL, "hydro_speed",
      "Hydrostatic column: residual maximum and mean speed over time"},
     {ALWAYS,
@@ -622,7 +624,8 @@ static const report_row REPORT[] = {
      "Froude-scaled), pbf's still moves at 5.7 % of sqrt(g H0) after 5 s (mean 0.57 %; 5.7 to "
      "10.8 % and 0.57 to 0.95 % when the last bit of one parameter changes), SPlisHSPlasH's PBF "
      "at 6.6 % (mean 0.55 %): the slab's side walls, four spacings apart, hold the motion that "
-     "the box's interior keeps. ", NULL, NULL, NULL},
+     "the box's interior keeps. ",
+     NULL, NULL, NULL},
     {ALWAYS,
      "The settled maximum is chaotic: at n = 18, changing the last bit of one parameter (XSPH, "
      "s_corr's k or dq, the relaxation, the vorticity) moves it between 0.2 and 1.1 %, the "
@@ -657,19 +660,19 @@ static const report_row REPORT[] = {
      "time to open).\n\n"
      "| case | error, no shift | fitted ΔT (−{shift_max:%.1f} ≤ ΔT ≤ {shift_max:%.1f}) | error at "
      "that ΔT | free best ΔT (−1 ≤ ΔT ≤ 1) | error there | Martin & Moyce a = 2.25 in: ΔT, error "
-     "| a = 1.125 in: ΔT, error | lead over Ritter |\n|---|---|---|---|---|---|---|---|---|\n", NULL, NULL, NULL},
+     "| a = 1.125 in: ΔT, error | lead over Ritter |\n|---|---|---|---|---|---|---|---|---|\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_dam_rows, NULL, NULL},
-    {ALWAYS,
-     "\n", NULL, NULL, NULL},
+    {ALWAYS, "\n", NULL, NULL, NULL},
     {ALWAYS, NULL, sec_dam_points, NULL, NULL},
-    {ALWAYS, NULL, NULL, "dam_front",
-     "Dam break: surge front against the experiment"},
+    {ALWAYS, NULL, NULL, "dam_front", "Dam break: surge front against the experiment"},
     {ALWAYS,
      "Reading: the simulated front runs ahead of the measured one, as inviscid and particle "
      "simulations of this experiment do: in the experiment a gate had to be lifted, and the real "
      "floor has friction (every wall is free-slip here). The time shift absorbs the start; what "
      "remains grows with T because the simulated front is also faster, and more so the finer the "
-     "resolution. It never overtakes Ritter's bound.\n\n", NULL, NULL, NULL},
+     "resolution. It never overtakes Ritter's bound.\n\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_experiments_agree, NULL, NULL},
     {ALWAYS,
      "Wall friction is not on in these runs, nor by default. Measured with `pbf validate "
@@ -709,11 +712,11 @@ static const report_row REPORT[] = {
      "(the leading edge of the liquid on the floor; lone droplets ahead of it do not count), so "
      "nothing in it is ours to change.\n\n"
      "The residual column is the largest y + r over the particles within 2 spacings of the back "
-     "wall that have at least 4 such neighbours, over the initial height 2L.\n\n", NULL, NULL, NULL},
-    {ALWAYS, NULL, NULL, "dam_column",
-     "Dam break: residual column height at the back wall"},
-    {ALWAYS,
-     "| T | 0.5 | 1.0 | 1.5 | 2.0 | 2.5 | 3.0 |\n|---|---|---|---|---|---|---|\n", NULL, NULL, NULL},
+     "wall that have at least 4 such neighbours, over the initial height 2L.\n\n",
+     NULL, NULL, NULL},
+    {ALWAYS, NULL, NULL, "dam_column", "Dam break: residual column height at the back wall"},
+    {ALWAYS, "| T | 0.5 | 1.0 | 1.5 | 2.0 | 2.5 | 3.0 |\n|---|---|---|---|---|---|---|\n", NULL,
+     NULL, NULL},
     {ALWAYS, NULL, sec_column_rows, NULL, NULL},
     {ALWAYS,
      "\n## 3. Convergence\n\n"
@@ -721,23 +724,22 @@ static const report_row REPORT[] = {
      "is the largest |ΔZ| for T ≤ 3 between this resolution and the next coarser one.\n\n"
      "| n | hydrostatic settled avg / max | surface − H0 | dam break mean avg / peak max density "
      "error | front error (best −0.2 ≤ ΔT ≤ 0.2) | front distance to the coarser |\n"
-     "|---|---|---|---|---|---|\n", NULL, NULL, NULL},
+     "|---|---|---|---|---|---|\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_resolution_rows, NULL, NULL},
     {ALWAYS,
      "\nSolver iterations:\n\n"
      "| n | iterations | hydrostatic settled avg / max | surface − H0 | dam break mean avg / peak "
      "max density error | front error, no shift | fitted ΔT | error at ΔT |\n"
-     "|---|---|---|---|---|---|---|---|\n", NULL, NULL, NULL},
+     "|---|---|---|---|---|---|---|---|\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_iteration_rows, NULL, NULL},
-    {ALWAYS,
-     "\n", NULL, NULL, NULL},
+    {ALWAYS, "\n", NULL, NULL, NULL},
     {ALWAYS, NULL, sec_convergence_text, NULL, NULL},
     {ALWAYS, NULL, NULL, "hydro_iterations",
      "Hydrostatic column: density error against solver iterations"},
-    {ALWAYS, NULL, NULL, "dam_density",
-     "Dam break: average density error against iterations"},
-    {ALWAYS, NULL, NULL, "dam_front_iterations",
-     "Dam break: front against solver iterations"},
+    {ALWAYS, NULL, NULL, "dam_density", "Dam break: average density error against iterations"},
+    {ALWAYS, NULL, NULL, "dam_front_iterations", "Dam break: front against solver iterations"},
     {ALWAYS,
      "## 4. Energy\n\n"
      "E = Σ m (|v|²/2 + g y), y from the floor, per frame (1/{frame_fps:%.0f} s), relative to "
@@ -745,13 +747,12 @@ static const report_row REPORT[] = {
      "so E may only decay; with it (the default, ε = {vorticity:%.3g} m/s) confinement may add "
      "some. \"Noise level\" is taken as {energy_noise:%.2g} % of E(0) per frame.\n\n"
      "| case | largest increase between frames (% of E0), at t | same for t ≥ {startup_t:%.2g} s "
-     "| E at T = 3 | E at the end (t = {long_t_end:%.1f} s) |\n|---|---|---|---|---|\n", NULL, NULL, NULL},
+     "| E at T = 3 | E at the end (t = {long_t_end:%.1f} s) |\n|---|---|---|---|---|\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_energy_rows, NULL, NULL},
-    {ALWAYS,
-     "\n", NULL, NULL, NULL},
+    {ALWAYS, "\n", NULL, NULL, NULL},
     {ALWAYS, NULL, sec_confinement, NULL, NULL},
-    {ALWAYS, NULL, NULL, "energy",
-     "Dam break: energy over time"},
+    {ALWAYS, NULL, NULL, "energy", "Dam break: energy over time"},
     {ALWAYS,
      "## 5. Stability envelope\n\n"
      "The dam break at the `pbf run` convention of 60 frames/s with 1, 2, 4 or 8 substeps (dt = "
@@ -763,7 +764,8 @@ static const report_row REPORT[] = {
      "more than {stab_energy:%.0f} % of E(0) at a frame: a run that blows up can keep its "
      "densities, and nothing in the dam break adds energy. Each cell gives the peak average / "
      "peak maximum density error; ⚠ marks a cell whose maximum (one particle) went over "
-     "{stab_density:%.0f} % (first at the time given) while the average stayed under.\n\n", NULL, NULL, NULL},
+     "{stab_density:%.0f} % (first at the time given) while the average stayed under.\n\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_envelope_tables, NULL, NULL},
     {ALWAYS,
      "## 6. Column release\n\n"
@@ -775,10 +777,10 @@ static const report_row REPORT[] = {
      "s, in particle radii r (r = L / 2n: {r18:%.3f}, {r36:%.3f}, {r72:%.3f} mm at n = 18, 36, "
      "72).\n\n"
      "| n | largest rise of the top at the wall | at T | largest rise of the column | top − "
-     "initial at T = 0.5 / 1.0 / 1.5 |\n|---|---|---|---|---|\n", NULL, NULL, NULL},
+     "initial at T = 0.5 / 1.0 / 1.5 |\n|---|---|---|---|---|\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_release_rows, NULL, NULL},
-    {ALWAYS,
-     "\n", NULL, NULL, NULL},
+    {ALWAYS, "\n", NULL, NULL, NULL},
     {ALWAYS, NULL, NULL, "column_release",
      "Column release: height at the back wall and surge front after the release"},
     {ALWAYS,
@@ -803,12 +805,11 @@ static const report_row REPORT[] = {
      "bin and its two neighbours. The flow does not depend on z, so any excess is liquid that "
      "climbed a wall or an edge. Target: at most {climb_tol:%.0f} particle radii (one diameter) "
      "at any time.\n\n"
-     "| n | particles | largest climb | at T |\n|---|---|---|---|\n", NULL, NULL, NULL},
+     "| n | particles | largest climb | at T |\n|---|---|---|---|\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_climb_rows, NULL, NULL},
-    {ALWAYS,
-     "\n", NULL, NULL, NULL},
-    {ALWAYS, NULL, NULL, "edges",
-     "Walls and edges: the largest climb at the side walls"},
+    {ALWAYS, "\n", NULL, NULL, NULL},
+    {ALWAYS, NULL, NULL, "edges", "Walls and edges: the largest climb at the side walls"},
     {ALWAYS,
      "Reading: what used to climb (`--set scorr_wall=0`: 9.0 r at n = 18, 7.2 r at n = 36) is a "
      "single-file stack of particles in each vertical edge at the back wall, which stays up while "
@@ -834,14 +835,16 @@ static const report_row REPORT[] = {
      "`{out}/checks.json`: the target met or missed, and the value within or outside the CI "
      "tolerance.\n\n"
      "| check | target | CI tolerance | n = 18 now | target verdict | CI verdict |\n"
-     "|---|---|---|---|---|---|\n", NULL, NULL, NULL},
+     "|---|---|---|---|---|---|\n",
+     NULL, NULL, NULL},
     {ALWAYS, NULL, sec_ci_rows, NULL, NULL},
     {ALWAYS,
      "\n## Files\n\n"
      "- `{out}/*.dat`: the measured series (a header line names the columns).\n- `{out}/*.gp`, "
      "`{out}/*.png`: the figures and their gnuplot scripts.\n- `{out}/scenes/*.json`: every "
      "simulation as a `pbf run` scene.\n- `app/validate.c`: the cases, the measurements and this "
-     "report.\n", NULL, NULL, NULL},
+     "report.\n",
+     NULL, NULL, NULL},
 };
 
 /* The named values of the template text. */
@@ -869,10 +872,12 @@ static size_t report_values(const report_ctx *x, tvalue *v) {
         TV_F("tank_length", TANK_LENGTH_L * KO_L),
         TV_F("dam_T_end", DAM_T_END),
         TV_F("frame_fps", FRAME_FPS),
-        TV_F("speed_limit", x->dd.cfl * x->dd.kernel_ratio * KO_L / N_COARSE * FRAME_FPS * (N_COARSE / 9)),
+        TV_F("speed_limit",
+             x->dd.cfl * x->dd.kernel_ratio * KO_L / N_COARSE * FRAME_FPS * (N_COARSE / 9)),
         TV_D("iterations", x->dd.pbf.solver_iterations),
         TV_F("relaxation", x->dd.pbf.relaxation),
-        TV_S("constraint", x->dd.pbf.constraint == PBF_CONSTRAINT_UNILATERAL ? "unilateral" : "bilateral"),
+        TV_S("constraint",
+             x->dd.pbf.constraint == PBF_CONSTRAINT_UNILATERAL ? "unilateral" : "bilateral"),
         TV_F("scorr_k", x->dd.pbf.scorr_k),
         TV_D("scorr_n", x->dd.pbf.scorr_n),
         TV_F("scorr_dq", x->dd.pbf.scorr_dq),
@@ -897,7 +902,8 @@ static size_t report_values(const report_ctx *x, tvalue *v) {
         TV_F("r18", 500.0 * KO_L / N_COARSE),
         TV_F("r36", 500.0 * KO_L / N_MEDIUM),
         TV_F("r72", 500.0 * KO_L / N_FINE),
-        TV_F("climb_tol", CLIMB_TOL),    };
+        TV_F("climb_tol", CLIMB_TOL),
+    };
     size_t n = sizeof all / sizeof all[0];
     memcpy(v, all, sizeof all);
     return n;
@@ -951,7 +957,8 @@ int write_report(const validate_options *o, const char *report, const run_set *r
     size_t nv = report_values(&x, v);
     for (size_t i = 0; i < sizeof REPORT / sizeof REPORT[0]; ++i) {
         const report_row *w = &REPORT[i];
-        if ((w->when == WHEN_DIRTY && PBF_GIT_DIRTY != 1) || (w->when == WHEN_CACHED && o->cached <= 0))
+        if ((w->when == WHEN_DIRTY && PBF_GIT_DIRTY != 1) ||
+            (w->when == WHEN_CACHED && o->cached <= 0))
             continue;
         if (w->text) template_write(f, w->text, v, nv);
         if (w->write) w->write(&x);

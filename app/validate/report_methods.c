@@ -40,8 +40,8 @@ static void envelope_line(FILE *f, const run_set *rs, int solver, int n) {
     for (int a = 0; a < 4; ++a) {
         const sim_result *r = get_method(rs, solver, "stab_n%d_s%d", n, SUBSTEPS[a]);
         if (!r) continue;
-        fprintf(f, "%s1/%.0f s ", any++ ? "; " : " Stability envelope (n = 18): ",
-                STAB_FPS * SUBSTEPS[a]);
+        fprintf(f, "%s1/%.0f s ",
+                any++ ? "; " : " Stability envelope (n = 18): ", STAB_FPS * SUBSTEPS[a]);
         if (r->h.fail == 5)
             fprintf(f, "❌ energy +%.1f %% of E(0) at %.3f s", r->h.peak_gain, r->h.fail_t);
         else if (r->h.fail)
@@ -103,22 +103,42 @@ static void method_table(const mreport_ctx *x, int sv) {
         const char *bound;
         double bv;
     } rows[] = {
-        {"hydrostatic, settled: average density error (%)", " %.3f |",
-         {m[0].set_avg, m[1].set_avg}, "≤ %.3g %%", c[2].bound},
-        {"hydrostatic, settled: largest density error (%)", " %.2f |",
-         {m[0].set_max, m[1].set_max}, NULL, 0},
-        {"hydrostatic load against ρ0 g d: slope", " %.4f |", {m[0].slope, m[1].slope},
-         NULL, 0},
-        {"dam break: front error against the experiment, T ≤ 3 (%)", " %.1f |",
-         {m[0].front_err, m[1].front_err}, NULL, 0},
-        {"dam break: no energy gain, largest E(t) - E(0) (% of E(0))", " %.4f |",
-         {m[0].energy_gain, m[1].energy_gain}, "≤ %.2g %%", c[0].bound},
-        {"dam break: largest energy increase between two frames (% of E(0))", " %.4f |",
-         {m[0].energy_inc, m[1].energy_inc}, "≤ %.2g %%", c[3].bound},
-        {"column release: largest rise of the top at the wall, T ≤ 2 (r)", " %.2f |",
-         {m[0].rise, m[1].rise}, "≤ %.2g r", RISE_TOL},
-        {"wall time per simulated second, dam break, one thread (s)", " %.1f |",
-         {m[0].wall_per_s, m[1].wall_per_s}, NULL, 0},
+        {"hydrostatic, settled: average density error (%)",
+         " %.3f |",
+         {m[0].set_avg, m[1].set_avg},
+         "≤ %.3g %%",
+         c[2].bound},
+        {"hydrostatic, settled: largest density error (%)",
+         " %.2f |",
+         {m[0].set_max, m[1].set_max},
+         NULL,
+         0},
+        {"hydrostatic load against ρ0 g d: slope", " %.4f |", {m[0].slope, m[1].slope}, NULL, 0},
+        {"dam break: front error against the experiment, T ≤ 3 (%)",
+         " %.1f |",
+         {m[0].front_err, m[1].front_err},
+         NULL,
+         0},
+        {"dam break: no energy gain, largest E(t) - E(0) (% of E(0))",
+         " %.4f |",
+         {m[0].energy_gain, m[1].energy_gain},
+         "≤ %.2g %%",
+         c[0].bound},
+        {"dam break: largest energy increase between two frames (% of E(0))",
+         " %.4f |",
+         {m[0].energy_inc, m[1].energy_inc},
+         "≤ %.2g %%",
+         c[3].bound},
+        {"column release: largest rise of the top at the wall, T ≤ 2 (r)",
+         " %.2f |",
+         {m[0].rise, m[1].rise},
+         "≤ %.2g r",
+         RISE_TOL},
+        {"wall time per simulated second, dam break, one thread (s)",
+         " %.1f |",
+         {m[0].wall_per_s, m[1].wall_per_s},
+         NULL,
+         0},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; ++i) {
         fprintf(f, "| %s |", rows[i].what);
@@ -136,8 +156,8 @@ static void method_table(const mreport_ctx *x, int sv) {
     }
     fprintf(f, "| largest stable step of the envelope (n = 18) |");
     if (isfinite(m[0].max_stable_dt))
-        fprintf(f, " 1/%.0f s (%d of %d steps stable) |", 1.0 / m[0].max_stable_dt,
-                m[0].stab_ok, m[0].stab_runs);
+        fprintf(f, " 1/%.0f s (%d of %d steps stable) |", 1.0 / m[0].max_stable_dt, m[0].stab_ok,
+                m[0].stab_runs);
     else
         fprintf(f, " %s |", m[0].stab_runs ? "none stable" : "not run (--fast)");
     fprintf(f, "%s — |\n\n", nres > 1 ? " — |" : "");
@@ -179,12 +199,13 @@ static const mreport_row METHOD_REPORT[] = {
      "wall time, {simulations} simulations, {jobs} at once with {threads} thread{threads_s} each. "
      "Do not edit by hand: rerun the command. The Position Based Fluids suite (iteration sweeps, "
      "figures) is [docs/validation.md](validation.md); this report runs its cases for every "
-     "method.\n\n", NULL},
-    {WHEN_DIRTY,
-     "**Built from a tree with uncommitted changes** (commit {commit}).\n\n", NULL},
+     "method.\n\n",
+     NULL},
+    {WHEN_DIRTY, "**Built from a tree with uncommitted changes** (commit {commit}).\n\n", NULL},
     {WHEN_CACHED,
      "**{cached} of these {simulations} results were reused from the cache of an earlier run** "
-     "(`--cache {cache}`), so the wall time above does not include them.\n\n", NULL},
+     "(`--cache {cache}`), so the wall time above does not include them.\n\n",
+     NULL},
     {ALWAYS,
      "Cases (quasi-2D slabs, {depth_layers} particle spacings deep; n particles across L = 0.146 "
      "m; frames of 1/240 s split into n / 9 steps; every parameter at its default unless named; "
@@ -218,10 +239,10 @@ static const mreport_row METHOD_REPORT[] = {
      "## Overview (n = {n_coarse})\n\n"
      "| method | settled density error avg / max | load slope | front error | energy gain E(t) - "
      "E(0) | largest increase between frames | release rise | wall s per simulated s | largest "
-     "stable step |\n|---|---|---|---|---|---|---|---|---|\n", NULL},
+     "stable step |\n|---|---|---|---|---|---|---|---|---|\n",
+     NULL},
     {ALWAYS, NULL, sec_overview},
-    {ALWAYS,
-     "\n", NULL},
+    {ALWAYS, "\n", NULL},
     {ALWAYS, NULL, sec_method_tables},
     {ALWAYS,
      "## What CI checks\n\n"
@@ -229,7 +250,9 @@ static const mreport_row METHOD_REPORT[] = {
      "any method at n = 18, the energy E(t) exceeds E(0) by more than {energy_noise:%.2g} % of "
      "E(0) or rises between two frames by more than that, the released column's top rises by more "
      "than {rise_tol:%.2g} r, or the settled average density error exceeds the method's bound "
-     "above.\n", NULL},};
+     "above.\n",
+     NULL},
+};
 
 #define MREPORT_VALUES 40
 static size_t mreport_values(const mreport_ctx *x, tvalue *v) {
@@ -260,8 +283,13 @@ static size_t mreport_values(const mreport_ctx *x, tvalue *v) {
         TV_F("tolerance", x->dd.pcisph.tolerance),
         TV_F("divergence_tolerance", x->dd.dfsph.divergence_tolerance),
         TV_F("sph_cfl", x->dd.dfsph.cfl),
-        TV_S("sph_kernel", x->dd.sph_kernel == PBF_SPH_KERNEL_CUBIC ? "the cubic spline (Monaghan 1992) for both, so that their pressure force is the " "gradient of the density they measure (`sph_kernel` = cubic)" : "poly6 / spiky, as PBF (`sph_kernel` = poly6_spiky)"),
-        TV_F("rise_tol", RISE_TOL),        TV_D("n_coarse", N_COARSE),
+        TV_S("sph_kernel",
+             x->dd.sph_kernel == PBF_SPH_KERNEL_CUBIC
+                 ? "the cubic spline (Monaghan 1992) for both, so that their pressure force is the "
+                   "gradient of the density they measure (`sph_kernel` = cubic)"
+                 : "poly6 / spiky, as PBF (`sph_kernel` = poly6_spiky)"),
+        TV_F("rise_tol", RISE_TOL),
+        TV_D("n_coarse", N_COARSE),
     };
     memcpy(v, all, sizeof all);
     return sizeof all / sizeof all[0];
@@ -283,13 +311,14 @@ int write_method_report(const validate_options *o, const char *report, const run
     }
     pbfapp_format_duration(dur, sizeof dur, wall);
     describe_build(build, sizeof build);
-    mreport_ctx x = {f, o, rs, solvers, ns, o->fast ? 1 : 2, pbf_default_world_def(), cmd, build,
-                     dur};
+    mreport_ctx x = {f,   o,     rs, solvers, ns, o->fast ? 1 : 2, pbf_default_world_def(),
+                     cmd, build, dur};
     tvalue v[MREPORT_VALUES];
     size_t nv = mreport_values(&x, v);
     for (size_t i = 0; i < sizeof METHOD_REPORT / sizeof METHOD_REPORT[0]; ++i) {
         const mreport_row *w = &METHOD_REPORT[i];
-        if ((w->when == WHEN_DIRTY && PBF_GIT_DIRTY != 1) || (w->when == WHEN_CACHED && o->cached <= 0))
+        if ((w->when == WHEN_DIRTY && PBF_GIT_DIRTY != 1) ||
+            (w->when == WHEN_CACHED && o->cached <= 0))
             continue;
         if (w->text) template_write(f, w->text, v, nv);
         if (w->write) w->write(&x);

@@ -45,12 +45,13 @@ void sim_free(sim_result *r) {
     r->bins = r->curve = NULL;
 }
 
-
 /* Runs one case in this process. */
 /* %: `pbf run`'s default guard_density_error (the scene files' default run parameters): a run
  * whose largest density error goes above it stops there (exit 3), so the stability envelope
  * counts it unstable too, as the case's scene file would stop under `pbf run`. */
-double stab_guard(void) { return pbfapp_default_run().guard_density_error; }
+double stab_guard(void) {
+    return pbfapp_default_run().guard_density_error;
+}
 
 void simulate(const spec *sp, int threads, sim_result *res) {
     const double guard = stab_guard();
@@ -182,7 +183,6 @@ done:
     pbf_world_destroy(w);
 }
 
-
 static int write_all(FILE *f, const void *p, size_t size) {
     return size == 0 || fwrite(p, size, 1, f) == 1;
 }
@@ -227,7 +227,6 @@ static double cost_of(const spec *sp) {
            (sp->solver == PBF_SOLVER_PBF ? 1.0 : 8.0); /* the SPH solvers: ~8x PBF's 4 iterations */
 }
 
-
 static void progress_line(const validate_options *o, int done, int total, const spec *sp,
                           const sim_result *r) {
     if (o->quiet) return;
@@ -268,8 +267,7 @@ static void to_cache(const validate_options *o, const spec *sp, const sim_result
 }
 
 /* Runs every case; results[i] for specs[i]. Returns 0 on success. */
-int run_all(validate_options *o, const char *workdir, spec *specs, int nspec,
-                   sim_result *results) {
+int run_all(validate_options *o, const char *workdir, spec *specs, int nspec, sim_result *results) {
     int *order = malloc((size_t)nspec * sizeof *order);
     if (!order) return 1;
     int done = 0, rc = 0, ntodo = 0;
@@ -377,7 +375,6 @@ int run_all(validate_options *o, const char *workdir, spec *specs, int nspec,
     free(order);
     return rc;
 }
-
 
 /* Runs `gnuplot NAME.gp` in dir. */
 int run_gnuplot(const char *dir, const char *name) {

@@ -50,7 +50,8 @@ void template_write(FILE *f, const char *text, const tvalue *v, size_t n) {
             continue;
         }
         const char *spec = open + 1 + len;
-        put_value(f, t, *spec == ':' ? spec + 1 : spec, *spec == ':' ? (size_t)(close - spec - 1) : 0);
+        put_value(f, t, *spec == ':' ? spec + 1 : spec,
+                  *spec == ':' ? (size_t)(close - spec - 1) : 0);
         p = close + 1;
     }
 }

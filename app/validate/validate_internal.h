@@ -45,7 +45,7 @@
 #define EXIT_USAGE 2
 #define EXIT_FAILED_CHECK 4
 
-/* ---- the cases ----------------------------------------------------------------------------- */
+/* ---- the constants of the cases ----------------------------------------------------------- */
 
 #define KO_L 0.146        /* column width, m; the column is 2 L high */
 #define DEPTH_LAYERS 4    /* slab depth in particle spacings */
@@ -106,7 +106,7 @@ typedef struct spec {
                       DEPTH_LAYERS slab: the walls-and-edges case */
 } spec;
 
-/* ---- measurements -------------------------------------------------------------------------- */
+/* ---- the measurements of a case (measure.c, run.c) ------------------------------------------ */
 
 typedef struct frame_rec {
     double t;

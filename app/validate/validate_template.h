@@ -18,9 +18,12 @@ typedef struct tvalue {
     const char *s;
 } tvalue;
 
-#define TV_F(name, v) {(name), 'f', (double)(v), 0, NULL}
-#define TV_D(name, v) {(name), 'd', 0.0, (int)(v), NULL}
-#define TV_S(name, v) {(name), 's', 0.0, 0, (v)}
+#define TV_F(name, v)                                                                              \
+    { (name), 'f', (double)(v), 0, NULL }
+#define TV_D(name, v)                                                                              \
+    { (name), 'd', 0.0, (int)(v), NULL }
+#define TV_S(name, v)                                                                              \
+    { (name), 's', 0.0, 0, (v) }
 
 /* Writes text with its placeholders filled from v[0..n). */
 void template_write(FILE *f, const char *text, const tvalue *v, size_t n);
