@@ -992,7 +992,7 @@ int write_report(const validate_options *o, const char *report, const run_set *r
     pbfapp_format_duration(dur, sizeof dur, wall);
     pbfapp_format_duration(cpu, sizeof cpu, run_cpu_seconds());
     describe_build(build, sizeof build);
-    static report_ctx x; /* large (the checks): not on the stack */
+    report_ctx x;
     memset(&x, 0, sizeof x);
     x.f = f;
     x.o = o;

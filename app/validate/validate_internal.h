@@ -15,7 +15,8 @@
  * The files:
  *   command.c         the command: options, help, the two suites' drivers
  *   cases.c           the case rows (CASES, METHOD_CASES), the worlds they build, their scenes
- *   run.c             the frame loop of one case and the forked jobs that run the cases
+ *   run.c             the frame loop of one case (simulate) and the forked jobs that run the cases
+ *                     and gnuplot (run_all, run_gnuplot): to move to app/cli/'s run driver
  *   measure.c         what a frame measures (front, column, surface, climb, energy)
  *   analysis.c        the measurements of a run (front error, rise, settled column, energy)
  *   experiments.c     the experiments' data (Koshizuka & Oka, Martin & Moyce)
@@ -23,7 +24,8 @@
  *   figures.c         the .dat files and the figure rows (gnuplot scripts)
  *   report.c          docs/validation.md: the report's section rows and their text
  *   report_methods.c  docs/validation_solvers.md (`--solver`)
- *   template.c        the report's text template: fixed text with named placeholders
+ *   template.c        the reports' text templates (validate_template.h): fixed text with named
+ *                     placeholders
  */
 #ifndef PBFAPP_VALIDATE_INTERNAL_H
 #define PBFAPP_VALIDATE_INTERNAL_H
