@@ -1,5 +1,5 @@
 /*
- * The verdicts of `pbf validate` (app/validate.c): a value that misses its target is "missed"
+ * The verdicts of `pbf validate` (app/validate/): a value that misses its target is "missed"
  * even when it is within the looser CI tolerance; the CI verdict is separate and named as such.
  * No simulation runs here (`ctest -L validation` runs the cases themselves).
  */
@@ -9,6 +9,7 @@
 #include "test.h"
 
 #include "validate.h"
+#include "validate_template.h"
 
 static void test_target_verdict(void) {
     /* at most the target (ge = 0) */
@@ -87,6 +88,24 @@ static void test_line_of_a_yes_no_check(void) {
     ENSURE(strstr(line, "CI") == NULL);
 }
 
+/* The reports' text templates: placeholders filled with their format, other text as it is. */
+static void test_template(void) {
+    const tvalue v[] = {TV_F("L", 0.146), TV_D("n", 18), TV_S("out", "docs/validation"),
+                        TV_F("shift", 0.0123)};
+    char buf[256] = "";
+    FILE *f = tmpfile();
+    ENSURE(f != NULL);
+    if (!f) return;
+    template_write(f, "L = {L:%.3f} m, n = {n}, `{out}/`, {shift:%+.3f}, 5 % {not a value}", v,
+                   sizeof v / sizeof v[0]);
+    rewind(f);
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    buf[got] = '\0';
+    fclose(f);
+    printf("%s\n", buf);
+    ENSURE(strcmp(buf, "L = 0.146 m, n = 18, `docs/validation/`, +0.012, 5 % {not a value}") == 0);
+}
+
 int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_target_verdict);
@@ -95,5 +114,6 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_line_of_a_met_target);
     RUN_SUBTEST(test_line_outside_the_ci_tolerance);
     RUN_SUBTEST(test_line_of_a_yes_no_check);
+    RUN_SUBTEST(test_template);
     return test_end();
 }
