@@ -905,26 +905,15 @@ static pbf_status smooth_mesh(pbf_surface *s, int nv, int nt, pbf_error *err) {
 
 /* ---- the pipeline ------------------------------------------------------------------------------ */
 
-pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *y, const float *z,
-                                   int count, pbf_mesh *mesh, pbf_error *err) {
-    if (!s || !mesh || count < 0 || (count > 0 && (!x || !y || !z))) {
-        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
-                      "pbf_surface_reconstruct: %s", !s ? "surface is NULL" : !mesh ? "mesh is NULL"
-                      : count < 0 ? "negative particle count" : "a position array is NULL");
-        return PBF_ERR_INVALID_ARGUMENT;
-    }
-    memset(mesh, 0, sizeof *mesh);
-    memset(&s->info, 0, sizeof s->info);
-    s->info.particles = count;
-    if (count == 0) return PBF_OK;
-    const double t0 = now_ms();
+/* Bins the particles (anisotropic: twice, the second time at the smoothed positions); *ext: the
+ * kernels' largest reach, *ta: when the binning at the final positions began (ms). */
+static pbf_status bin_all(pbf_surface *s, const float *x, const float *y, const float *z,
+                          int count, int aniso, double t0, float *ext, double *ta,
+                          pbf_error *err) {
     pbf_status st;
-    int aniso = s->p.anisotropic != 0;
-    float ext = s->R;
-    double ta = t0;
     if (aniso) {
         st = bin_particles(s, x, y, z, NULL, NULL, count, err);
-        if (st == PBF_OK) st = anisotropy(s, count, &ext, err);
+        if (st == PBF_OK) st = anisotropy(s, count, ext, err);
         if (st != PBF_OK) return st;
         /* bin again at the smoothed positions, carrying the kernels along; B_TX.. hold them and
          * are the input here, so copy them aside first */
@@ -935,23 +924,21 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
         memcpy(cx + 2 * (size_t)count, s->b[B_TZ].p, (size_t)count * sizeof *cx);
         memcpy(cx + 3 * (size_t)count, s->b[B_TEXT].p, 3 * (size_t)count * sizeof *cx);
         memcpy(cx + 6 * (size_t)count, s->b[B_TMAT].p, 6 * (size_t)count * sizeof *cx);
-        ta = now_ms();
-        s->info.ms_anisotropy = ta - t0;
+        *ta = now_ms();
+        s->info.ms_anisotropy = *ta - t0;
         st = bin_particles(s, cx, cx + count, cx + 2 * (size_t)count, cx + 3 * (size_t)count,
                            cx + 6 * (size_t)count, count, err);
         free(cx);
     } else {
         st = bin_particles(s, x, y, z, NULL, NULL, count, err);
     }
-    if (st != PBF_OK) return st;
-    const int K = (int)ceilf((ext + s->c) / (BS * s->c));
-    st = dilate(s, K, err);
-    if (st != PBF_OK) return st;
-    const int nb = s->nblocks;
-    const double t1 = now_ms();
-    s->info.ms_grid = t1 - ta;
-    s->info.blocks = nb;
+    return st;
+}
 
+/* The field of every block (K: the kernel's reach in blocks), and each block's smallest and
+ * largest value (B_MINMAX). */
+static pbf_status compute_field(pbf_surface *s, int count, int K, int aniso, pbf_error *err) {
+    const int nb = s->nblocks;
     if (!reserve(&s->b[B_FIELD], (size_t)nb * BS3, sizeof(float)) ||
         !reserve(&s->b[B_SURF], (size_t)nb + 1, sizeof(int32_t)))
         return oom(err, "field");
@@ -987,9 +974,14 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
         minmax[2 * b] = lo;
         minmax[2 * b + 1] = hi;
     }
-    const double t2 = now_ms();
-    s->info.ms_field = t2 - t1;
+    return PBF_OK;
+}
 
+/* Which blocks hold surface: B_SURF, per block its place among them or -1; their list B_SLIST
+ * (s->nsurf of them), and room for marching them. */
+static pbf_status find_surface_blocks(pbf_surface *s, pbf_error *err) {
+    const int nb = s->nblocks;
+    const float *minmax = BUF(s, B_MINMAX, float);
     /* which blocks hold surface */
     int32_t *surf = BUF(s, B_SURF, int32_t);
     int failed = 0;
@@ -1038,6 +1030,15 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
     int32_t *slist = BUF(s, B_SLIST, int32_t);
     for (int b = 0; b < nb; ++b)
         if (surf[b] >= 0) slist[surf[b]] = b;
+    return PBF_OK;
+}
+
+/* Marching cubes over the surface blocks: their cut edges and triangles counted, the prefix
+ * sums in key order, then the vertices and triangles written (B_POS, B_NRM, B_TRI). */
+static pbf_status march_blocks(pbf_surface *s, int64_t *nv_out, int64_t *nt_out,
+                               pbf_error *err) {
+    const int ns = s->nsurf;
+    const int32_t *slist = BUF(s, B_SLIST, int32_t);
     float *pads = BUF(s, B_PAD, float);
     uint16_t *etab = BUF(s, B_ETAB, uint16_t);
     int32_t *vbase = BUF(s, B_VBASE, int32_t), *tbase = BUF(s, B_TBASE, int32_t);
@@ -1079,6 +1080,50 @@ pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *
                       "surface reconstruction: a cut cell edge has no vertex (internal error)");
         return PBF_ERR_INVALID_ARGUMENT;
     }
+    *nv_out = nv;
+    *nt_out = nt;
+    return PBF_OK;
+}
+
+pbf_status pbf_surface_reconstruct(pbf_surface *s, const float *x, const float *y, const float *z,
+                                   int count, pbf_mesh *mesh, pbf_error *err) {
+    if (!s || !mesh || count < 0 || (count > 0 && (!x || !y || !z))) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                      "pbf_surface_reconstruct: %s", !s ? "surface is NULL" : !mesh ? "mesh is NULL"
+                      : count < 0 ? "negative particle count" : "a position array is NULL");
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    memset(mesh, 0, sizeof *mesh);
+    memset(&s->info, 0, sizeof s->info);
+    s->info.particles = count;
+    if (count == 0) return PBF_OK;
+    const double t0 = now_ms();
+    pbf_status st;
+    int aniso = s->p.anisotropic != 0;
+    float ext = s->R;
+    double ta = t0;
+    st = bin_all(s, x, y, z, count, aniso, t0, &ext, &ta, err);
+    if (st != PBF_OK) return st;
+    const int K = (int)ceilf((ext + s->c) / (BS * s->c));
+    st = dilate(s, K, err);
+    if (st != PBF_OK) return st;
+    const int nb = s->nblocks;
+    const double t1 = now_ms();
+    s->info.ms_grid = t1 - ta;
+    s->info.blocks = nb;
+
+    st = compute_field(s, count, K, aniso, err);
+    if (st != PBF_OK) return st;
+    const double t2 = now_ms();
+    s->info.ms_field = t2 - t1;
+
+    st = find_surface_blocks(s, err);
+    if (st != PBF_OK) return st;
+    int64_t nv = 0, nt = 0;
+    st = march_blocks(s, &nv, &nt, err);
+    if (st != PBF_OK) return st;
+    float *pos = BUF(s, B_POS, float), *nrm = BUF(s, B_NRM, float);
+    uint32_t *tri = BUF(s, B_TRI, uint32_t);
     const double t3 = now_ms();
     s->info.ms_march = t3 - t2;
     if (s->p.smoothing_iterations > 0 && nt > 0) {
