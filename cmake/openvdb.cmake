@@ -1,9 +1,9 @@
 # OpenVDB level sets for `pbf mesh --format vdb` and `pbf run --mesh-format vdb`
-# (app/vdb_writer.cpp), optional: built when PBF_OPENVDB is ON, a C++17 compiler is there and
+# (app/io/vdb_writer.cpp), optional: built when PBF_OPENVDB is ON, a C++17 compiler is there and
 # OpenVDB's header and library are found with the libraries its headers need (TBB, Imath);
 # Debian 12: libopenvdb-dev (scripts/setup-debian.sh --with-openvdb). Included by the top-level
 # CMakeLists.txt before app/. Sets PBF_HAVE_OPENVDB (ON/OFF) and, when ON, the interface target
-# pbf_openvdb (linked only by the module pbf_vdb.so and tests/vdb_check.cpp); otherwise app/vdb.c
+# pbf_openvdb (linked only by the module pbf_vdb.so and tests/vdb_check.cpp); otherwise app/io/vdb.c
 # refuses the format with a message.
 #
 # OpenVDB's own FindOpenVDB.cmake is not used: on Debian 12 it stops the configure with an

@@ -378,7 +378,7 @@ def add_box(name, lo, hi, material, collection, wire=None):
 
 
 def default_camera(lo, hi, aspect):
-    """pbf_camera_default (app/camera.c): the container from the front-right, above."""
+    """pbf_camera_default (app/io/camera.c): the container from the front-right, above."""
     fov = 40.0
     d = np.array([0.38, 0.48, 1.0])
     d /= np.linalg.norm(d)

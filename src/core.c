@@ -115,7 +115,7 @@ static void note_bad(pbf_world *w, const pbf_stage_desc *s, int first, const cha
 
 static void run_one(pbf_world *w, const pbf_stage_desc *sd, const pbf_step_ctx *ctx, double *t0,
                     const char **bad) {
-    note_bad(w, sd, w->backend->run_stage(w, sd->id, ctx), bad);
+    note_bad(w, sd, w->backend->run_stage(w, sd, ctx), bad);
     if (sd->id == PBF_STAGE_GRID && *bad) /* the sort moved the particles */
         for (int i = 0; i < w->count; ++i)
             if (w->id[i] == w->bad.id) w->bad.index = i;
@@ -221,7 +221,9 @@ void pbf_run_step(pbf_world *w, float dt) {
 
 void pbf_update_stats(pbf_world *w) {
     const pbf_step_ctx ctx = {0.0f, 0.0f, 0, 0};
-    w->backend->run_stage(w, PBF_STAGE_STATS, &ctx);
+    int nst = 0;
+    const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &nst);
+    w->backend->run_stage(w, &st[nst - 1], &ctx); /* the table ends with the statistics */
     w->stats.time = w->time;
     w->stats.steps = w->steps;
     if (!w->hooks) w->stats.particles = w->count; /* distributed: the global count */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `mpirun -np N pbf run` (src/mpi/domain.c, app/cli/mpi_run.c) against the single-process run of
+# `mpirun -np N pbf run` (src/mpi/, app/cli/mpi_run.c) against the single-process run of
 # scenes/quick.json (a dam break, 2250 particles, 12 frames, one thread per process):
 #   - 1, 2, 3 and 4 processes (recursive coordinate bisection, the default) write frames and
 #     checkpoints byte-identical to the single-process run's, and stats.jsonl lines equal to its

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# `mpirun -np N pbf run` on the OpenCL backend, one device per process (src/mpi/domain.c's hooks
+# `mpirun -np N pbf run` on the OpenCL backend, one device per process (src/mpi/'s hooks
 # as host round trips of the rows they move; pbf_mpi_device), against the single-process OpenCL
 # run of scenes/quick.json (a dam break, 2250 particles, 6 frames, one thread per process). On a
 # machine without a GPU this is PoCL, a real OpenCL device on the CPU: the same kernels, the same
-# host sequence (src/backends/gpu/gpu_steps.h) as on a GPU.
+# host sequence (src/backends/gpu/gpu_steps.c) as on a GPU.
 #   - PBF (fixed iterations, and stopped at pbf_tolerance = 0.05 %), WCSPH, PCISPH, IISPH and
 #     DFSPH on 1, 2 and 4 processes: every frame byte-identical to the single-process OpenCL
 #     run's, and stats.jsonl equal to its own (iterations, substeps, particle counts, speed-limit

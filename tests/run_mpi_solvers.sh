@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `mpirun -np N pbf run` with every pressure solver (src/mpi/domain.c's halos for the SPH
+# `mpirun -np N pbf run` with every pressure solver (src/mpi/'s halos for the SPH
 # solvers' stages, and the solves' errors summed over processes so that every process stops
 # after the same iteration), against the single-process run of scenes/quick.json (a dam break,
 # 2250 particles, 6 frames, one thread per process):

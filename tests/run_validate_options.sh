@@ -1,5 +1,5 @@
 #!/bin/bash
-# `pbf validate --set KEY=VALUE` and `--resolution N` (app/validate.c): a world key is taken,
+# `pbf validate --set KEY=VALUE` and `--resolution N` (app/validate/): a world key is taken,
 # a key every case sets itself, a run key, an unknown key or a bad value is refused with exit 2
 # and a message naming it, before any case runs. Usage: SCRIPT PBF
 pbf="$1"

@@ -1,5 +1,5 @@
 /*
- * Checkpoints of the `pbf` command (app/checkpoint.c): encode/decode round trip of a real world,
+ * Checkpoints of the `pbf` command (app/io/checkpoint.c): encode/decode round trip of a real world,
  * every kind of damage detected (each byte flipped, every truncation), a restored world that
  * continues bit-identically, the scene hash (stable through scene.json, sensitive to what changes
  * the simulation, blind to what does not), choosing the newest valid checkpoint, pruning, and
@@ -107,7 +107,7 @@ static void test_round_trip_and_continue(void) {
     pbfapp_scene_free(&sc);
 }
 
-/* The checkpoint carries every column of the library's public field table (app/particle_fields.h):
+/* The checkpoint carries every column of the library's public field table (app/io/particle_fields.h):
  * a field added there changes the layout, and the format version must be raised with it. */
 static void test_layout_version(void) {
     if (pbfapp_particle_bytes() != 32 || PBFAPP_CHECKPOINT_VERSION != 1u)

@@ -1,5 +1,5 @@
 /*
- * The frame writers and stats.jsonl of the `pbf` command (app/output.c), without the solver:
+ * The frame writers and stats.jsonl of the `pbf` command (app/io/output.c), without the solver:
  * particles in a scrambled memory order are written as PLY, CSV, VTP, Houdini .geo and .bgeo, read
  * back, and must come out in id order with every value exact; the output directory checks; the
  * atomic replace; a run's claim on its directory (the files of an earlier run go, no other file

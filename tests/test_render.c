@@ -1,5 +1,5 @@
 /*
- * The headless renderer (app/render.c) on tiny synthetic inputs, and its helpers: colour ramps,
+ * The headless renderer (app/render/render.c) on tiny synthetic inputs, and its helpers: colour ramps,
  * the default camera, PNG files read back with libpng, the frame readers of `pbf render` and the
  * scene.json that `pbf run` writes for it.
  */

@@ -1,5 +1,5 @@
 /*
- * The scene loader of the `pbf` command (app/scene.c): the shipped scenes load with the
+ * The scene loader of the `pbf` command (app/io/scene.c): the shipped scenes load with the
  * particle counts they promise, keys land in the right fields, defaults come from the tables,
  * overrides are applied and checked. The rejections are covered by tests/run_bad_scenes.sh.
  */

@@ -684,7 +684,7 @@ static void test_add_block_keeps_warm(void) {
 
 /* The pressure the solve finds in a settled column is hydrostatic: p = rho_0 g d at depth d, as
  * band averages (walls excluded). PCISPH holds k = dt^2 p / rho_0 in density, IISPH k = dt^2
- * rho_0 p / rho^2 in sy (see src/backends/cpu/cpu.c). */
+ * rho_0 p / rho^2 in sy (see src/solvers/sph/sph_cpu.c). */
 static void test_hydrostatic_pressure(void) {
     if (!on_cpu()) return; /* reads the CPU backend's arrays between its stages */
     const pbf_solver_kind kinds[] = {PBF_SOLVER_PCISPH, PBF_SOLVER_IISPH};

@@ -11,8 +11,9 @@
  * not lower the others': on a busy machine the peak stays the cores'), times processors /
  * threads where the threads outnumber the processors.
  *
- * The work: counted by hand from src/backends/cpu/cpu.c (the PBF solver's stages; see the model
- * below), so a change of that backend's passes must be mirrored here.
+ * The work: counted by hand from src/solvers/pbf/pbf_cpu.c and src/solvers/common/common_cpu.c
+ * (the PBF solver's stages; see the model below), so a change of those passes must be mirrored
+ * here.
  */
 #include "bench/bench_limits.h"
 
@@ -274,7 +275,7 @@ const char *pbfapp_stage_bound(double bandwidth_pct, double peak_pct, int has_wo
 }
 
 /* ---- the work ------------------------------------------------------------------------------
- * Counted from src/backends/cpu/cpu.c, PBF's stages (core.c's table: predict; grid = sort,
+ * Counted from the CPU stages of PBF (src/solvers/pbf/, its stage table: predict; grid = sort,
  * reorder and the neighbour lists; lambda; delta_p with the collisions; collide, for PBF a swap
  * of buffers; velocity = the velocity update with the curl pass, then the vorticity and XSPH
  * pass; stats).

@@ -896,9 +896,9 @@ static const report_row REPORT[] = {
     TEXT("\n## Files\n\n"
          "- `{out}/*.dat`: the measured series (a header line names the columns).\n- `{out}/*.gp`, "
          "`{out}/*.png`: the figures and their gnuplot scripts.\n- `{out}/scenes/*.json`: every "
-         "simulation as a `pbf run` scene.\n- `app/validate.c`: the cases, the measurements and "
-         "this "
-         "report.\n"),
+         "simulation as a `pbf run` scene.\n- `app/validate/`: the cases (`cases.c`), the "
+         "measurements (`measure.c`, `analysis.c`), the checks (`checks.c`) and this report "
+         "(`report.c`).\n"),
 };
 
 /* The named values of the template text. */

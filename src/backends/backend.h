@@ -3,7 +3,7 @@
  *
  * A backend is a table of function pointers (no plug-in loader, no #ifdef in the solver):
  * allocate (reserve), upload / download between the host arrays of the field registry and the
- * device, run one named stage, synchronise. The stage runner (core.c) calls them in the order of
+ * device, run one stage of the method's table (stage.h), synchronise. The stage runner (core.c) calls them in the order of
  * its stage table, times every stage and reports the first stage that produced a non-finite
  * value. The CPU backend (backends/cpu/) runs the stages on the host arrays themselves with
  * OpenMP; the GPU backends (backends/opencl/, backends/cuda/) keep the particles on the device
@@ -14,50 +14,7 @@
 #define PBF_BACKEND_H
 
 #include "pbf/pbf.h"
-
-typedef enum pbf_stage_id {
-    PBF_STAGE_PREDICT,        /* v += dt g, |v| <= vmax, x* = x + dt v */
-    PBF_STAGE_GRID,           /* counting sort by the cell of x*, reorder every SORTED field */
-    PBF_STAGE_LAMBDA,         /* density (eq. 2) with the wall, C (eq. 1), lambda (eq. 11) */
-    PBF_STAGE_DELTA_P,        /* delta p with s_corr (eq. 12-14) and the wall term */
-    PBF_STAGE_COLLIDE,        /* x* += delta p, collisions and friction */
-    PBF_STAGE_VELOCITY,       /* v = (x* - x) / dt, vorticity omega (eq. 15), density at x* */
-    PBF_STAGE_VORTICITY_XSPH, /* vorticity confinement (eq. 16), XSPH (eq. 17), x = x* */
-    /* the SPH solvers' stages (src/sph/sph_solvers.h has their per-pair formulas) */
-    PBF_STAGE_GRAVITY,        /* v += dt g, |v| <= vmax, x* = x (the neighbours are those of x) */
-    PBF_STAGE_WCSPH_PRESSURE, /* density, Tait pressure, k_i = dt^2 rho_0 p_i / rho_i^2 */
-    PBF_STAGE_DFSPH_FACTOR,   /* density, DFSPH factor 1 / (|sum V grad W|^2 + sum |V grad W|^2) */
-    PBF_STAGE_DIVERGENCE,     /* k_i = factor_i max(dt Drho_i/Dt / rho_0, 0) (measures) */
-    PBF_STAGE_DENSITY_ADV,    /* k_i = factor_i max(rho_i / rho_0 + dt Drho_i/Dt / rho_0 - 1, 0) */
-    PBF_STAGE_DFSPH_WARM_V,   /* DFSPH warm start of the divergence solve: k_i from kappa^v_i */
-    PBF_STAGE_DFSPH_WARM,     /* DFSPH warm start of the density solve: k_i from kappa_i */
-    PBF_STAGE_PCISPH_INIT,    /* PCISPH: pressure k_i = 0 */
-    PBF_STAGE_PCISPH_PRESSURE, /* density at x + dt v, k_i += delta (rho*_i / rho_0 - 1), >= 0 */
-    PBF_STAGE_IISPH_DIAGONAL, /* IISPH: density, a_ii = -(|sum V grad W|^2 + sum |V grad W|^2) */
-    PBF_STAGE_IISPH_PRESSURE, /* rho_i + dt Drho_i/Dt, k_i += omega (rho_0 - rho_i^l) / a_ii */
-    PBF_STAGE_PRESSURE_ACCEL, /* v_i -= (sum_j V (k_i + k_j) grad W_ij + k_i grad wall) / dt */
-    PBF_STAGE_ADVECT,         /* delta x = dt v, applied with collisions by PBF_STAGE_COLLIDE */
-    PBF_STAGE_STATS,          /* statistics of the state into pbf_world.stats */
-    PBF_STAGE_COUNT
-} pbf_stage_id;
-
-/* Per-step values every stage may read. */
-typedef struct pbf_step_ctx {
-    float dt;
-    float vmax; /* CFL speed limit cfl * h / dt */
-    /* 1 for a stage that measures a solve stopped at a tolerance: w->solve_error must hold its
-     * error when run_stage returns. 0: a backend that keeps the state on a device may deliver the
-     * error of the step's last measurement later, in finish_step (w->solve), and skip the read. */
-    int need_error;
-    int iteration; /* index of the iteration of an iterative solve's stages (0 first), else 0 */
-} pbf_step_ctx;
-
-/* The particle (memory order after the step) at which a stage first produced a non-finite value. */
-typedef struct pbf_bad_particle {
-    int index;  /* INT_MAX: none */
-    uint32_t id;
-    pbf_vec3 position;
-} pbf_bad_particle;
+#include "stage.h"
 
 typedef struct pbf_backend_ops {
     const char *name; /* "cpu", "opencl", "cuda" */
@@ -77,7 +34,7 @@ typedef struct pbf_backend_ops {
     /* Runs one stage. Returns the lowest index of a particle for which the stage produced a
      * non-finite value, or INT_MAX; a backend that cannot tell without a round trip returns
      * INT_MAX and reports in finish_step instead. */
-    int (*run_stage)(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *ctx);
+    int (*run_stage)(pbf_world *w, const pbf_stage_desc *stage, const pbf_step_ctx *ctx);
     /* Sorts the particles and computes their density at the current positions (no motion);
      * after adding particles or restoring a snapshot. */
     void (*refresh)(pbf_world *w);

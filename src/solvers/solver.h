@@ -24,21 +24,9 @@
 
 #include <stddef.h>
 
-#include "backends/backend.h" /* (the public headers in <>: solvers/pbf/ is a method) */
+#include "stage.h" /* (the public headers in <>: solvers/pbf/ is a method) */
 #include <pbf/params.h>
 #include <pbf/pbf.h>
-
-/* The iterative solves a stage may belong to (pbf_stage_desc.loop) or measure (.measures). */
-enum { PBF_SOLVE_NONE = 0, PBF_SOLVE_DENSITY = 1, PBF_SOLVE_DIVERGENCE = 2 };
-
-/* One stage of a method's step (core.c runs the table). */
-typedef struct pbf_stage_desc {
-    pbf_stage_id id;      /* its name, its slot of the guard and of the timings' breakdown */
-    size_t timing;        /* offset of its double in pbf_timings */
-    int loop;             /* PBF_SOLVE_*: repeated as part of that solve's iterations */
-    int measures;         /* PBF_SOLVE_*: sets the world's solve error, that solve's error */
-    int warm;             /* 1: a warm start's stage, run only when the method's warm start is on */
-} pbf_stage_desc;
 
 /* The iterations of a solve: at least min, at most max, stop at tol (percent); tol <= 0: exactly
  * max iterations. */
@@ -74,6 +62,9 @@ typedef struct pbf_solver {
     int (*field_used)(int f, const pbf_world_def *d);
     /* The row it carries to the next step beyond the state, or -1 (NULL: none). */
     int (*carried_row)(const pbf_world_def *d);
+    /* The spectral radius its Chebyshev-accelerated iterations assume (Wang 2015), 0: plain
+     * Jacobi; NULL: none. The GPU kernels' weights (backends/gpu/gpu_host.h). */
+    float (*chebyshev_rho)(const pbf_world_def *d);
     /* Checks its parameters beyond each one's range (every method's runs for every scene:
      * every key is valid in any scene); NULL: nothing to check. */
     pbf_status (*check)(const pbf_world_def *d, pbf_error *err);
@@ -100,8 +91,7 @@ extern const char pbf_solver_key_description[];
 pbf_status pbf_check_iteration_bounds(int min, int max, const char *min_name,
                                       const char *max_name, pbf_error *err);
 
-/* Helpers for the descriptors: the row of a stage, and a method's stage table from an array. */
-#define PBF_TIMING(f) offsetof(pbf_timings, f)
+/* The number of entries of an array (a method's tables). */
 #define PBF_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

@@ -26,11 +26,6 @@
 #include "backends/cpu/nblist.h"
 #include "internal.h"
 #include "solvers/common/common.h"
-#include "solvers/dfsph/dfsph.h"
-#include "solvers/iisph/iisph.h"
-#include "solvers/pbf/pbf.h"
-#include "solvers/pcisph/pcisph.h"
-#include "solvers/wcsph/wcsph.h"
 
 /* Gathers arr[perm[k]] into *scratch and swaps the buffers: the old array becomes the scratch. */
 static void permute(pbf_world *w, const uint32_t *perm, void **scratch, void **arr) {
@@ -53,7 +48,7 @@ static void permute(pbf_world *w, const uint32_t *perm, void **scratch, void **a
  * The SPH solvers move their velocity, and recompute density and lambda before they read them:
  * those two lend themselves. */
 static void stage_grid(pbf_world *w, int in_step) {
-    const int pbf_step = in_step && w->def.solver == PBF_SOLVER_PBF;
+    const int pbf_step = in_step && !pbf_world_solver(w)->sph;
     int lend[2] = {PBF_F_LAMBDA, PBF_F_DENSITY}, skip[3] = {PBF_F_LAMBDA, -1, -1};
     const float *X = w->qx, *Y = w->qy, *Z = w->qz;
     if (pbf_step) {
@@ -178,62 +173,29 @@ int pbf_cpu_stats(pbf_world *w, const pbf_step_ctx *ctx) {
     return INT_MAX;
 }
 
-/* Stages that read the wall cache and leave x (and, but for PCISPH's pressure_accel, which drops
- * it itself, the point of the cache) unchanged; every other stage drops it before it runs. */
-static int sph_wall_keeps(pbf_stage_id s) {
-    return s == PBF_STAGE_DIVERGENCE || s == PBF_STAGE_DENSITY_ADV ||
-           s == PBF_STAGE_DFSPH_WARM_V || s == PBF_STAGE_DFSPH_WARM ||
-           s == PBF_STAGE_IISPH_PRESSURE || s == PBF_STAGE_PRESSURE_ACCEL;
-}
-
-/* The pressure acceleration of the SPH solver that runs (its stage id is the same for all). */
-static int cpu_pressure_accel(pbf_world *w, const pbf_step_ctx *ctx) {
-    switch (w->def.solver) {
-    case PBF_SOLVER_WCSPH: return pbf_wcsph_accel_cpu(w, ctx);
-    case PBF_SOLVER_PCISPH: return pbf_pcisph_accel_cpu(w, ctx);
-    case PBF_SOLVER_IISPH: return pbf_iisph_accel_cpu(w, ctx);
-    case PBF_SOLVER_DFSPH:
-    default: return pbf_dfsph_accel_cpu(w, ctx);
-    }
-}
-
-int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
+/* A stage of the world's method: the CPU caches the stages share first (a stage that declares
+ * PBF_STAGE_REUSES_CACHE reads the wall cache and the pair cache an earlier stage built and
+ * leaves x, and so them, unchanged; every other stage drops them before it runs), then its CPU
+ * function. */
+static int cpu_run_stage(pbf_world *w, const pbf_stage_desc *st, const pbf_step_ctx *c) {
     cpu_lists *L = LISTS(w);
-    if (!sph_wall_keeps(stage)) L->wall_at = WALL_NONE;
+    const int reuses = (st->flags & PBF_STAGE_REUSES_CACHE) != 0;
+    if (!reuses) L->wall_at = WALL_NONE;
     /* sz holds D_i only up to the next stage: DFSPH's measures read it (rate_prev), every stage
      * drops it; likewise the packed x* and velocities (xv_prev) */
     L->rate_prev = L->rate_ok;
     L->xv_prev = L->xv_packed;
     L->rate_ok = 0;
     L->xv_packed = 0;
-    if (stage != PBF_STAGE_DIVERGENCE && stage != PBF_STAGE_DENSITY_ADV &&
-        stage != PBF_STAGE_DFSPH_WARM_V && stage != PBF_STAGE_DFSPH_WARM &&
-        stage != PBF_STAGE_PRESSURE_ACCEL && stage != PBF_STAGE_IISPH_PRESSURE)
-        L->pair_ok = 0; /* only these keep the positions of the pair cache */
-    switch (stage) {
-    case PBF_STAGE_PREDICT: return pbf_cpu_predict(w, c);
-    case PBF_STAGE_GRID: return pbf_cpu_grid(w, c);
-    case PBF_STAGE_LAMBDA: return pbf_pbf_lambda_cpu(w, c);
-    case PBF_STAGE_DELTA_P: return pbf_pbf_delta_p_cpu(w, c);
-    case PBF_STAGE_COLLIDE: return pbf_cpu_collide(w, c);
-    case PBF_STAGE_VELOCITY: return pbf_cpu_velocity(w, c);
-    case PBF_STAGE_VORTICITY_XSPH: return pbf_cpu_vorticity_xsph(w, c);
-    case PBF_STAGE_GRAVITY: return pbf_cpu_gravity(w, c);
-    case PBF_STAGE_WCSPH_PRESSURE: return pbf_wcsph_pressure_cpu(w, c);
-    case PBF_STAGE_DFSPH_FACTOR: return pbf_dfsph_factor_cpu(w, c);
-    case PBF_STAGE_DIVERGENCE: return pbf_dfsph_divergence_cpu(w, c);
-    case PBF_STAGE_DENSITY_ADV: return pbf_dfsph_density_adv_cpu(w, c);
-    case PBF_STAGE_DFSPH_WARM_V: return pbf_dfsph_warm_v_cpu(w, c);
-    case PBF_STAGE_DFSPH_WARM: return pbf_dfsph_warm_cpu(w, c);
-    case PBF_STAGE_PCISPH_INIT: return pbf_pcisph_init_cpu(w, c);
-    case PBF_STAGE_PCISPH_PRESSURE: return pbf_pcisph_pressure_cpu(w, c);
-    case PBF_STAGE_IISPH_DIAGONAL: return pbf_iisph_diagonal_cpu(w, c);
-    case PBF_STAGE_IISPH_PRESSURE: return pbf_iisph_pressure_cpu(w, c);
-    case PBF_STAGE_PRESSURE_ACCEL: return cpu_pressure_accel(w, c);
-    case PBF_STAGE_ADVECT: return pbf_cpu_advect(w, c);
-    case PBF_STAGE_STATS: return pbf_cpu_stats(w, c);
-    case PBF_STAGE_COUNT: break;
-    }
+    if (!reuses) L->pair_ok = 0; /* only these keep the positions of the pair cache */
+    return st->cpu ? st->cpu(w, c) : INT_MAX;
+}
+
+int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
+    int nst = 0;
+    const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &nst);
+    for (int s = 0; s < nst; ++s)
+        if (st[s].id == stage) return cpu_run_stage(w, &st[s], c);
     return INT_MAX;
 }
 
@@ -291,7 +253,7 @@ const pbf_backend_ops pbf_backend_cpu = {
     .upload = cpu_nothing,
     .download = cpu_nothing,
     .boxes_changed = cpu_no_op,
-    .run_stage = pbf_cpu_stage,
+    .run_stage = cpu_run_stage,
     .refresh = cpu_refresh,
     .sync = cpu_no_op,
     .finish_step = NULL,

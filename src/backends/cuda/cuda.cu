@@ -189,7 +189,7 @@ static int cu_failed(const pbf_gpu_dev *g) {
 static const pbf_gpu_host_ops host_ops = {cu_launch, cu_copy, cu_read, cu_write, cu_wait,
                                           cu_alloc,  cu_free, cu_fail, cu_failed};
 
-static int cu_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
+static int cu_run_stage(pbf_world *w, const pbf_stage_desc *stage, const pbf_step_ctx *c) {
     cudaSetDevice(DEV(w)->device);
     return pbf_gpu_run_stage(w, &DEV(w)->g, stage, c);
 }

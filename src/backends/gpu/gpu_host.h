@@ -64,8 +64,8 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.inv_wdq = w->scorr_inv_wdq;
     P.omega = w->def.pbf.over_relaxation;
     /* this iteration's Chebyshev weight: of PBF's lambda, or of DFSPH's k_i */
-    const float rho = w->def.solver == PBF_SOLVER_DFSPH ? w->def.dfsph.chebyshev_rho
-                                                        : w->def.pbf.chebyshev_rho;
+    const pbf_solver *method = pbf_world_solver(w);
+    const float rho = method->chebyshev_rho ? method->chebyshev_rho(&w->def) : 0.0f;
     P.chebyshev = pbf_chebyshev_omega(rho, c ? c->iteration : 0);
     P.lambda_warm = pbf_lambda_carried(w) ? w->def.pbf.lambda_warm_start : 0.0f;
     P.lambda_carry = w->def.pbf.lambda_carry;
@@ -95,39 +95,33 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     return P;
 }
 
-/* Launches with a guard slot in one substep, at most (core.c's stage tables and loop bounds: a
- * solve runs its measuring stage at most max + 1 times and its other stages max times). */
+/* Launches with a guard slot in one substep, at most: the method's stage table (each row's
+ * guarded launches) and its solves' bounds (a solve runs its measuring stage at most max + 1
+ * times and its other stages max times; a warm start's stages count as if they ran). */
 static inline int pbf_gpu_slots_per_substep(const pbf_world_def *d) {
-    int n = 0;
-    switch (d->solver) {
-    case PBF_SOLVER_PBF: {
-        const int it = d->pbf.tolerance > 0.0f ? d->pbf.max_iterations : d->pbf.solver_iterations;
-        n = 1 + (it + 1) + 2 * it + 3; /* predict, lambda, delta_p + collide, velocity curl post */
-        break;
-    }
-    case PBF_SOLVER_WCSPH: n = 7; break; /* gravity, pressure, accel, collide, velocity x 2, post */
-    case PBF_SOLVER_DFSPH:
-        n = 2 + 2 * d->dfsph.divergence_max_iterations + 1 + 2 * d->dfsph.max_iterations + 1 + 4 +
-            4; /* the warm starts: warm, accel per solve */
-        break;
-    /* gravity, pcisph_init or iisph_diagonal, [pressure, accel], collide, velocity x 2, post */
-    case PBF_SOLVER_PCISPH: n = 2 + 2 * d->pcisph.max_iterations + 1 + 4; break;
-    case PBF_SOLVER_IISPH: n = 2 + 2 * d->iisph.max_iterations + 1 + 4 + 1; break; /* + warm */
+    int nst = 0, n = 0;
+    const pbf_solver *m = pbf_solver_of(d->solver);
+    const pbf_stage_desc *st = pbf_stage_table(d->solver, &nst);
+    for (int s = 0; s < nst; ++s) {
+        int times = 1;
+        if (st[s].loop && m && m->bounds) {
+            const int max = m->bounds(d, st[s].loop).max;
+            times = st[s].measures == st[s].loop ? max + 1 : max;
+        }
+        n += times * st[s].gpu_guarded;
     }
     return n > 0 ? n : 1;
 }
 
-/* The solve a stage measures: the slot of its error in the device's two values, or -1. */
-static inline int pbf_gpu_measure_slot(pbf_stage_id stage) {
-    switch (stage) {
-    case PBF_STAGE_LAMBDA:
-    case PBF_STAGE_WCSPH_PRESSURE:
-    case PBF_STAGE_DENSITY_ADV:
-    case PBF_STAGE_PCISPH_PRESSURE:
-    case PBF_STAGE_IISPH_PRESSURE: return 0;
-    case PBF_STAGE_DIVERGENCE: return 1;
-    default: return -1;
-    }
+/* The solve a stage of the world's method measures: the slot of its error in the device's two
+ * values (0 the density solve, 1 the divergence solve), or -1. */
+static inline int pbf_gpu_measure_slot(const pbf_world *w, pbf_stage_id stage) {
+    int nst = 0;
+    const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &nst);
+    for (int s = 0; s < nst; ++s)
+        if (st[s].id == stage && st[s].measures)
+            return st[s].measures == PBF_SOLVE_DIVERGENCE ? 1 : 0;
+    return -1;
 }
 
 /* A step's guard slots and measured solves, on the host. */

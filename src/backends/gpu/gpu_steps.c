@@ -15,13 +15,6 @@
 #include "backends/gpu/gpu_host.h"
 #include "simd.h" /* PBF_LANES: the lists' slack */
 #include "backends/gpu/gpu_steps.h"
-#include "solvers/common/common.h"
-#include "solvers/dfsph/dfsph.h"
-#include "solvers/iisph/iisph.h"
-#include "solvers/pbf/pbf.h"
-#include "solvers/pcisph/pcisph.h"
-#include "solvers/sph/sph.h"
-#include "solvers/wcsph/wcsph.h"
 
 /* In-place exclusive scan of count uints (level: which block-sum buffer to use). */
 static void pbf_gpu_scan(pbf_gpu_dev *g, int level, pbf_gpu_mem data, unsigned int count) {
@@ -224,7 +217,7 @@ static void pbf_gpu_reduce_stats(pbf_world *w, pbf_gpu_dev *g) {
  * stage runner needs it (one read of one value). */
 void pbf_gpu_measure(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage,
                      pbf_gpu_mem a, float scale, float offset, int now) {
-    const int slot = pbf_gpu_measure_slot(stage);
+    const int slot = pbf_gpu_measure_slot(w, stage);
     if (slot < 0) return;
     const int n = w->count;
     const int chunks = (int)pbf_gpu_stats_chunks(g, n);
@@ -276,45 +269,17 @@ void pbf_gpu_capture(pbf_gpu_dev *g, int from, int to) {
 /* Stage "grid" (pbf_gpu_grid): with a distributed run's ghosts. */
 void pbf_gpu_grid_stage(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     (void)c;
-    const int sph = w->def.solver != PBF_SOLVER_PBF;
+    const int sph = pbf_world_solver(w)->sph;
     pbf_gpu_grid(w, g, g->map_slot, !sph); /* SPH: v is sorted */
     if (w->hooks && w->hooks->ghost_mask) pbf_gpu_ghosts(w, g);
 }
 
 /* One stage of the step (core.c) other than stats: its kernels, their arguments, the buffers'
  * new roles (the stage's function, its method's or a shared one). */
-void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage, const pbf_step_ctx *c) {
-    g->stats_ready = 0;
-    w->host_stale = 1;
-    switch (stage) {
-    case PBF_STAGE_PREDICT: pbf_gpu_predict(w, g, c); break;
-    case PBF_STAGE_GRID: pbf_gpu_grid_stage(w, g, c); break;
-    case PBF_STAGE_LAMBDA: pbf_pbf_lambda_gpu(w, g, c); break;
-    case PBF_STAGE_DELTA_P: pbf_pbf_delta_p_gpu(w, g, c); break;
-    case PBF_STAGE_COLLIDE: pbf_gpu_collide(w, g, c); break;
-    case PBF_STAGE_VELOCITY: pbf_gpu_velocity(w, g, c); break;
-    case PBF_STAGE_VORTICITY_XSPH: pbf_gpu_vorticity_xsph(w, g, c); break;
-    case PBF_STAGE_GRAVITY: pbf_gpu_gravity(w, g, c); break;
-    case PBF_STAGE_WCSPH_PRESSURE: pbf_wcsph_pressure_gpu(w, g, c); break;
-    case PBF_STAGE_DFSPH_FACTOR: pbf_dfsph_factor_gpu(w, g, c); break;
-    case PBF_STAGE_DIVERGENCE: pbf_dfsph_divergence_gpu(w, g, c); break;
-    case PBF_STAGE_DENSITY_ADV: pbf_dfsph_density_adv_gpu(w, g, c); break;
-    case PBF_STAGE_DFSPH_WARM_V: pbf_dfsph_warm_v_gpu(w, g, c); break;
-    case PBF_STAGE_DFSPH_WARM: pbf_dfsph_warm_gpu(w, g, c); break;
-    case PBF_STAGE_PRESSURE_ACCEL: pbf_sph_pressure_accel_gpu(w, g, c); break;
-    case PBF_STAGE_ADVECT: pbf_gpu_advect(w, g, c); break;
-    case PBF_STAGE_PCISPH_INIT: pbf_pcisph_init_gpu(w, g, c); break;
-    case PBF_STAGE_PCISPH_PRESSURE: pbf_pcisph_pressure_gpu(w, g, c); break;
-    case PBF_STAGE_IISPH_DIAGONAL: pbf_iisph_diagonal_gpu(w, g, c); break;
-    case PBF_STAGE_IISPH_PRESSURE: pbf_iisph_pressure_gpu(w, g, c); break;
-    case PBF_STAGE_STATS:
-    case PBF_STAGE_COUNT: break;
-    }
-}
-
 /* The backend's run_stage (after the host has made its device current). */
-int pbf_gpu_run_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage,
+int pbf_gpu_run_stage(pbf_world *w, pbf_gpu_dev *g, const pbf_stage_desc *st,
                       const pbf_step_ctx *c) {
+    const pbf_stage_id stage = st->id;
     if (stage == PBF_STAGE_STATS) {
         if (w->count > 0 && !g->stats_ready) {
             pbf_gpu_enqueue_stats(w, g);
@@ -324,11 +289,14 @@ int pbf_gpu_run_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage,
         g->stats_ready = 0;
         return INT_MAX;
     }
-    if (w->hooks && pbf_gpu_measure_slot(stage) >= 0) w->solve_sum = w->solve_count = 0.0;
-    if (w->count > 0)
-        pbf_gpu_stage(w, g, stage, c);
-    else if (w->hooks && (stage == PBF_STAGE_PREDICT || stage == PBF_STAGE_GRAVITY))
+    if (w->hooks && st->measures) w->solve_sum = w->solve_count = 0.0;
+    if (w->count > 0) {
+        g->stats_ready = 0;
+        w->host_stale = 1;
+        if (st->gpu) st->gpu(w, g, c); /* the stage's launches (its method's, src/solvers/) */
+    } else if (w->hooks && stage == pbf_stage_table(w->def.solver, NULL)[0].id) {
         pbf_gpu_substep_start(g); /* a process without particles now may receive some */
+    }
     return INT_MAX;
 }
 

@@ -253,8 +253,8 @@ void pbf_gpu_measure(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage, pbf_gpu_m
                      float offset, int now);
 void pbf_gpu_capture(pbf_gpu_dev *g, int from, int to);
 void pbf_gpu_grid_stage(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c);
-void pbf_gpu_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage, const pbf_step_ctx *c);
-int pbf_gpu_run_stage(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage, const pbf_step_ctx *c);
+int pbf_gpu_run_stage(pbf_world *w, pbf_gpu_dev *g, const pbf_stage_desc *st,
+                      const pbf_step_ctx *c);
 int pbf_gpu_rows(pbf_world *w, pbf_gpu_dev *g, const int *rows, int nrows, int to_device);
 int pbf_gpu_set_index(pbf_gpu_dev *g, int slot, const int *idx, int n);
 int pbf_gpu_rows_at(pbf_world *w, pbf_gpu_dev *g, int slot, const int *rows, int nrows, void *buf,

@@ -349,7 +349,7 @@ static const pbf_gpu_host_ops host_ops = {ocl_launch, ocl_copy,  ocl_read, ocl_w
 
 static pbf_status device_failed(const pbf_world *w, const char *what, pbf_error *err);
 
-static int ocl_run_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
+static int ocl_run_stage(pbf_world *w, const pbf_stage_desc *stage, const pbf_step_ctx *c) {
     return pbf_gpu_run_stage(w, &DEV(w)->g, stage, c);
 }
 

@@ -489,7 +489,7 @@ int pbf_cpu_vorticity_xsph(pbf_world *w, const pbf_step_ctx *ctx) {
      * velocity is then one 16-byte load, not three scattered ones (PBF gathers them) */
     float *restrict PK = pbf_cpu_pack_reserve(w) ? LISTS(w)->pack : NULL;
     float *restrict PV =
-        PK && w->def.solver != PBF_SOLVER_PBF && pbf_cpu_sph_reserve(w) ? LISTS(w)->sph_v : NULL;
+        PK && pbf_world_solver(w)->sph && pbf_cpu_sph_reserve(w) ? LISTS(w)->sph_v : NULL;
     if (PK) {
         const float m = w->k.mass;
         const float *restrict VX = w->vx, *restrict VY = w->vy, *restrict VZ = w->vz;

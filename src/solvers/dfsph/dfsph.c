@@ -78,23 +78,30 @@ static const pbf_param_info params[] = {
 #undef F
 
 #define D PBF_SOLVE_DENSITY
+#define R PBF_STAGE_REUSES_CACHE
 #define V PBF_SOLVE_DIVERGENCE
 /* clang-format off */
 static const pbf_stage_desc stages[] = {
     PBF_SPH_HEAD,
-    {PBF_STAGE_DFSPH_FACTOR,   PBF_TIMING(lambda),   0, 0, 0},
-    {PBF_STAGE_DFSPH_WARM_V,   PBF_TIMING(lambda),   0, 0, 1},
-    {PBF_STAGE_PRESSURE_ACCEL, PBF_TIMING(delta_p),  0, 0, 1},
-    {PBF_STAGE_DIVERGENCE,     PBF_TIMING(lambda),   V, V, 0},
-    {PBF_STAGE_PRESSURE_ACCEL, PBF_TIMING(delta_p),  V, 0, 0},
-    {PBF_STAGE_DFSPH_WARM,     PBF_TIMING(lambda),   0, 0, 1},
-    {PBF_STAGE_PRESSURE_ACCEL, PBF_TIMING(delta_p),  0, 0, 1},
-    {PBF_STAGE_DENSITY_ADV,    PBF_TIMING(lambda),   D, D, 0},
-    {PBF_STAGE_PRESSURE_ACCEL, PBF_TIMING(delta_p),  D, 0, 0},
+    {PBF_STAGE_DFSPH_FACTOR, PBF_TIMING(lambda), 0, 0, 0, pbf_dfsph_factor_cpu,
+     pbf_dfsph_factor_gpu, 1, 0},
+    {PBF_STAGE_DFSPH_WARM_V, PBF_TIMING(lambda), 0, 0, 1, pbf_dfsph_warm_v_cpu,
+     pbf_dfsph_warm_v_gpu, 1, R},
+    PBF_SPH_ACCEL(0, 1, pbf_dfsph_accel_cpu, pbf_dfsph_accel_gpu),
+    {PBF_STAGE_DIVERGENCE, PBF_TIMING(lambda), V, V, 0, pbf_dfsph_divergence_cpu,
+     pbf_dfsph_divergence_gpu, 1, R},
+    PBF_SPH_ACCEL(V, 0, pbf_dfsph_accel_cpu, pbf_dfsph_accel_gpu),
+    {PBF_STAGE_DFSPH_WARM, PBF_TIMING(lambda), 0, 0, 1, pbf_dfsph_warm_cpu,
+     pbf_dfsph_warm_gpu, 1, R},
+    PBF_SPH_ACCEL(0, 1, pbf_dfsph_accel_cpu, pbf_dfsph_accel_gpu),
+    {PBF_STAGE_DENSITY_ADV, PBF_TIMING(lambda), D, D, 0, pbf_dfsph_density_adv_cpu,
+     pbf_dfsph_density_adv_gpu, 1, R},
+    PBF_SPH_ACCEL(D, 0, pbf_dfsph_accel_cpu, pbf_dfsph_accel_gpu),
     PBF_SPH_TAIL,
 };
 /* clang-format on */
 #undef D
+#undef R
 #undef V
 
 static pbf_solve_bounds bounds(const pbf_world_def *d, int loop) {
@@ -122,6 +129,8 @@ static int field_used(int f, const pbf_world_def *d) {
     return 0;
 }
 
+static float chebyshev_rho(const pbf_world_def *d) { return d->dfsph.chebyshev_rho; }
+
 static pbf_status check(const pbf_world_def *d, pbf_error *err) {
     pbf_status s = pbf_check_iteration_bounds(d->dfsph.min_iterations, d->dfsph.max_iterations,
                                               "dfsph_min_iterations", "dfsph_max_iterations", err);
@@ -144,5 +153,6 @@ const pbf_solver pbf_solver_dfsph = {
     .warm_start = warm_start,
     .first_warm = first_warm,
     .field_used = field_used,
+    .chebyshev_rho = chebyshev_rho,
     .check = check,
 };

@@ -37,5 +37,7 @@ void pbf_dfsph_density_adv_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_st
 void pbf_dfsph_warm_v_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* PBF_STAGE_DFSPH_WARM: the density solve's warm start */
 void pbf_dfsph_warm_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration with this method's flags */
+void pbf_dfsph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 
 #endif

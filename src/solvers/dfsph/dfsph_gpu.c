@@ -10,6 +10,7 @@
 #include "backends/gpu/gpu_host.h"
 #include "backends/gpu/gpu_steps.h"
 #include "solvers/dfsph/dfsph.h"
+#include "solvers/sph/sph.h"
 
 void pbf_dfsph_factor_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
@@ -57,4 +58,9 @@ void pbf_dfsph_warm_v_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
 
 void pbf_dfsph_warm_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     dfsph_source(w, g, c, PBF_STAGE_DFSPH_WARM);
+}
+
+/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration (sph_gpu.c), plain */
+void pbf_dfsph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
+    pbf_sph_pressure_accel_gpu(w, g, c, 0, 0);
 }

@@ -43,17 +43,21 @@ static const pbf_param_info params[] = {
 #undef F
 
 #define D PBF_SOLVE_DENSITY
+#define R PBF_STAGE_REUSES_CACHE
 /* clang-format off */
 static const pbf_stage_desc stages[] = {
     PBF_SPH_HEAD,
-    {PBF_STAGE_IISPH_DIAGONAL,  PBF_TIMING(lambda),   0, 0, 0},
-    {PBF_STAGE_PRESSURE_ACCEL,  PBF_TIMING(delta_p),  0, 0, 1},
-    {PBF_STAGE_IISPH_PRESSURE,  PBF_TIMING(lambda),   D, D, 0},
-    {PBF_STAGE_PRESSURE_ACCEL,  PBF_TIMING(delta_p),  D, 0, 0},
+    {PBF_STAGE_IISPH_DIAGONAL, PBF_TIMING(lambda), 0, 0, 0, pbf_iisph_diagonal_cpu,
+     pbf_iisph_diagonal_gpu, 1, 0},
+    PBF_SPH_ACCEL(0, 1, pbf_iisph_accel_cpu, pbf_iisph_accel_gpu),
+    {PBF_STAGE_IISPH_PRESSURE, PBF_TIMING(lambda), D, D, 0, pbf_iisph_pressure_cpu,
+     pbf_iisph_pressure_gpu, 1, R},
+    PBF_SPH_ACCEL(D, 0, pbf_iisph_accel_cpu, pbf_iisph_accel_gpu),
     PBF_SPH_TAIL,
 };
 /* clang-format on */
 #undef D
+#undef R
 
 static pbf_solve_bounds bounds(const pbf_world_def *d, int loop) {
     (void)loop;

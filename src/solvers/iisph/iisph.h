@@ -28,5 +28,7 @@ struct pbf_gpu_dev;
 void pbf_iisph_diagonal_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* PBF_STAGE_IISPH_PRESSURE: the relaxed Jacobi update, measured */
 void pbf_iisph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration with this method's flags */
+void pbf_iisph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 
 #endif

@@ -11,6 +11,7 @@
 #include "backends/gpu/gpu_host.h"
 #include "backends/gpu/gpu_steps.h"
 #include "solvers/iisph/iisph.h"
+#include "solvers/sph/sph.h"
 
 void pbf_iisph_diagonal_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
@@ -38,4 +39,9 @@ void pbf_iisph_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c)
                    PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(PBF_GPU_FB(WARM)), PBF_GPU_A(g->bad),
                    PBF_GPU_A(slot));
     pbf_gpu_measure(w, g, PBF_STAGE_IISPH_PRESSURE, PBF_GPU_FB(SZ), one, zero, c->need_error);
+}
+
+/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration (sph_gpu.c), plain */
+void pbf_iisph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
+    pbf_sph_pressure_accel_gpu(w, g, c, 0, 0);
 }

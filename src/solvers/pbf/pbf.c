@@ -17,6 +17,7 @@
 #include "solvers/pbf/pbf.h"
 
 #include "fields.h"
+#include "solvers/common/common.h"
 #include "internal.h"
 
 static const char *const constraint_names[] = {"unilateral", "bilateral", NULL};
@@ -85,14 +86,14 @@ static const pbf_param_info params[] = {
 #define D PBF_SOLVE_DENSITY
 /* clang-format off */
 static const pbf_stage_desc stages[] = {
-    {PBF_STAGE_PREDICT,        PBF_TIMING(predict),  0, 0, 0},
-    {PBF_STAGE_GRID,           PBF_TIMING(grid),     0, 0, 0},
-    {PBF_STAGE_LAMBDA,         PBF_TIMING(lambda),   D, D, 0},
-    {PBF_STAGE_DELTA_P,        PBF_TIMING(delta_p),  D, 0, 0},
-    {PBF_STAGE_COLLIDE,        PBF_TIMING(collide),  D, 0, 0},
-    {PBF_STAGE_VELOCITY,       PBF_TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_VORTICITY_XSPH, PBF_TIMING(velocity), 0, 0, 0},
-    {PBF_STAGE_STATS,          PBF_TIMING(stats),    0, 0, 0},
+    PBF_ROW_PREDICT,
+    PBF_ROW_GRID,
+    {PBF_STAGE_LAMBDA,  PBF_TIMING(lambda),  D, D, 0, pbf_pbf_lambda_cpu,  pbf_pbf_lambda_gpu,  1, 0},
+    {PBF_STAGE_DELTA_P, PBF_TIMING(delta_p), D, 0, 0, pbf_pbf_delta_p_cpu, pbf_pbf_delta_p_gpu, 1, 0},
+    PBF_ROW_COLLIDE(D),
+    PBF_ROW_VELOCITY,
+    PBF_ROW_VORTICITY_XSPH,
+    PBF_ROW_STATS,
 };
 /* clang-format on */
 #undef D
@@ -113,6 +114,8 @@ static int carried_row(const pbf_world_def *d) {
                                                                                  : -1;
 }
 
+static float chebyshev_rho(const pbf_world_def *d) { return d->pbf.chebyshev_rho; }
+
 static pbf_status check(const pbf_world_def *d, pbf_error *err) {
     return pbf_check_iteration_bounds(d->pbf.min_iterations, d->pbf.max_iterations,
                                       "pbf_min_iterations", "pbf_max_iterations", err);
@@ -128,5 +131,6 @@ const pbf_solver pbf_solver_pbf = {
     .gpu = 1,
     .bounds = bounds,
     .carried_row = carried_row,
+    .chebyshev_rho = chebyshev_rho,
     .check = check,
 };

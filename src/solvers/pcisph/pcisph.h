@@ -28,5 +28,7 @@ struct pbf_gpu_dev;
 void pbf_pcisph_init_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* PBF_STAGE_PCISPH_PRESSURE: the pressure correction, measured */
 void pbf_pcisph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration with this method's flags */
+void pbf_pcisph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 
 #endif

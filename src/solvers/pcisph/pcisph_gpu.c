@@ -10,6 +10,7 @@
 #include "backends/gpu/gpu_host.h"
 #include "backends/gpu/gpu_steps.h"
 #include "solvers/pcisph/pcisph.h"
+#include "solvers/sph/sph.h"
 
 void pbf_pcisph_init_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
@@ -33,4 +34,9 @@ void pbf_pcisph_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c
                    PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(SX)),
                    PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
     pbf_gpu_measure(w, g, PBF_STAGE_PCISPH_PRESSURE, PBF_GPU_FB(SX), one, zero, c->need_error);
+}
+
+/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration (sph_gpu.c), at the predicted positions */
+void pbf_pcisph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
+    pbf_sph_pressure_accel_gpu(w, g, c, 0, 1);
 }

@@ -11,17 +11,18 @@
 #ifndef PBF_SOLVERS_SPH_STAGES_H
 #define PBF_SOLVERS_SPH_STAGES_H
 
+#include "solvers/common/common.h"
 #include "solvers/solver.h"
 
 /* clang-format off */
-#define PBF_SPH_HEAD                                                                               \
-    {PBF_STAGE_GRAVITY, PBF_TIMING(predict), 0, 0, 0}, {PBF_STAGE_GRID, PBF_TIMING(grid), 0, 0, 0}
+#define PBF_SPH_HEAD PBF_ROW_GRAVITY, PBF_ROW_GRID
 #define PBF_SPH_TAIL                                                                               \
-    {PBF_STAGE_ADVECT, PBF_TIMING(collide), 0, 0, 0},                                              \
-        {PBF_STAGE_COLLIDE, PBF_TIMING(collide), 0, 0, 0},                                         \
-        {PBF_STAGE_VELOCITY, PBF_TIMING(velocity), 0, 0, 0},                                       \
-        {PBF_STAGE_VORTICITY_XSPH, PBF_TIMING(velocity), 0, 0, 0},                                 \
-        {PBF_STAGE_STATS, PBF_TIMING(stats), 0, 0, 0}
+    PBF_ROW_ADVECT, PBF_ROW_COLLIDE(0), PBF_ROW_VELOCITY, PBF_ROW_VORTICITY_XSPH, PBF_ROW_STATS
+/* A method's pressure acceleration (the shared one, sph_cpu.c and sph_gpu.c, with its flags),
+ * in its solve `loop` or as a warm start's (warm); it reuses the caches of the positions. */
+#define PBF_SPH_ACCEL(loop, warm, cpu, gpu)                                                        \
+    {PBF_STAGE_PRESSURE_ACCEL, PBF_TIMING(delta_p), loop, 0, warm, cpu, gpu, 1,                   \
+     PBF_STAGE_REUSES_CACHE}
 /* clang-format on */
 
 /* The longest substep at speed v for a CFL number cfl: cfl * 2r / v; 0 (the step as given) when

@@ -25,5 +25,7 @@ int pbf_wcsph_accel_cpu(pbf_world *w, const pbf_step_ctx *ctx);
 struct pbf_gpu_dev;
 /* PBF_STAGE_WCSPH_PRESSURE: density, Tait pressure, viscosity; measured */
 void pbf_wcsph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration with this method's flags */
+void pbf_wcsph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 
 #endif

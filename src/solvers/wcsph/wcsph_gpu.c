@@ -9,6 +9,7 @@
 #include "backends/gpu/gpu_host.h"
 #include "backends/gpu/gpu_steps.h"
 #include "solvers/wcsph/wcsph.h"
+#include "solvers/sph/sph.h"
 
 void pbf_wcsph_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
@@ -24,4 +25,9 @@ void pbf_wcsph_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c)
                    PBF_GPU_A(g->bad), PBF_GPU_A(slot));
     pbf_gpu_measure(w, g, PBF_STAGE_WCSPH_PRESSURE, PBF_GPU_FB(DENSITY), inv_rho0, minus_one,
                     c->need_error);
+}
+
+/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration (sph_gpu.c), with the artificial viscosity */
+void pbf_wcsph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
+    pbf_sph_pressure_accel_gpu(w, g, c, 1, 0);
 }
