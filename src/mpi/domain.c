@@ -74,9 +74,16 @@ int pbf_dom_dev_rows(pbf_mpi_domain *d, const int *rows, int nrows, int to_devic
  * iteration's is kept (the statistics'), so only the last one is made global. */
 void pbf_dom_global_solve_error(pbf_mpi_domain *d, pbf_stage_id stage) {
     pbf_world *w = d->w;
-    if (stage == PBF_STAGE_LAMBDA && !(w->def.pbf.tolerance > 0.0f) &&
-        ++d->lambdas < w->def.pbf.solver_iterations)
-        return;
+    /* the solve the stage measures, and its bounds (the method's table) */
+    int nst = 0, loop = 0;
+    const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &nst);
+    for (int s = 0; s < nst && !loop; ++s)
+        if (st[s].id == stage && st[s].measures) loop = st[s].loop;
+    const pbf_solver *m = pbf_world_solver(w);
+    if (loop > 0 && loop < 3 && m->bounds) {
+        const pbf_solve_bounds b = m->bounds(&w->def, loop);
+        if (!(b.tol > 0.0f) && ++d->measured[loop] < b.max) return;
+    }
     double v[2] = {w->solve_sum, w->solve_count};
     MPI_Allreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_SUM, d->comm);
     w->solve_error = v[1] > 0.0 ? 100.0 * v[0] / v[1] : 0.0;

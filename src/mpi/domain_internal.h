@@ -112,7 +112,7 @@ struct pbf_mpi_domain {
     /* what a particle carries when the domain is made from parts of the state: every SORTED row
      * and every STATE row (the density too); key_cword is `cell` among them */
     int cfields[PBF_FIELD_COUNT], ncfields, key_cword;
-    int lambdas;       /* lambda stages in this step so far */
+    int measured[3];   /* measuring stages of each solve (PBF_SOLVE_*) in this substep so far */
     int nghosts;       /* ghosts of this step (halo_lists) */
     int hs_total, hr_total; /* entries of hs_idx and hr_idx (halo_lists) */
     int halo_at;       /* GPU: the device holds this step's halo lists (set_rows_index) */

@@ -25,7 +25,7 @@ static void stage_hook(pbf_world *w, pbf_stage_id stage, pbf_mpi_domain *d) {
     switch (stage) {
     case PBF_STAGE_PREDICT: /* PBF */
     case PBF_STAGE_GRAVITY: /* the SPH solvers */
-        d->lambdas = 0;
+        memset(d->measured, 0, sizeof d->measured);
         /* GPU: x, x*, v (PBF: after predict; SPH: x* = x), id and the keys, in their own roles */
         pbf_dom_migrate(d);
         break;
