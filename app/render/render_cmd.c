@@ -833,6 +833,71 @@ static int parse_render_args(int argc, char **argv, pbfapp_render_options *opt, 
     return rc;
 }
 
+/* Every frame of the run through the renderer, with the boxes at each frame's time and, with
+ * --surface, the run's mesh of the frame where there is one; 0 or an exit status. */
+static int render_frames(pbfapp_renderer *r, const pbfapp_render_options *o,
+                         const pbfapp_scene *sc, pbf_world *world, pbfapp_render_box *boxes,
+                         const pbfapp_frame_file *frames, int nframes, const char *dir) {
+    pbf_error err;
+    memset(&err, 0, sizeof err);
+    pbf_status st = PBF_OK;
+    int rc = 0;
+    pbfapp_frame_data data;
+    memset(&data, 0, sizeof data);
+    pbfapp_mesh_data mesh_data;
+    memset(&mesh_data, 0, sizeof mesh_data);
+    int meshes_read = 0;
+    char path[4200];
+    pbfapp_progress bar;
+    pbfapp_progress_start(&bar, stderr, "render", nframes, o->quiet, -1);
+    for (int k = 0; k < nframes && rc == 0; ++k) {
+        snprintf(path, sizeof path, "%s/%s", dir, frames[k].name);
+        st = pbfapp_read_frame(path, &data, &err);
+        if (st != PBF_OK) {
+            pbfapp_progress_clear(&bar);
+            fprintf(stderr, "pbf: %s\n", err.message);
+            rc = EXIT_RUNTIME;
+            break;
+        }
+        double time = data.has_time ? data.time : (double)frames[k].number / sc->run.fps;
+        float zero = 0;
+        uint32_t zid = 0;
+        pbf_snapshot snap = {time, 0, 0, &zero, &zero, &zero, &zero, &zero, &zero, &zero, &zid, NULL};
+        if (pbf_world_restore(world, &snap, &err) == PBF_OK)
+            pbfapp_world_render_boxes(world, boxes);
+        pbf_particles p = pbfapp_frame_particles(&data);
+        pbf_mesh mesh;
+        if (o->surface) { /* the run's mesh of this frame, if there is one */
+            st = frame_mesh(r, dir, frames[k].number, &mesh_data, &mesh, &meshes_read, &err);
+            if (st != PBF_OK) {
+                pbfapp_progress_clear(&bar);
+                fprintf(stderr, "pbf: %s\n", err.message);
+                rc = EXIT_RUNTIME;
+                break;
+            }
+        }
+        st = pbfapp_renderer_frame(r, frames[k].number, time, &p, boxes, sc->box_count, &err);
+        if (st != PBF_OK) {
+            pbfapp_progress_clear(&bar);
+            fprintf(stderr, "pbf: frame %d: %s\n", frames[k].number, err.message);
+            rc = EXIT_RUNTIME;
+        } else {
+            char what[64];
+            snprintf(what, sizeof what, "frame %d/%d", k + 1, nframes);
+            pbfapp_progress_work(&bar, k + 1, what);
+        }
+    }
+    pbfapp_progress_finish(&bar);
+    pbfapp_frame_data_free(&data);
+    pbfapp_mesh_data_free(&mesh_data);
+    if (rc == 0 && o->surface && !o->quiet && meshes_read > 0) {
+        printf("pbf: --surface: %d mesh%s read from %s/mesh_NNNNN files\n", meshes_read,
+               meshes_read == 1 ? "" : "es", dir);
+        fflush(stdout);
+    }
+    return rc;
+}
+
 int pbfapp_render_command(int argc, char **argv) {
     pbfapp_render_options opt;
     pbfapp_render_options_default(&opt);
@@ -940,59 +1005,7 @@ int pbfapp_render_command(int argc, char **argv) {
                dir, ext, scene.name, opt.video ? " to " : "", opt.video ? opt.video : "");
         fflush(stdout);
     }
-    pbfapp_frame_data data;
-    memset(&data, 0, sizeof data);
-    pbfapp_mesh_data mesh_data;
-    memset(&mesh_data, 0, sizeof mesh_data);
-    int meshes_read = 0;
-    char path[4200];
-    pbfapp_progress bar;
-    pbfapp_progress_start(&bar, stderr, "render", nframes, opt.quiet, -1);
-    for (int k = 0; k < nframes && rc == 0; ++k) {
-        snprintf(path, sizeof path, "%s/%s", dir, frames[k].name);
-        st = pbfapp_read_frame(path, &data, &err);
-        if (st != PBF_OK) {
-            pbfapp_progress_clear(&bar);
-            fprintf(stderr, "pbf: %s\n", err.message);
-            rc = EXIT_RUNTIME;
-            break;
-        }
-        double time = data.has_time ? data.time : (double)frames[k].number / scene.run.fps;
-        float zero = 0;
-        uint32_t zid = 0;
-        pbf_snapshot snap = {time, 0, 0, &zero, &zero, &zero, &zero, &zero, &zero, &zero, &zid, NULL};
-        if (pbf_world_restore(world, &snap, &err) == PBF_OK)
-            pbfapp_world_render_boxes(world, boxes);
-        pbf_particles p = pbfapp_frame_particles(&data);
-        pbf_mesh mesh;
-        if (opt.surface) { /* the run's mesh of this frame, if there is one */
-            st = frame_mesh(r, dir, frames[k].number, &mesh_data, &mesh, &meshes_read, &err);
-            if (st != PBF_OK) {
-                pbfapp_progress_clear(&bar);
-                fprintf(stderr, "pbf: %s\n", err.message);
-                rc = EXIT_RUNTIME;
-                break;
-            }
-        }
-        st = pbfapp_renderer_frame(r, frames[k].number, time, &p, boxes, scene.box_count, &err);
-        if (st != PBF_OK) {
-            pbfapp_progress_clear(&bar);
-            fprintf(stderr, "pbf: frame %d: %s\n", frames[k].number, err.message);
-            rc = EXIT_RUNTIME;
-        } else {
-            char what[64];
-            snprintf(what, sizeof what, "frame %d/%d", k + 1, nframes);
-            pbfapp_progress_work(&bar, k + 1, what);
-        }
-    }
-    pbfapp_progress_finish(&bar);
-    pbfapp_frame_data_free(&data);
-    pbfapp_mesh_data_free(&mesh_data);
-    if (rc == 0 && opt.surface && !opt.quiet && meshes_read > 0) {
-        printf("pbf: --surface: %d mesh%s read from %s/mesh_NNNNN files\n", meshes_read,
-               meshes_read == 1 ? "" : "es", dir);
-        fflush(stdout);
-    }
+    if (rc == 0) rc = render_frames(r, &opt, &scene, world, boxes, frames, nframes, dir);
     if (r) {
         pbf_status cst = pbfapp_renderer_close(r, &err);
         if (cst != PBF_OK && rc == 0) {
