@@ -677,16 +677,8 @@ static int simulate(const run_options *opt) {
         printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
                s.start_frame, run->frames);
     pbfapp_run_driver d;
-    memset(&d, 0, sizeof d);
-    d.world = s.world;
-    d.fps = (double)run->fps;
-    d.substeps = run->substeps;
-    d.frames = run->frames;
-    d.start_frame = s.start_frame;
-    d.initial = !opt->resume;
-    d.checkpoint_every = run->checkpoint_every;
-    d.guard = &guard;
-    d.progress = &progress;
+    pbfapp_run_driver_init(&d, s.world, run, s.start_frame, opt->resume != NULL, &guard,
+                           &progress);
     d.sinks.ctx = &s;
     d.sinks.frame = run_frame;
     d.sinks.unstable = run_unstable;

@@ -760,16 +760,8 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
         printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
                s.start_frame, run->frames);
     pbfapp_run_driver d;
-    memset(&d, 0, sizeof d);
-    d.world = s.world;
-    d.fps = (double)run->fps;
-    d.substeps = run->substeps;
-    d.frames = run->frames;
-    d.start_frame = s.start_frame;
-    d.initial = !opt->resume;
-    d.checkpoint_every = run->checkpoint_every;
-    d.guard = &guard;
-    d.progress = &progress;
+    pbfapp_run_driver_init(&d, s.world, run, s.start_frame, opt->resume != NULL, &guard,
+                           &progress);
     d.sinks.ctx = &s;
     d.sinks.step = mpi_step;
     d.sinks.stop = mpi_stop;

@@ -74,6 +74,21 @@ static int one_frame(pbfapp_run_driver *d, int frame) {
     return 0;
 }
 
+void pbfapp_run_driver_init(pbfapp_run_driver *d, pbf_world *world, const pbfapp_run *run,
+                            int start_frame, int resumed, pbfapp_guard *guard,
+                            pbfapp_progress *progress) {
+    memset(d, 0, sizeof *d);
+    d->world = world;
+    d->fps = (double)run->fps;
+    d->substeps = run->substeps;
+    d->frames = run->frames;
+    d->start_frame = start_frame;
+    d->initial = !resumed;
+    d->checkpoint_every = run->checkpoint_every;
+    d->guard = guard;
+    d->progress = progress;
+}
+
 int pbfapp_run_frames(pbfapp_run_driver *d) {
     const pbfapp_run_sinks *k = &d->sinks;
     d->frames_done = d->start_frame;

@@ -24,6 +24,7 @@
 
 #include <stdint.h>
 
+#include "io/scene.h"
 #include "pbf/pbf.h"
 #include "run/guard.h"
 #include "run/progress.h"
@@ -90,6 +91,14 @@ struct pbfapp_run_driver {
     double step_seconds; /* their wall time */
     pbf_stats stats;     /* of the last frame written (at the start: the world's) */
 };
+
+/* A driver for `world` and the scene's run settings (frame rate, substeps, frames, checkpoint
+ * interval), from frame start_frame (0, or a resumed run's last frame; frame 0 is handed to the
+ * frame sink first unless resumed), with the guard and the progress line; the sinks are left
+ * empty for the caller. */
+void pbfapp_run_driver_init(pbfapp_run_driver *d, pbf_world *world, const pbfapp_run *run,
+                            int start_frame, int resumed, pbfapp_guard *guard,
+                            pbfapp_progress *progress);
 
 /* Runs the frames; returns 0 or the exit status (1 runtime error, 3 unstable, 128 + signal). */
 int pbfapp_run_frames(pbfapp_run_driver *d);
