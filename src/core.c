@@ -119,7 +119,7 @@ static void run_one(pbf_world *w, const pbf_stage_desc *sd, const pbf_step_ctx *
     if (sd->id == PBF_STAGE_GRID && *bad) /* the sort moved the particles */
         for (int i = 0; i < w->count; ++i)
             if (w->id[i] == w->bad.id) w->bad.index = i;
-    if (w->hooks) w->hooks->after_stage(w, sd->id, w->hooks->user); /* may make it global */
+    if (w->hooks) w->hooks->after_stage(w, sd, w->hooks->user); /* may make it global */
     if (sd->measures == PBF_SOLVE_DENSITY) w->solve.error = w->solve_error;
     if (sd->measures == PBF_SOLVE_DIVERGENCE) w->solve.divergence_error = w->solve_error;
     lap(w, sd, t0);

@@ -212,7 +212,7 @@ void pbf_stats_finish(pbf_world *w, const double acc[PBF_STATS_PARTIALS], int lo
  * on any particle, the hooks overwrite what their neighbours read and remove them before the
  * statistics, so they are read but never integrated. */
 typedef struct pbf_world_hooks {
-    void (*after_stage)(pbf_world *w, pbf_stage_id stage, void *user);
+    void (*after_stage)(pbf_world *w, const pbf_stage_desc *stage, void *user);
     /* acc, the local particle count and the local speed-limit cuts, summed in place */
     void (*reduce_stats)(pbf_world *w, double acc[PBF_STATS_PARTIALS], double *count,
                          double *clamps, void *user);

@@ -79,7 +79,16 @@ typedef struct pbf_stage_desc {
     pbf_gpu_stage_fn gpu;
     int gpu_guarded;      /* launches of `gpu` that take a slot of the non-finite guard */
     unsigned flags;       /* PBF_STAGE_* below */
+    /* The rows (PBF_ROWS of the registry's ids) it computes from neighbour sums that a later
+     * stage reads from neighbours: a distributed run sends them to the ghosts after it (a
+     * ghost's own sums are empty). halo_of, when set, says it for the world instead (rows that
+     * depend on the parameters). */
+    unsigned halo;
+    unsigned (*halo_of)(const pbf_world *w);
 } pbf_stage_desc;
+
+/* A set of registry rows (fields.h ids, fewer than 32) as a stage's halo. */
+#define PBF_ROW(f) (1u << (f))
 
 /* A stage's slot in the timings' breakdown (pbf_world_timings): the offset of its double. */
 #define PBF_TIMING(f) offsetof(pbf_timings, f)

@@ -72,13 +72,10 @@ int pbf_dom_dev_rows(pbf_mpi_domain *d, const int *rows, int nrows, int to_devic
  * equal to it within double rounding. Every process then stops an iterative solve after the same
  * iteration. PBF with a fixed iteration count: no stop reads the error and only the last
  * iteration's is kept (the statistics'), so only the last one is made global. */
-void pbf_dom_global_solve_error(pbf_mpi_domain *d, pbf_stage_id stage) {
+void pbf_dom_global_solve_error(pbf_mpi_domain *d, const pbf_stage_desc *stage) {
     pbf_world *w = d->w;
-    /* the solve the stage measures, and its bounds (the method's table) */
-    int nst = 0, loop = 0;
-    const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &nst);
-    for (int s = 0; s < nst && !loop; ++s)
-        if (st[s].id == stage && st[s].measures) loop = st[s].loop;
+    /* the solve the stage measures, and its bounds (the method's) */
+    const int loop = stage->loop;
     const pbf_solver *m = pbf_world_solver(w);
     if (loop > 0 && loop < 3 && m->bounds) {
         const pbf_solve_bounds b = m->bounds(&w->def, loop);

@@ -253,7 +253,7 @@ static inline const cell_cache *cell_info(const pbf_mpi_domain *d, cell_cache *c
 int pbf_dom_grow(void **p, size_t *cap, size_t n, size_t size);
 int pbf_dom_agree_failed(pbf_mpi_domain *d, int fail);
 int pbf_dom_dev_rows(pbf_mpi_domain *d, const int *rows, int nrows, int to_device);
-void pbf_dom_global_solve_error(pbf_mpi_domain *d, pbf_stage_id stage);
+void pbf_dom_global_solve_error(pbf_mpi_domain *d, const pbf_stage_desc *stage);
 pbf_status pbf_dom_create(pbf_world *w, MPI_Comm comm, const pbf_mpi_options *options, int parts,
                           const uint32_t *key, int key_is_cell, pbf_mpi_domain **out,
                           pbf_error *err);
@@ -276,6 +276,6 @@ const unsigned char *pbf_dom_ghosts_now(const pbf_world *w, void *user);
 void pbf_dom_end_step_drop(pbf_mpi_domain *d);
 
 /* stage_hooks.c */
-void pbf_dom_after_stage(pbf_world *w, pbf_stage_id stage, void *user);
+void pbf_dom_after_stage(pbf_world *w, const pbf_stage_desc *stage, void *user);
 
 #endif

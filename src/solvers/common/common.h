@@ -6,6 +6,7 @@
 #ifndef PBF_SOLVERS_COMMON_H
 #define PBF_SOLVERS_COMMON_H
 
+#include "fields.h"
 #include "stage.h"
 
 /* ---- CPU stages (src/solvers/common/common_cpu.c; grid and stats: src/backends/cpu/cpu.c) ----
@@ -38,6 +39,12 @@ void pbf_gpu_gravity(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c)
 /* PBF_STAGE_ADVECT: delta x = dt v, applied with the collisions */
 void pbf_gpu_advect(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 
+/* The rows of the velocity stage that the post pass reads from neighbours: rho_j and |omega_j|,
+ * which is in lambda, or, when PBF's warm start keeps lambda and vorticity confinement is on,
+ * computed from omega_j, which the curl pass left in x (the CPU's post pass; a GPU's reads it
+ * from lambda's buffer): then x too (common.c). */
+unsigned pbf_velocity_halo(const pbf_world *w);
+
 /* The grid stage on a GPU: the backends' own sort (src/backends/gpu/gpu_steps.c). */
 void pbf_gpu_grid_stage(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 
@@ -47,23 +54,26 @@ void pbf_gpu_grid_stage(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx 
  * advection (0). */
 /* clang-format off */
 #define PBF_ROW_PREDICT                                                                            \
-    {PBF_STAGE_PREDICT, PBF_TIMING(predict), 0, 0, 0, pbf_cpu_predict, pbf_gpu_predict, 1, 0}
+    {PBF_STAGE_PREDICT, PBF_TIMING(predict), 0, 0, 0, pbf_cpu_predict, pbf_gpu_predict, 1, 0, 0, NULL}
 #define PBF_ROW_GRAVITY                                                                            \
-    {PBF_STAGE_GRAVITY, PBF_TIMING(predict), 0, 0, 0, pbf_cpu_gravity, pbf_gpu_gravity, 1, 0}
+    {PBF_STAGE_GRAVITY, PBF_TIMING(predict), 0, 0, 0, pbf_cpu_gravity, pbf_gpu_gravity, 1, 0, 0, NULL}
 #define PBF_ROW_GRID                                                                               \
-    {PBF_STAGE_GRID, PBF_TIMING(grid), 0, 0, 0, pbf_cpu_grid, pbf_gpu_grid_stage, 0, 0}
+    {PBF_STAGE_GRID, PBF_TIMING(grid), 0, 0, 0, pbf_cpu_grid, pbf_gpu_grid_stage, 0, 0, 0, NULL}
 #define PBF_ROW_COLLIDE(loop)                                                                      \
-    {PBF_STAGE_COLLIDE, PBF_TIMING(collide), loop, 0, 0, pbf_cpu_collide, pbf_gpu_collide, 1, 0}
+    {PBF_STAGE_COLLIDE, PBF_TIMING(collide), loop, 0, 0, pbf_cpu_collide, pbf_gpu_collide, 1, 0, \
+     PBF_ROW(PBF_F_QX) | PBF_ROW(PBF_F_QY) | PBF_ROW(PBF_F_QZ), NULL}
 #define PBF_ROW_ADVECT                                                                             \
-    {PBF_STAGE_ADVECT, PBF_TIMING(collide), 0, 0, 0, pbf_cpu_advect, pbf_gpu_advect, 0, 0}
-/* velocity: the velocity update and the curl, two guarded launches on a GPU */
+    {PBF_STAGE_ADVECT, PBF_TIMING(collide), 0, 0, 0, pbf_cpu_advect, pbf_gpu_advect, 0, 0, 0, NULL}
+/* velocity: the velocity update and the curl, two guarded launches on a GPU; its halo: the
+ * density (XSPH reads rho_j) and |omega_j| (pbf_velocity_halo) */
 #define PBF_ROW_VELOCITY                                                                           \
-    {PBF_STAGE_VELOCITY, PBF_TIMING(velocity), 0, 0, 0, pbf_cpu_velocity, pbf_gpu_velocity, 2, 0}
+    {PBF_STAGE_VELOCITY, PBF_TIMING(velocity), 0, 0, 0, pbf_cpu_velocity, pbf_gpu_velocity, 2, 0, \
+     0, pbf_velocity_halo}
 #define PBF_ROW_VORTICITY_XSPH                                                                     \
     {PBF_STAGE_VORTICITY_XSPH, PBF_TIMING(velocity), 0, 0, 0, pbf_cpu_vorticity_xsph,            \
-     pbf_gpu_vorticity_xsph, 1, 0}
+     pbf_gpu_vorticity_xsph, 1, 0, 0, NULL}
 /* statistics: each backend's own reduction (a GPU backend's run_stage reduces on the device) */
-#define PBF_ROW_STATS {PBF_STAGE_STATS, PBF_TIMING(stats), 0, 0, 0, pbf_cpu_stats, NULL, 0, 0}
+#define PBF_ROW_STATS {PBF_STAGE_STATS, PBF_TIMING(stats), 0, 0, 0, pbf_cpu_stats, NULL, 0, 0, 0, NULL}
 /* clang-format on */
 
 #endif /* PBF_SOLVERS_COMMON_H */

@@ -12,9 +12,14 @@
 #include "solvers/iisph/iisph.h"
 
 #include "fields.h"
+#include "internal.h"
 #include "solvers/sph/sph_stages.h"
 
 #define F(field) offsetof(pbf_world_def, field)
+
+/* With the warm start the diagonal stage leaves the starting pressure in lambda, which the warm
+ * pressure acceleration reads from neighbours. */
+static unsigned diagonal_halo(const pbf_world *w);
 
 /* Implicit incompressible SPH (Ihmsen et al. 2014). */
 /* clang-format off */
@@ -48,16 +53,20 @@ static const pbf_param_info params[] = {
 static const pbf_stage_desc stages[] = {
     PBF_SPH_HEAD,
     {PBF_STAGE_IISPH_DIAGONAL, PBF_TIMING(lambda), 0, 0, 0, pbf_iisph_diagonal_cpu,
-     pbf_iisph_diagonal_gpu, 1, 0},
+     pbf_iisph_diagonal_gpu, 1, 0, 0, diagonal_halo},
     PBF_SPH_ACCEL(0, 1, pbf_iisph_accel_cpu, pbf_iisph_accel_gpu),
     {PBF_STAGE_IISPH_PRESSURE, PBF_TIMING(lambda), D, D, 0, pbf_iisph_pressure_cpu,
-     pbf_iisph_pressure_gpu, 1, R},
+     pbf_iisph_pressure_gpu, 1, R, PBF_SPH_K},
     PBF_SPH_ACCEL(D, 0, pbf_iisph_accel_cpu, pbf_iisph_accel_gpu),
     PBF_SPH_TAIL,
 };
 /* clang-format on */
 #undef D
 #undef R
+
+static unsigned diagonal_halo(const pbf_world *w) {
+    return w->def.iisph.warm_start > 0.0f ? PBF_ROW(PBF_F_LAMBDA) : 0u;
+}
 
 static pbf_solve_bounds bounds(const pbf_world_def *d, int loop) {
     (void)loop;

@@ -19,10 +19,14 @@
 #define PBF_SPH_TAIL                                                                               \
     PBF_ROW_ADVECT, PBF_ROW_COLLIDE(0), PBF_ROW_VELOCITY, PBF_ROW_VORTICITY_XSPH, PBF_ROW_STATS
 /* A method's pressure acceleration (the shared one, sph_cpu.c and sph_gpu.c, with its flags),
- * in its solve `loop` or as a warm start's (warm); it reuses the caches of the positions. */
+ * in its solve `loop` or as a warm start's (warm); it reuses the caches of the positions, and
+ * the next measure reads v_j. */
 #define PBF_SPH_ACCEL(loop, warm, cpu, gpu)                                                        \
     {PBF_STAGE_PRESSURE_ACCEL, PBF_TIMING(delta_p), loop, 0, warm, cpu, gpu, 1,                   \
-     PBF_STAGE_REUSES_CACHE}
+     PBF_STAGE_REUSES_CACHE, PBF_ROW(PBF_F_VX) | PBF_ROW(PBF_F_VY) | PBF_ROW(PBF_F_VZ), NULL}
+/* The halo of a stage that computes the pressure or its increment k_i into lambda, which the
+ * pressure acceleration reads from neighbours */
+#define PBF_SPH_K PBF_ROW(PBF_F_LAMBDA), NULL
 /* clang-format on */
 
 /* The longest substep at speed v for a CFL number cfl: cfl * 2r / v; 0 (the step as given) when
