@@ -71,11 +71,7 @@ struct pbf_world {
     pbf_walls_consts wc; /* wall constants, likewise */
     float spacing, spiky_grad;
     float lattice_grad2; /* sum_k |grad_k C|^2 at rest, 1/m^2 */
-    float eps_abs;       /* relaxation in 1/m^2 */
-    float scorr_inv_wdq; /* 1 / W(dq) */
-    float scorr_s_rest;  /* s_corr's shape (W(s) / W(dq))^n at the rest spacing s */
-    double scorr_lift;   /* upward delta p of the top particle of a rest lattice, per iteration
-                            and per unit of s_corr's artificial pressure on lambda's scale (m) */
+    void *method_state;  /* the method's derived constants (pbf_solver.create_state), or NULL */
 
     int count, capacity;
     int nthreads;
@@ -230,21 +226,6 @@ typedef struct pbf_world_hooks {
     const unsigned char *(*ghost_mask)(pbf_world *w, void *user);
     void *user;
 } pbf_world_hooks;
-
-/* world.c: the strength of s_corr's artificial pressure on lambda's scale for a step of dt
- * (pbf_scorr_split's ksg, <= 0): the top particle of a rest lattice is pushed up by
- * scorr_support |g| dt^2 per step (solver_iterations iterations, over-relaxation included), so
- * that the pressure's effect against gravity is the same at every resolution and time step.
- * Every backend takes this one float. */
-float pbf_scorr_support_ks(const pbf_world *w, float dt);
-/* The walls' share of s_corr on lambda's scale (the factor of the wall gradient in delta p, added
- * to lambda_i): the solid is ghost fluid at rest density (boundary.c), so its pairs with a
- * particle get s_corr's artificial pressure too, taken at its value at the rest spacing:
- * scorr_wall * pbf_scorr_support_ks * s_rest. Without it nothing but the clamp holds a particle
- * off a wall where it is under-dense (lambda = 0), and in a container's vertical edge, which the
- * clamp keeps it in on two sides, particles stand in single file on s_corr's anti-clumping part
- * while the liquid beside them falls. Computed on the host, the same float on every device. */
-float pbf_scorr_wall_term(const pbf_world *w, float dt);
 
 /* world.c: checks a fluid block against the world's container (the message names the block's
  * field and value) and gives its particle count. */

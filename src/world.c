@@ -220,43 +220,6 @@ static void lattice_constants(pbf_world *w) {
     w->lattice_grad2 = (float)(g2 * (double)w->k.volume * (double)w->k.volume);
 }
 
-/* s_corr's shape at the rest spacing, and the lift its artificial pressure gives the top particle
- * of a rest lattice per iteration (per unit of strength on lambda's scale): the sum over the
- * lattice neighbours below it of min(shape, shape at rest) V |grad W| dy / r. */
-static void scorr_constants(pbf_world *w) {
-    const float d = w->spacing;
-    const int n = w->def.pbf.scorr_n;
-    w->scorr_s_rest = pbf_scorr_shape(pbf_poly6(&w->k, d * d), w->scorr_inv_wdq, n);
-    const int K = (int)ceilf(w->k.h / d);
-    double lift = 0.0;
-    for (int i = -K; i <= K; ++i)
-        for (int j = -K; j <= -1; ++j)
-            for (int k = -K; k <= K; ++k) {
-                float r2 = (float)(i * i + j * j + k * k) * d * d;
-                if (!(r2 < w->k.h2)) continue;
-                float s = pbf_scorr_shape(pbf_poly6(&w->k, r2), w->scorr_inv_wdq, n);
-                if (s > w->scorr_s_rest) s = w->scorr_s_rest;
-                lift += (double)s * w->k.volume * fabs((double)pbf_spiky(&w->k, r2)) *
-                        (-j * (double)d);
-            }
-    w->scorr_lift = lift;
-}
-
-float pbf_scorr_support_ks(const pbf_world *w, float dt) {
-    const pbf_world_def *d = &w->def;
-    const double g = sqrt((double)d->gravity.x * d->gravity.x +
-                          (double)d->gravity.y * d->gravity.y +
-                          (double)d->gravity.z * d->gravity.z);
-    const double per_step =
-        (double)d->pbf.over_relaxation * d->pbf.solver_iterations * w->scorr_lift;
-    if (!(per_step > 0.0) || !(d->pbf.scorr_support > 0.0f)) return 0.0f;
-    return (float)(-(double)d->pbf.scorr_support * g * (double)dt * dt / per_step);
-}
-
-float pbf_scorr_wall_term(const pbf_world *w, float dt) {
-    return w->def.pbf.scorr_wall * pbf_scorr_support_ks(w, dt) * w->scorr_s_rest;
-}
-
 /* The bed shear stress's coefficients per container face (pbf_bed_drag): C_f over the wall
  * layer's thickness, one spacing 2r (the layer's mass per wall area is rho 2r), on the faces
  * bed_friction_walls names; a face's inward normal is +e_a for the lower face of axis a. */
@@ -306,17 +269,23 @@ pbf_status pbf_world_create(const pbf_world_def *def, pbf_world **out_world, pbf
     w->k.cubic_w = 8.0f / (PI_F * h * h * h);
     w->k.cubic_g = 48.0f / (PI_F * h * h * h * h);
     lattice_constants(w);
-    w->eps_abs = def->pbf.relaxation * w->lattice_grad2;
-    w->scorr_inv_wdq = 1.0f / poly6_value(h, def->pbf.scorr_dq * def->pbf.scorr_dq * w->k.h2);
-    scorr_constants(w);
     if (!isfinite(w->k.poly6) || !isfinite(w->k.mass) || !isfinite(w->lattice_grad2) ||
-        !(w->lattice_grad2 > 0.0f) || !isfinite(w->scorr_inv_wdq)) {
+        !(w->lattice_grad2 > 0.0f)) {
         pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
                       "particle_radius = %g: the kernel constants overflow single "
                       "precision at this scale (h = %g m); use a radius between 1e-4 and 1 m",
                       def->particle_radius, h);
         free(w);
         return PBF_ERR_INVALID_ARGUMENT;
+    }
+    /* the method's derived constants (PBF's relaxation and s_corr, src/solvers/pbf/) */
+    const pbf_solver *method = pbf_world_solver(w);
+    if (method->create_state) {
+        s = method->create_state(w, &w->method_state, err);
+        if (s != PBF_OK) {
+            free(w);
+            return s;
+        }
     }
     s = pbf_grid_init(&w->grid, def, h * 1.0001f, err);
     if (s == PBF_OK) s = pbf_wall_tables_init(&w->walls, h, WALL_TABLE_NODES, w->k.cubic != 0.0f, err);
@@ -355,6 +324,7 @@ void pbf_world_destroy(pbf_world *w) {
     free_particles(w);
     pbf_grid_free(&w->grid);
     pbf_wall_tables_free(&w->walls);
+    free(w->method_state);
     free(w);
 }
 

@@ -35,6 +35,8 @@ typedef struct pbf_solve_bounds {
     float tol;
 } pbf_solve_bounds;
 
+struct pbf_gpu_params;
+
 typedef struct pbf_solver {
     pbf_solver_info info;
     const pbf_param_info *params;
@@ -65,6 +67,13 @@ typedef struct pbf_solver {
     /* The spectral radius its Chebyshev-accelerated iterations assume (Wang 2015), 0: plain
      * Jacobi; NULL: none. The GPU kernels' weights (backends/gpu/gpu_host.h). */
     float (*chebyshev_rho)(const pbf_world_def *d);
+    /* Its derived constants for a new world whose kernel constants are set (w->k, the lattice's
+     * mass and sum |grad C|^2) into *state: allocated, kept as w->method_state and freed with
+     * free(); or the reason they cannot be (the message names the parameter). NULL: none. */
+    pbf_status (*create_state)(const pbf_world *w, void **state, pbf_error *err);
+    /* Its part of the GPU kernels' argument block (backends/gpu/gpu_prelude.h) for a substep of
+     * dt (its parameters and derived constants). NULL: none. */
+    void (*gpu_params)(const pbf_world *w, struct pbf_gpu_params *P, float dt);
     /* Checks its parameters beyond each one's range (every method's runs for every scene:
      * every key is valid in any scene); NULL: nothing to check. */
     pbf_status (*check)(const pbf_world_def *d, pbf_error *err);

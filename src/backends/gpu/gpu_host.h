@@ -56,32 +56,12 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.inv_dt = dt > 0.0f ? 1.0f / dt : 0.0f;
     P.vmax = c ? c->vmax : 0.0f;
     P.inv_rho0 = 1.0f / w->k.rest_density;
-    P.eps_abs = w->eps_abs;
-    P.ks = -w->def.pbf.scorr_k / w->lattice_grad2;
-    P.ksg = pbf_scorr_support_ks(w, dt);
-    P.s_rest = w->scorr_s_rest;
-    P.scorr_wall = pbf_scorr_wall_term(w, dt);
-    P.inv_wdq = w->scorr_inv_wdq;
-    P.omega = w->def.pbf.over_relaxation;
     /* this iteration's Chebyshev weight: of PBF's lambda, or of DFSPH's k_i */
     const pbf_solver *method = pbf_world_solver(w);
     const float rho = method->chebyshev_rho ? method->chebyshev_rho(&w->def) : 0.0f;
     P.chebyshev = pbf_chebyshev_omega(rho, c ? c->iteration : 0);
-    P.lambda_warm = pbf_lambda_carried(w) ? w->def.pbf.lambda_warm_start : 0.0f;
-    P.lambda_carry = w->def.pbf.lambda_carry;
     P.vorticity = w->def.vorticity;
     P.xsph = w->def.xsph_viscosity;
-    P.scorr_n = w->def.pbf.scorr_n;
-    P.unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
-    const pbf_wcsph_params *wp = &w->def.wcsph;
-    P.wcsph_b = wp->stiffness;
-    P.wcsph_gamma = wp->exponent;
-    P.wcsph_nu = dt * w->k.volume *
-                 pbf_wcsph_viscosity(wp->viscosity, wp->stiffness, wp->exponent, w->k.h,
-                                     w->k.rest_density);
-    P.dfsph_eps = 1e-6f * w->lattice_grad2;
-    P.pcisph_delta = pbf_pcisph_delta(w->lattice_grad2);
-    P.iisph_omega = w->def.iisph.omega;
     P.warm = pbf_warm_start(&w->def);
     const float first_warm = pbf_dfsph_first_warm(&w->def);
     const int first = first_warm > 0.0f;
@@ -89,9 +69,9 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.warm_first = first;
     P.chebyshev_v =
         pbf_chebyshev_omega(rho, pbf_dfsph_cheb_iteration(c ? c->iteration : 0, first));
-    P.dfsph_full = 2.0f / w->lattice_grad2;
-    P.dfsph_min_rel = w->def.dfsph.divergence_min_density;
     P.iteration = c ? c->iteration : 0;
+    /* the method's own parameters and constants (its gpu_params, src/solvers/<m>/<m>_gpu.c) */
+    if (method->gpu_params) method->gpu_params(w, &P, dt);
     return P;
 }
 

@@ -150,6 +150,7 @@ const pbf_solver pbf_solver_dfsph = {
     .gpu = 1,
     .bounds = bounds,
     .substep_dt = substep_dt,
+    .gpu_params = pbf_dfsph_gpu_params,
     .warm_start = warm_start,
     .first_warm = first_warm,
     .field_used = field_used,

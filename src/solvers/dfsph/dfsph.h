@@ -39,5 +39,8 @@ void pbf_dfsph_warm_v_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ct
 void pbf_dfsph_warm_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration with this method's flags */
 void pbf_dfsph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+/* The GPU kernels' parameters of the method (pbf_solver.gpu_params). */
+struct pbf_gpu_params;
+void pbf_dfsph_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
 
 #endif

@@ -64,3 +64,11 @@ void pbf_dfsph_warm_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
 void pbf_dfsph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     pbf_sph_pressure_accel_gpu(w, g, c, 0, 0);
 }
+
+/* The GPU kernels' DFSPH parameters (pbf_solver.gpu_params). */
+void pbf_dfsph_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
+    (void)dt;
+    P->dfsph_eps = 1e-6f * w->lattice_grad2;
+    P->dfsph_full = 2.0f / w->lattice_grad2;
+    P->dfsph_min_rel = w->def.dfsph.divergence_min_density;
+}

@@ -106,6 +106,7 @@ const pbf_solver pbf_solver_iisph = {
     .gpu = 1,
     .bounds = bounds,
     .substep_dt = substep_dt,
+    .gpu_params = pbf_iisph_gpu_params,
     .warm_start = warm_start,
     .field_used = field_used,
     .carried_row = carried_row,

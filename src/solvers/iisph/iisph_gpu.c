@@ -45,3 +45,10 @@ void pbf_iisph_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c)
 void pbf_iisph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     pbf_sph_pressure_accel_gpu(w, g, c, 0, 0);
 }
+
+/* The GPU kernels' IISPH parameters (pbf_solver.gpu_params). */
+void pbf_iisph_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
+    (void)dt;
+    P->dfsph_eps = 1e-6f * w->lattice_grad2; /* the diagonal's denominators, as DFSPH's factor */
+    P->iisph_omega = w->def.iisph.omega;
+}

@@ -16,9 +16,14 @@
  */
 #include "solvers/pbf/pbf.h"
 
+#include <math.h>
+#include <stdlib.h>
+
 #include "fields.h"
 #include "solvers/common/common.h"
 #include "internal.h"
+
+#define PBF_PI_F 3.14159265358979323846f
 
 static const char *const constraint_names[] = {"unilateral", "bilateral", NULL};
 
@@ -117,6 +122,70 @@ static int carried_row(const pbf_world_def *d) {
 
 static float chebyshev_rho(const pbf_world_def *d) { return d->pbf.chebyshev_rho; }
 
+const pbf_pbf_consts *pbf_pbf_consts_of(const pbf_world *w) { return w->method_state; }
+
+/* s_corr's shape at the rest spacing, and the lift its artificial pressure gives the top particle
+ * of a rest lattice per iteration (per unit of strength on lambda's scale): the sum over the
+ * lattice neighbours below it of min(shape, shape at rest) V |grad W| dy / r. */
+static void scorr_constants(const pbf_world *w, pbf_pbf_consts *c) {
+    const float d = w->spacing;
+    const int n = w->def.pbf.scorr_n;
+    c->scorr_s_rest = pbf_scorr_shape(pbf_poly6(&w->k, d * d), c->scorr_inv_wdq, n);
+    const int K = (int)ceilf(w->k.h / d);
+    double lift = 0.0;
+    for (int i = -K; i <= K; ++i)
+        for (int j = -K; j <= -1; ++j)
+            for (int k = -K; k <= K; ++k) {
+                float r2 = (float)(i * i + j * j + k * k) * d * d;
+                if (!(r2 < w->k.h2)) continue;
+                float s = pbf_scorr_shape(pbf_poly6(&w->k, r2), c->scorr_inv_wdq, n);
+                if (s > c->scorr_s_rest) s = c->scorr_s_rest;
+                lift += (double)s * w->k.volume * fabs((double)pbf_spiky(&w->k, r2)) *
+                        (-j * (double)d);
+            }
+    c->scorr_lift = lift;
+}
+
+/* The relaxation on the lattice's scale and s_corr's constants (eq. 11, 13). */
+static pbf_status create_state(const pbf_world *w, void **state, pbf_error *err) {
+    const pbf_world_def *def = &w->def;
+    pbf_pbf_consts *c = calloc(1, sizeof *c);
+    if (!c) {
+        pbf_set_error(err, PBF_ERR_OUT_OF_MEMORY, "pbf_world_create: out of memory");
+        return PBF_ERR_OUT_OF_MEMORY;
+    }
+    const float h = w->k.h, r2 = def->pbf.scorr_dq * def->pbf.scorr_dq * w->k.h2, dd = h * h - r2;
+    c->eps_abs = def->pbf.relaxation * w->lattice_grad2;
+    /* W_poly6 at |dq| (as pbf_poly6 with the constant computed here, as the world's) */
+    c->scorr_inv_wdq = 1.0f / (315.0f / (64.0f * PBF_PI_F * powf(h, 9.0f)) * dd * dd * dd);
+    scorr_constants(w, c);
+    if (!isfinite(c->scorr_inv_wdq)) {
+        pbf_set_error(err, PBF_ERR_INVALID_ARGUMENT,
+                      "particle_radius = %g: the kernel constants overflow single "
+                      "precision at this scale (h = %g m); use a radius between 1e-4 and 1 m",
+                      def->particle_radius, h);
+        free(c);
+        return PBF_ERR_INVALID_ARGUMENT;
+    }
+    *state = c;
+    return PBF_OK;
+}
+
+float pbf_scorr_support_ks(const pbf_world *w, float dt) {
+    const pbf_world_def *d = &w->def;
+    const double g = sqrt((double)d->gravity.x * d->gravity.x +
+                          (double)d->gravity.y * d->gravity.y +
+                          (double)d->gravity.z * d->gravity.z);
+    const double per_step =
+        (double)d->pbf.over_relaxation * d->pbf.solver_iterations * pbf_pbf_consts_of(w)->scorr_lift;
+    if (!(per_step > 0.0) || !(d->pbf.scorr_support > 0.0f)) return 0.0f;
+    return (float)(-(double)d->pbf.scorr_support * g * (double)dt * dt / per_step);
+}
+
+float pbf_scorr_wall_term(const pbf_world *w, float dt) {
+    return w->def.pbf.scorr_wall * pbf_scorr_support_ks(w, dt) * pbf_pbf_consts_of(w)->scorr_s_rest;
+}
+
 static pbf_status check(const pbf_world_def *d, pbf_error *err) {
     return pbf_check_iteration_bounds(d->pbf.min_iterations, d->pbf.max_iterations,
                                       "pbf_min_iterations", "pbf_max_iterations", err);
@@ -133,5 +202,7 @@ const pbf_solver pbf_solver_pbf = {
     .bounds = bounds,
     .carried_row = carried_row,
     .chebyshev_rho = chebyshev_rho,
+    .create_state = create_state,
+    .gpu_params = pbf_pbf_gpu_params,
     .check = check,
 };

@@ -12,6 +12,35 @@
 
 extern const pbf_solver pbf_solver_pbf;
 
+/* PBF's derived constants (the world's method_state; pbf_pbf_consts_of). */
+typedef struct pbf_pbf_consts {
+    float eps_abs;       /* relaxation in 1/m^2 */
+    float scorr_inv_wdq; /* 1 / W(dq) */
+    float scorr_s_rest;  /* s_corr's shape (W(s) / W(dq))^n at the rest spacing s */
+    double scorr_lift;   /* upward delta p of the top particle of a rest lattice, per iteration
+                            and per unit of s_corr's artificial pressure on lambda's scale (m) */
+} pbf_pbf_consts;
+const pbf_pbf_consts *pbf_pbf_consts_of(const pbf_world *w);
+
+/* The strength of s_corr's artificial pressure on lambda's scale for a step of dt
+ * (pbf_scorr_split's ksg, <= 0): the top particle of a rest lattice is pushed up by
+ * scorr_support |g| dt^2 per step (solver_iterations iterations, over-relaxation included), so
+ * that the pressure's effect against gravity is the same at every resolution and time step.
+ * Every backend takes this one float. */
+float pbf_scorr_support_ks(const pbf_world *w, float dt);
+/* The walls' share of s_corr on lambda's scale (the factor of the wall gradient in delta p, added
+ * to lambda_i): the solid is ghost fluid at rest density (boundary.c), so its pairs with a
+ * particle get s_corr's artificial pressure too, taken at its value at the rest spacing:
+ * scorr_wall * pbf_scorr_support_ks * s_rest. Without it nothing but the clamp holds a particle
+ * off a wall where it is under-dense (lambda = 0), and in a container's vertical edge, which the
+ * clamp keeps it in on two sides, particles stand in single file on s_corr's anti-clumping part
+ * while the liquid beside them falls. Computed on the host, the same float on every device. */
+float pbf_scorr_wall_term(const pbf_world *w, float dt);
+
+
+/* The GPU kernels' PBF parameters (pbf_gpu.c). */
+void pbf_pbf_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
+
 /* PBF's warm start acts only when every step runs at least this many iterations
  * (solver_iterations, or pbf_min_iterations with pbf_tolerance); with fewer the step solves from
  * lambda = 0, the paper's solve. Measured on the validation's resting column, 36 particles

@@ -60,6 +60,7 @@ int pbf_pbf_lambda_cpu(pbf_world *w, const pbf_step_ctx *ctx) {
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     const int unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
+    const float eps_abs = pbf_pbf_consts_of(w)->eps_abs; /* relaxation (eq. 11) */
     const int warm = pbf_lambda_carried(w);
     const float beta = pbf_warm_lambda_factor(w->def.pbf.lambda_warm_start,
                                               w->def.pbf.lambda_carry, iteration);
@@ -103,7 +104,7 @@ int pbf_pbf_lambda_cpu(pbf_world *w, const pbf_step_ctx *ctx) {
             float c = r * inv_rho0 - 1.0f; /* eq. 1 */
             if (unilateral && c < 0.0f) c = 0.0f;
             float sum2 = s2 + gix * gix + giy * giy + giz * giz;
-            float lambda = -c / (sum2 + w->eps_abs); /* eq. 11 */
+            float lambda = -c / (sum2 + eps_abs); /* eq. 11 */
             /* lambda still holds the previous iteration's (each particle reads its own) */
             lambda = pbf_chebyshev_lambda(lambda, w->lambda[i], cheb);
             /* the warm start: lambda holds the previous iteration's, or the previous step's last */
@@ -125,8 +126,8 @@ int pbf_pbf_delta_p_cpu(pbf_world *w, const pbf_step_ctx *ctx) {
     const int n = w->count;
     /* s_corr on lambda's scale: against clumping, and the artificial pressure (pbf_scorr_split) */
     const float ks = -w->def.pbf.scorr_k / w->lattice_grad2, ksg = pbf_scorr_support_ks(w, dt);
-    const float s_rest = w->scorr_s_rest, sw = pbf_scorr_wall_term(w, dt);
-    const pbf_vf inv_wdq = vf_set1(w->scorr_inv_wdq);
+    const float s_rest = pbf_pbf_consts_of(w)->scorr_s_rest, sw = pbf_scorr_wall_term(w, dt);
+    const pbf_vf inv_wdq = vf_set1(pbf_pbf_consts_of(w)->scorr_inv_wdq);
     const int sn = w->def.pbf.scorr_n;
     const float om = w->def.pbf.over_relaxation;
     const pbf_sph_consts *k = &w->k;
@@ -147,7 +148,7 @@ int pbf_pbf_delta_p_cpu(pbf_world *w, const pbf_step_ctx *ctx) {
         const int pairs = P && LISTS(w)->ok && sn == 4;
         float pa[2][3] = {{0}};
         const pbf_vf16 h2w = vf16_set1(k->h2), volw = vf16_set1(w->k.volume);
-        const pbf_vf16 inv_wdq16 = vf16_set1(w->scorr_inv_wdq);
+        const pbf_vf16 inv_wdq16 = vf16_set1(pbf_pbf_consts_of(w)->scorr_inv_wdq);
 #endif
         const sweep sweep_i = sweep_make(n, omp_get_num_threads());
 #pragma omp for schedule(monotonic : dynamic, 1)

@@ -40,3 +40,9 @@ void pbf_pcisph_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c
 void pbf_pcisph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     pbf_sph_pressure_accel_gpu(w, g, c, 0, 1);
 }
+
+/* The GPU kernels' PCISPH parameters (pbf_solver.gpu_params). */
+void pbf_pcisph_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
+    (void)dt;
+    P->pcisph_delta = pbf_pcisph_delta(w->lattice_grad2);
+}

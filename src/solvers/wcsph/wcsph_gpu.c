@@ -31,3 +31,13 @@ void pbf_wcsph_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c)
 void pbf_wcsph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     pbf_sph_pressure_accel_gpu(w, g, c, 1, 0);
 }
+
+/* The GPU kernels' WCSPH parameters (pbf_solver.gpu_params). */
+void pbf_wcsph_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
+    const pbf_wcsph_params *wp = &w->def.wcsph;
+    P->wcsph_b = wp->stiffness;
+    P->wcsph_gamma = wp->exponent;
+    P->wcsph_nu = dt * w->k.volume *
+                 pbf_wcsph_viscosity(wp->viscosity, wp->stiffness, wp->exponent, w->k.h,
+                                     w->k.rest_density);
+}
