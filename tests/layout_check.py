@@ -121,10 +121,11 @@ else:
     print(f"ok   no function of src/ and app/ is over {MAX_FUNCTION} lines")
 
 # ---- 4. methods named only in their folders -----------------------------------------------------
-methods = sorted(
-    d for d in os.listdir(os.path.join(root, "src", "solvers"))
-    if os.path.isfile(os.path.join(root, "src", "solvers", d, d + ".c"))
-)
+with open(os.path.join(root, "src", "solvers", "registry.c")) as fh:
+    listed = re.search(r"#define PBF_METHODS\(FIRST, X\)(.*)", fh.read())
+methods = sorted(re.findall(r"\b(?:FIRST|X)\((\w+)\)", listed.group(1))) if listed else []
+if not methods:
+    failed.append("src/solvers/registry.c: no PBF_METHODS list")
 with open(os.path.join(root, "include", "pbf", "pbf.h")) as fh:
     kinds = re.findall(r"\b(PBF_SOLVER_[A-Z0-9_]+)\s*=", fh.read())
 names = re.compile(
