@@ -7,7 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
 #include <unistd.h>
 
 /* Writes all of buf to fd (retrying on EINTR); 1 on success. */
@@ -36,6 +40,29 @@ static size_t read_all(int fd, void *buf, size_t size) {
     return got;
 }
 
+/* In a new child of `parent`: end with it (SIGTERM when it ends; at once if it already has). */
+static void die_with(pid_t parent) {
+#if defined(__linux__)
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+    if (getppid() != parent) _exit(143);
+}
+
+/* fork() after flushing stdio; the child dies with this process. */
+static pid_t job_fork(void) {
+    const pid_t parent = getpid();
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid == 0) die_with(parent);
+    return pid;
+}
+
+pid_t pbfapp_job_start(int (*fn)(void *arg), void *arg) {
+    const pid_t pid = job_fork();
+    if (pid == 0) _exit(fn(arg));
+    return pid;
+}
+
 pid_t pbfapp_job_wait(pid_t pid, int *status) {
     pid_t w;
     do {
@@ -53,8 +80,7 @@ int pbfapp_job_run(void (*fn)(void *arg, void *result), void *arg, void *result,
         outcome->error = errno;
         return 0;
     }
-    fflush(NULL);
-    pid_t pid = fork();
+    pid_t pid = job_fork();
     if (pid < 0) {
         outcome->failed = "fork";
         outcome->error = errno;

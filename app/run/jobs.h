@@ -1,8 +1,10 @@
 /*
  * Work in a child process of its own (fork): its memory, threads and device runtimes stay out of
  * the parent, which keeps no OpenMP pool or device open across forks (`pbf bench` measures each
- * run and the machine's limits this way). The child's result, plain data without pointers, comes
- * back through a pipe.
+ * run and the machine's limits this way; `pbf validate` runs its cases and gnuplot so). The
+ * child's result, plain data without pointers, comes back through a pipe, or its exit status is
+ * the result. A child dies with the process that started it (Linux: SIGTERM when its parent
+ * ends), so that stopping a command stops its jobs.
  */
 #ifndef PBFAPP_JOBS_H
 #define PBFAPP_JOBS_H
@@ -27,7 +29,12 @@ typedef struct pbfapp_job_outcome {
 int pbfapp_job_run(void (*fn)(void *arg, void *result), void *arg, void *result, size_t size,
                    pbfapp_job_outcome *outcome);
 
-/* waitpid(pid, status, 0), retried when a signal interrupts it; its return value. */
+/* Starts fn(arg) in a forked child (stdio flushed first) whose exit status is fn's return
+ * value; returns its pid, or -1 (errno set). Several may run at once (pbf validate --jobs N). */
+pid_t pbfapp_job_start(int (*fn)(void *arg), void *arg);
+
+/* waitpid(pid, status, 0), retried when a signal interrupts it; its return value. pid -1: any
+ * child. */
 pid_t pbfapp_job_wait(pid_t pid, int *status);
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 /*
- * `pbf validate`: running the cases. The frame loop of one case (simulate) and the forked jobs
- * that run the cases and gnuplot; kept together in this file so that they can move to the
- * program's common run driver and job helper (app/cli/) as one.
+ * `pbf validate`: running the cases. The frame loop of one case (simulate) and the cases and
+ * gnuplot as forked jobs (the program's job helper, app/run/jobs.c: a job dies with the
+ * command that started it).
  *
  * Simulations are independent: with --jobs N > 1 each runs in a forked child process (one
  * thread each; results are bit-identical for any thread count) and hands its measurements back
@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "run/jobs.h"
 #include "scene.h"
 
 /* CPU time (user + system) of this process and of the finished simulations it waited for, s. */
@@ -266,6 +267,19 @@ static void to_cache(const validate_options *o, const spec *sp, const sim_result
         fprintf(stderr, "pbf validate: warning: %s: cannot write the cache\n", path);
 }
 
+/* One case in a child of run_all: simulate it and leave its result in `path`. */
+typedef struct case_job {
+    const spec *sp;
+    int threads;
+    const char *path;
+} case_job;
+static int run_case_job(void *arg) {
+    const case_job *j = arg;
+    sim_result r;
+    simulate(j->sp, j->threads, &r);
+    return save_result(j->path, &r) ? 0 : 1;
+}
+
 /* Runs every case; results[i] for specs[i]. Returns 0 on success. */
 int run_all(validate_options *o, const char *workdir, spec *specs, int nspec, sim_result *results) {
     int *order = malloc((size_t)nspec * sizeof *order);
@@ -326,27 +340,21 @@ int run_all(validate_options *o, const char *workdir, spec *specs, int nspec, si
         while (running < o->jobs && next < ntodo) {
             int i = order[next++];
             snprintf(path, sizeof path, "%s/%s.bin", workdir, specs[i].name);
-            fflush(NULL);
-            pid_t pid = fork();
+            case_job job = {&specs[i], o->threads, path};
+            pid_t pid = pbfapp_job_start(run_case_job, &job);
             if (pid < 0) {
                 fprintf(stderr, "pbf validate: fork: %s\n", strerror(errno));
                 rc = 1;
                 next = ntodo;
                 break;
             }
-            if (pid == 0) {
-                sim_result r;
-                simulate(&specs[i], o->threads, &r);
-                _exit(save_result(path, &r) ? 0 : 1);
-            }
             pids[i] = pid;
             ++running;
         }
         if (running == 0) break;
         int status = 0;
-        pid_t pid = waitpid(-1, &status, 0);
+        pid_t pid = pbfapp_job_wait(-1, &status);
         if (pid < 0) {
-            if (errno == EINTR) continue;
             fprintf(stderr, "pbf validate: waitpid: %s\n", strerror(errno));
             rc = 1;
             break;
@@ -376,21 +384,26 @@ int run_all(validate_options *o, const char *workdir, spec *specs, int nspec, si
     return rc;
 }
 
+/* gnuplot in a child: chdir, then exec (126: no such directory, 127: no gnuplot). */
+typedef struct gnuplot_job {
+    const char *dir, *gp;
+} gnuplot_job;
+static int run_gnuplot_job(void *arg) {
+    const gnuplot_job *j = arg;
+    if (chdir(j->dir) != 0) return 126;
+    execlp("gnuplot", "gnuplot", j->gp, (char *)NULL);
+    return 127;
+}
+
 /* Runs `gnuplot NAME.gp` in dir. */
 int run_gnuplot(const char *dir, const char *name) {
     char gp[128];
     snprintf(gp, sizeof gp, "%s.gp", name);
-    fflush(NULL);
-    pid_t pid = fork();
+    gnuplot_job job = {dir, gp};
+    pid_t pid = pbfapp_job_start(run_gnuplot_job, &job);
     if (pid < 0) return 0;
-    if (pid == 0) {
-        if (chdir(dir) != 0) _exit(126);
-        execlp("gnuplot", "gnuplot", gp, (char *)NULL);
-        _exit(127);
-    }
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return 0;
+    if (pbfapp_job_wait(pid, &status) < 0) return 0;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
         fprintf(stderr, "pbf validate: gnuplot not found: install gnuplot-nox "
                         "(scripts/debian-packages.txt), or use --no-plots\n");
