@@ -21,7 +21,8 @@ if(OpenCL_FOUND)
   set(_pbf_cl_embedded ${PROJECT_BINARY_DIR}/generated/pbf_kernels_cl.c)
   # every header the kernel source may include (the embedding follows its #include "..." lines)
   file(GLOB _pbf_cl_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/sph/*.h
-       ${_pbf_cl_dir}/gpu/*.h ${_pbf_cl_dir}/gpu/*.cl ${PROJECT_SOURCE_DIR}/src/solvers/*/*.cl)
+       ${_pbf_cl_dir}/gpu/*.h ${_pbf_cl_dir}/gpu/*.cl ${PROJECT_SOURCE_DIR}/src/solvers/*/*.cl
+       ${PROJECT_SOURCE_DIR}/src/solvers/*/*_formulas.h)
   add_custom_command(
     OUTPUT ${_pbf_cl_embedded}
     COMMAND ${CMAKE_COMMAND} -DPBF_CL_INPUT=src/backends/gpu/pbf_kernels.cl

@@ -64,7 +64,7 @@ float pbf_warm_start(const pbf_world_def *def) {
     return m && m->warm_start ? m->warm_start(def) : 0.0f;
 }
 
-float pbf_dfsph_first_warm(const pbf_world_def *def) {
+float pbf_first_warm(const pbf_world_def *def) {
     const pbf_solver *m = pbf_solver_of(def->solver);
     return m && m->first_warm ? m->first_warm(def) : 0.0f;
 }
@@ -132,7 +132,7 @@ static int warm_runs(const pbf_world *w, const pbf_stage_desc *st, int s, int n)
     if (!(pbf_warm_start(&w->def) > 0.0f)) return 0;
     for (int k = s; k < n; ++k)
         if (st[k].loop) {
-            if (st[k].loop == PBF_SOLVE_DIVERGENCE && pbf_dfsph_first_warm(&w->def) > 0.0f)
+            if (st[k].loop == PBF_SOLVE_DIVERGENCE && pbf_first_warm(&w->def) > 0.0f)
                 return 0;
             return bounds(w, st[k].loop).max > 0;
         }

@@ -181,7 +181,7 @@ static inline const pbf_solver *pbf_world_solver(const pbf_world *w) {
 float pbf_warm_start(const pbf_world_def *def);
 /* A warm start within a solve's first iteration instead of by the warm stages (DFSPH's
  * divergence warm start, pbf_dfsph_warm_first): its fraction; 0 when none or off. */
-float pbf_dfsph_first_warm(const pbf_world_def *def);
+float pbf_first_warm(const pbf_world_def *def);
 /* The step of a method as a table of stages, ending with PBF_STAGE_STATS. */
 const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count);
 /* A stage's name: in pbf_stats.bad_stage, diagnoses and benchmark breakdowns. */

@@ -19,7 +19,7 @@ typedef enum pbf_stage_id {
     PBF_STAGE_COLLIDE,        /* x* += delta p, collisions and friction */
     PBF_STAGE_VELOCITY,       /* v = (x* - x) / dt, vorticity omega (eq. 15), density at x* */
     PBF_STAGE_VORTICITY_XSPH, /* vorticity confinement (eq. 16), XSPH (eq. 17), x = x* */
-    /* the SPH solvers' stages (src/sph/sph_solvers.h has their per-pair formulas) */
+    /* the SPH solvers' stages (src/solvers/sph/sph_formulas.h and each method's <name>_formulas.h has their per-pair formulas) */
     PBF_STAGE_GRAVITY,        /* v += dt g, |v| <= vmax, x* = x (the neighbours are those of x) */
     PBF_STAGE_WCSPH_PRESSURE, /* density, Tait pressure, k_i = dt^2 rho_0 p_i / rho_i^2 */
     PBF_STAGE_DFSPH_FACTOR,   /* density, DFSPH factor 1 / (|sum V grad W|^2 + sum |V grad W|^2) */

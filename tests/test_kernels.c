@@ -2,7 +2,10 @@
 #include <math.h>
 
 #include "internal.h"
-#include "sph/sph_solvers.h"
+#include "solvers/dfsph/dfsph_formulas.h"
+#include "solvers/iisph/iisph_formulas.h"
+#include "solvers/pcisph/pcisph_formulas.h"
+#include "solvers/wcsph/wcsph_formulas.h"
 #include "pbf/pbf.h"
 #include "test.h"
 

@@ -56,19 +56,13 @@ static inline pbf_gpu_params pbf_gpu_make_params(const pbf_world *w, const pbf_s
     P.inv_dt = dt > 0.0f ? 1.0f / dt : 0.0f;
     P.vmax = c ? c->vmax : 0.0f;
     P.inv_rho0 = 1.0f / w->k.rest_density;
-    /* this iteration's Chebyshev weight: of PBF's lambda, or of DFSPH's k_i */
+    /* this iteration's Chebyshev weight (the method's spectral radius, 0: plain Jacobi) */
     const pbf_solver *method = pbf_world_solver(w);
     const float rho = method->chebyshev_rho ? method->chebyshev_rho(&w->def) : 0.0f;
     P.chebyshev = pbf_chebyshev_omega(rho, c ? c->iteration : 0);
     P.vorticity = w->def.vorticity;
     P.xsph = w->def.xsph_viscosity;
     P.warm = pbf_warm_start(&w->def);
-    const float first_warm = pbf_dfsph_first_warm(&w->def);
-    const int first = first_warm > 0.0f;
-    P.warm_v = first ? first_warm : P.warm;
-    P.warm_first = first;
-    P.chebyshev_v =
-        pbf_chebyshev_omega(rho, pbf_dfsph_cheb_iteration(c ? c->iteration : 0, first));
     P.iteration = c ? c->iteration : 0;
     /* the method's own parameters and constants (its gpu_params, src/solvers/<m>/<m>_gpu.c) */
     if (method->gpu_params) method->gpu_params(w, &P, dt);

@@ -33,7 +33,7 @@
 #endif
 
 /* kernel.h (PBF_FN, PBF_GLOBAL, pbf_sph_consts), walls.h and the SPH solvers' formulas */
-#include "../../sph/sph_solvers.h"
+#include "../../solvers/sph/sph_formulas.h"
 
 #if defined(__OPENCL_VERSION__)
 #if defined(PBF_CELL_FP64)

@@ -24,7 +24,7 @@
  * vorticity_xsph) and the SPH solvers' pressure stages (gravity, wcsph_pressure, dfsph_factor,
  * dfsph_source for DFSPH's divergence and density solves, pcisph_init, pcisph_pressure,
  * iisph_diagonal, iisph_pressure, pressure_accel, advect) on the
- * per-particle formulas of src/sph/sph_solvers.h, term for term as cpu.c's stages. Their kernels
+ * per-particle formulas of src/solvers/sph/sph_formulas.h and each method's <name>_formulas.h, term for term as cpu.c's stages. Their kernels
  * live with their methods and are included below: the stages several methods share in
  * src/solvers/common/common.cl, the SPH family's in src/solvers/sph/sph.cl, each method's own in
  * src/solvers/<method>/<method>.cl; this file keeps the grid, the scan and sort, the neighbour

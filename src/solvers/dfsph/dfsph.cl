@@ -5,6 +5,8 @@
  * alone); the launches are dfsph_gpu.c.
  */
 
+#include "dfsph_formulas.h"
+
 /* DFSPH: density (walls included) and the factor of eq. 11 (Bender & Koschier 2017). */
 PBF_KERNEL pbf_k_dfsph_factor(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                               const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,

@@ -10,6 +10,7 @@
 
 #include "backends/cpu/sweep.h"
 #include "solvers/dfsph/dfsph.h"
+#include "solvers/dfsph/dfsph_formulas.h"
 #include "solvers/sph/sph_cpu.h"
 
 /* DFSPH: density (walls included) and the factor of eq. 11 into sx; the step's pair cache; and,
@@ -75,7 +76,7 @@ static int dfsph_source(pbf_world *w, float dt, int divergence, int start, int i
     const int n = w->count;
     const float inv_rho0 = 1.0f / w->k.rest_density;
     /* the divergence solve's warm start within its first iteration (pbf_dfsph_warm_first) */
-    const float first_warm = divergence ? pbf_dfsph_first_warm(&w->def) : 0.0f;
+    const float first_warm = divergence ? pbf_first_warm(&w->def) : 0.0f;
     const int first = first_warm > 0.0f;
     const float frac = first ? first_warm : w->def.dfsph.warm_start;
     const float min_rel = w->def.dfsph.divergence_min_density;

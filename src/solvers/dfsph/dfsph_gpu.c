@@ -10,6 +10,7 @@
 #include "backends/gpu/gpu_host.h"
 #include "backends/gpu/gpu_steps.h"
 #include "solvers/dfsph/dfsph.h"
+#include "solvers/dfsph/dfsph_formulas.h"
 #include "solvers/sph/sph.h"
 
 void pbf_dfsph_factor_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
@@ -68,6 +69,13 @@ void pbf_dfsph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
 /* The GPU kernels' DFSPH parameters (pbf_solver.gpu_params). */
 void pbf_dfsph_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
     (void)dt;
+    /* the divergence solve's warm start and Chebyshev weight (pbf_dfsph_cheb_iteration) */
+    const float first_warm = pbf_first_warm(&w->def);
+    const int first = first_warm > 0.0f;
+    P->warm_v = first ? first_warm : P->warm;
+    P->warm_first = first;
+    P->chebyshev_v = pbf_chebyshev_omega(w->def.dfsph.chebyshev_rho,
+                                         pbf_dfsph_cheb_iteration(P->iteration, first));
     P->dfsph_eps = 1e-6f * w->lattice_grad2;
     P->dfsph_full = 2.0f / w->lattice_grad2;
     P->dfsph_min_rel = w->def.dfsph.divergence_min_density;

@@ -5,6 +5,8 @@
  * iisph_gpu.c.
  */
 
+#include "iisph_formulas.h"
+
 /* IISPH: density (walls included), the diagonal a_ii (Ihmsen et al. 2014) into aii, the pressure
  * zeroed. */
 PBF_KERNEL pbf_k_iisph_diagonal(const pbf_gpu_params P, const PBF_GLOBAL float *qx,

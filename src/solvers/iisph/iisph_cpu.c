@@ -10,6 +10,7 @@
 
 #include "backends/cpu/sweep.h"
 #include "solvers/iisph/iisph.h"
+#include "solvers/iisph/iisph_formulas.h"
 #include "solvers/sph/sph_cpu.h"
 
 /* IISPH: density (walls included), the diagonal a_ii into sx, the pressure zeroed; with the warm

@@ -11,6 +11,7 @@
 #include "backends/gpu/gpu_host.h"
 #include "backends/gpu/gpu_steps.h"
 #include "solvers/iisph/iisph.h"
+#include "solvers/iisph/iisph_formulas.h"
 #include "solvers/sph/sph.h"
 
 void pbf_iisph_diagonal_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {

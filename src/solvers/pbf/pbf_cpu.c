@@ -11,7 +11,6 @@
 #include "backends/cpu/sweep.h"
 #include "solvers/common/common_cpu.h"
 #include "solvers/pbf/pbf.h"
-#include "sph/sph_solvers.h"
 
 #if PBF_PAIRS
 /* density_grad_sums of particles i and i + 1 (index 0 and 1 of each result) from the packed

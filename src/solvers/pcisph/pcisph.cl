@@ -4,6 +4,8 @@
  * after sph.cl (not compiled alone); the launches are pcisph_gpu.c.
  */
 
+#include "pcisph_formulas.h"
+
 /* PCISPH: p = 0 before the loop, and the velocities the walls allow (the collisions on dt v), so
  * that the first prediction x + dt v lies inside the container and outside the boxes. */
 PBF_KERNEL pbf_k_pcisph_init(const pbf_gpu_params P, const PBF_GLOBAL float *qx,

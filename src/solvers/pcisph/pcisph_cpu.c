@@ -10,6 +10,7 @@
 
 #include "backends/cpu/sweep.h"
 #include "solvers/pcisph/pcisph.h"
+#include "solvers/pcisph/pcisph_formulas.h"
 #include "solvers/sph/sph_cpu.h"
 
 /* PCISPH: p = 0 and F^p = 0 before the loop, and the velocities that the walls allow (the

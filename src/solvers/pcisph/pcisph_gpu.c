@@ -10,6 +10,7 @@
 #include "backends/gpu/gpu_host.h"
 #include "backends/gpu/gpu_steps.h"
 #include "solvers/pcisph/pcisph.h"
+#include "solvers/pcisph/pcisph_formulas.h"
 #include "solvers/sph/sph.h"
 
 void pbf_pcisph_init_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {

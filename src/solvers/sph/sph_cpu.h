@@ -3,7 +3,7 @@
  * wall cache, DFSPH's and IISPH's per-pair cache with the neighbour sums that read or fill it, and
  * the pressure acceleration (sph_cpu.c).
  *
- * ---- the SPH solvers' stages (formulas: src/sph/sph_solvers.h) -------------------------------
+ * ---- the SPH solvers' stages (formulas: src/solvers/sph/sph_formulas.h and each method's <name>_formulas.h) -------------------------------
  * Arrays during their pressure stages: density rho_i, sx the DFSPH factor, lambda the k_i of the
  * pressure acceleration, sy the per-particle error of the last measuring stage.
  *
@@ -42,7 +42,7 @@
 #define PBF_SOLVERS_SPH_CPU_H
 
 #include "solvers/common/common_cpu.h"
-#include "sph/sph_solvers.h"
+#include "solvers/sph/sph_formulas.h"
 
 /* The packed copies of an SPH pass: *P = (x, y, z, K) (K NULL: x, y, z only; P NULL: none) and,
  * with_v, *PV = (v_x, v_y, v_z, 0); NULL where there is no room (the pass gathers from the

@@ -4,6 +4,8 @@
  * sph.cl (not compiled alone); the launch is wcsph_gpu.c.
  */
 
+#include "wcsph_formulas.h"
+
 /* WCSPH: density (walls included), the Tait pressure as k_i, and the velocity change of the
  * artificial viscosity over dt into a (added by the pressure acceleration). */
 PBF_KERNEL pbf_k_wcsph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *qx,

@@ -11,6 +11,7 @@
 #include "backends/cpu/sweep.h"
 #include "solvers/sph/sph_cpu.h"
 #include "solvers/wcsph/wcsph.h"
+#include "solvers/wcsph/wcsph_formulas.h"
 
 /* WCSPH: density (walls included), the Tait pressure as k_i, and the velocity change of the
  * artificial viscosity over dt into sx, sy, sz (added by the pressure stage). */

@@ -9,6 +9,7 @@
 #include "backends/gpu/gpu_host.h"
 #include "backends/gpu/gpu_steps.h"
 #include "solvers/wcsph/wcsph.h"
+#include "solvers/wcsph/wcsph_formulas.h"
 #include "solvers/sph/sph.h"
 
 void pbf_wcsph_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
