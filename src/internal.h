@@ -176,11 +176,11 @@ static inline float pbf_world_wall_density(const pbf_world *w, const float p[3],
 static inline const pbf_solver *pbf_world_solver(const pbf_world *w) {
     return pbf_solver_of(w->def.solver);
 }
-/* The fraction of the previous substep's solution the method's solves start from (IISPH's and
- * DFSPH's warm starts); 0 when it has none or it is off. */
+/* The fraction of the previous substep's solution the method's solves start from (its
+ * warm_start); 0 when it has none or it is off. */
 float pbf_warm_start(const pbf_world_def *def);
-/* A warm start within a solve's first iteration instead of by the warm stages (DFSPH's
- * divergence warm start, pbf_dfsph_warm_first): its fraction; 0 when none or off. */
+/* A warm start within a solve's first iteration instead of by the warm stages (the method's
+ * first_warm): its fraction; 0 when none or off. */
 float pbf_first_warm(const pbf_world_def *def);
 /* The step of a method as a table of stages, ending with PBF_STAGE_STATS. */
 const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count);

@@ -273,8 +273,8 @@ void pbf_dom_end_step_drop(pbf_mpi_domain *d) {
         d->ghosts_in = 0;
         return;
     }
-    /* the live rows, the warm starts' rows where the solver keeps them (IISPH, DFSPH: read next
-     * step) and PBF's lambda when its warm start carries it to the next step */
+    /* the live rows, the warm starts' rows where the method keeps them (read next step) and the
+     * row it carries to the next step (PBF's lambda with its warm start) */
     int rows[NLIVE + 3], nrows = NLIVE;
     memcpy(rows, live_rows, sizeof live_rows);
     if (pbf_field_in_solver(PBF_F_WARM, &d->w->def)) rows[nrows++] = PBF_F_WARM;

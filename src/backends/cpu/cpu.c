@@ -181,8 +181,8 @@ static int cpu_run_stage(pbf_world *w, const pbf_stage_desc *st, const pbf_step_
     cpu_lists *L = LISTS(w);
     const int reuses = (st->flags & PBF_STAGE_REUSES_CACHE) != 0;
     if (!reuses) L->wall_at = WALL_NONE;
-    /* sz holds D_i only up to the next stage: DFSPH's measures read it (rate_prev), every stage
-     * drops it; likewise the packed x* and velocities (xv_prev) */
+    /* sz holds D_i only up to the next stage: a measuring stage may read what the stage before
+     * left (rate_prev), every stage drops it; likewise the packed x* and velocities (xv_prev) */
     L->rate_prev = L->rate_ok;
     L->xv_prev = L->xv_packed;
     L->rate_ok = 0;

@@ -11,8 +11,8 @@
  * slot); the capture kernel, launched at the end of each substep, records the first particle
  * with base + slot, and the host keeps the stage of every launch of the step (log) to name it.
  *
- * The solves' errors: a stage that measures a solve (PBF's lambda, WCSPH's pressure, DFSPH's two
- * source stages, PCISPH's and IISPH's pressure stages) is followed by a reduction of its per-particle errors on the device into the
+ * The solves' errors: a stage that measures a solve (its row's `measures`: a density or a
+ * divergence solve) is followed by a reduction of its per-particle errors on the device into the
  * solve's slot of a two-value buffer (density, divergence). The host reads that value at once
  * only when the stage runner stops the solve at a tolerance (pbf_step_ctx.need_error: one small
  * read per iteration), else together with the statistics at the end of the step.

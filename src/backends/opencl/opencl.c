@@ -14,17 +14,16 @@
  * guard, the solves' errors, the statistics) is gpu/gpu_steps.c and the methods'
  * src/solvers/<method>/<method>_gpu.c (gpu/gpu_steps.h), compiled once and shared with the CUDA
  * backend: this file is its OpenCL side (the table of launch, transfers, buffers: host_ops), plus
- * devices, the kernel build and memory. Every solver of the family runs: PBF's stages and the
- * pressure stages of WCSPH, DFSPH, PCISPH and IISPH, with the shared collide, velocity and
- * vorticity_xsph stages; the stage runner (core.c) sequences them, with the CFL substeps from the
+ * devices, the kernel build and memory. Every method whose descriptor has GPU launches runs (each
+ * row's `gpu`: its own stages and the shared ones of src/solvers/common/ and sph/); the stage
+ * runner (core.c) sequences them, with the CFL substeps from the
  * statistics' maximum speed. The device holds 16 arrays per particle, as pbf_world_memory counts,
  * plus the grid's cell starts, on CPU devices the neighbour lists, and small fixed buffers.
  *
  * Host traffic per step: the boxes (boxes_changed, once per substep, only when there are boxes),
  * on CPU devices the size of the neighbour lists (one value per grid build), and at the end one
  * read of the statistics partials, of the first non-finite particle and of the solves' last
- * errors (finish_step). A solve that stops at a tolerance (DFSPH's, PCISPH's, IISPH's, PBF's
- * pbf_tolerance) reads its error, one value reduced on the device, once per iteration
+ * errors (finish_step). A solve that stops at a tolerance (its method's bounds) reads its error, one value reduced on the device, once per iteration
  * (gpu_host.h). Otherwise the host
  * only enqueues (core.c's timing laps wait with clFinish after each stage). The host arrays (the
  * world's) are a copy of the device's STATE fields, refreshed on demand (download via
