@@ -59,7 +59,7 @@ static void test_stage_tables(void) {
             if (st[k].measures && st[k].loop) ENSURE_EQ_INT(st[k].measures, st[k].loop);
             const int loop = st[k].loop;
             if (loop && (k == 0 || st[k - 1].loop != loop)) {
-                ENSURE_EQ_INT(seen[loop], 0);  /* one block per solve */
+                ENSURE_EQ_INT(seen[loop], 0);        /* one block per solve */
                 ENSURE_EQ_INT(st[k].measures, loop); /* its first stage measures it */
                 seen[loop] = 1;
             }

@@ -97,8 +97,8 @@ extern const char pbf_solver_key_description[];
 
 /* params.c: a method's minimum of iterations must not exceed its maximum (the message names
  * both keys and values). */
-pbf_status pbf_check_iteration_bounds(int min, int max, const char *min_name,
-                                      const char *max_name, pbf_error *err);
+pbf_status pbf_check_iteration_bounds(int min, int max, const char *min_name, const char *max_name,
+                                      pbf_error *err);
 
 /* The number of entries of an array (a method's tables). */
 #define PBF_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))

@@ -23,9 +23,9 @@
  * Host traffic per step: the boxes (boxes_changed, once per substep, only when there are boxes),
  * on CPU devices the size of the neighbour lists (one value per grid build), and at the end one
  * read of the statistics partials, of the first non-finite particle and of the solves' last
- * errors (finish_step). A solve that stops at a tolerance (its method's bounds) reads its error, one value reduced on the device, once per iteration
- * (gpu_host.h). Otherwise the host
- * only enqueues (core.c's timing laps wait with clFinish after each stage). The host arrays (the
+ * errors (finish_step). A solve that stops at a tolerance (its method's bounds) reads its error,
+ * one value reduced on the device, once per iteration (gpu_host.h). Otherwise the host only
+ * enqueues (core.c's timing laps wait with clFinish after each stage). The host arrays (the
  * world's) are a copy of the device's STATE fields, refreshed on demand (download via
  * pbf_sync_host: views, snapshots, diagnoses).
  */

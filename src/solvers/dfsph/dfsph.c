@@ -109,8 +109,7 @@ static pbf_solve_bounds bounds(const pbf_world_def *d, int loop) {
         return (pbf_solve_bounds){d->dfsph.divergence_min_iterations,
                                   d->dfsph.divergence_max_iterations,
                                   d->dfsph.divergence_tolerance};
-    return (pbf_solve_bounds){d->dfsph.min_iterations, d->dfsph.max_iterations,
-                              d->dfsph.tolerance};
+    return (pbf_solve_bounds){d->dfsph.min_iterations, d->dfsph.max_iterations, d->dfsph.tolerance};
 }
 
 static double substep_dt(const pbf_world_def *d, float h, double v) {
@@ -118,18 +117,25 @@ static double substep_dt(const pbf_world_def *d, float h, double v) {
     return pbf_sph_cfl_dt(d, d->dfsph.cfl, v);
 }
 
-static float warm_start(const pbf_world_def *d) { return d->dfsph.warm_start; }
-static float first_warm(const pbf_world_def *d) { return d->dfsph.divergence_warm_start; }
+static float warm_start(const pbf_world_def *d) {
+    return d->dfsph.warm_start;
+}
+static float first_warm(const pbf_world_def *d) {
+    return d->dfsph.divergence_warm_start;
+}
 
 /* kappa_i (WARM) with the warm start of both solves; kappa^v_i (WARM_V) also with the
  * divergence solve's own warm start alone. */
 static int field_used(int f, const pbf_world_def *d) {
     if (f == PBF_F_WARM) return d->dfsph.warm_start > 0.0f;
-    if (f == PBF_F_WARM_V) return d->dfsph.warm_start > 0.0f || d->dfsph.divergence_warm_start > 0.0f;
+    if (f == PBF_F_WARM_V)
+        return d->dfsph.warm_start > 0.0f || d->dfsph.divergence_warm_start > 0.0f;
     return 0;
 }
 
-static float chebyshev_rho(const pbf_world_def *d) { return d->dfsph.chebyshev_rho; }
+static float chebyshev_rho(const pbf_world_def *d) {
+    return d->dfsph.chebyshev_rho;
+}
 
 static pbf_status check(const pbf_world_def *d, pbf_error *err) {
     pbf_status s = pbf_check_iteration_bounds(d->dfsph.min_iterations, d->dfsph.max_iterations,

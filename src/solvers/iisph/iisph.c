@@ -70,8 +70,7 @@ static unsigned diagonal_halo(const pbf_world *w) {
 
 static pbf_solve_bounds bounds(const pbf_world_def *d, int loop) {
     (void)loop;
-    return (pbf_solve_bounds){d->iisph.min_iterations, d->iisph.max_iterations,
-                              d->iisph.tolerance};
+    return (pbf_solve_bounds){d->iisph.min_iterations, d->iisph.max_iterations, d->iisph.tolerance};
 }
 
 static double substep_dt(const pbf_world_def *d, float h, double v) {
@@ -79,7 +78,9 @@ static double substep_dt(const pbf_world_def *d, float h, double v) {
     return pbf_sph_cfl_dt(d, d->iisph.cfl, v);
 }
 
-static float warm_start(const pbf_world_def *d) { return d->iisph.warm_start; }
+static float warm_start(const pbf_world_def *d) {
+    return d->iisph.warm_start;
+}
 
 /* The pressure of the last substep (WARM) and of the one before (WARM_V), with the warm start. */
 static int field_used(int f, const pbf_world_def *d) {

@@ -116,13 +116,16 @@ static pbf_solve_bounds bounds(const pbf_world_def *d, int loop) {
  * tolerance. */
 static int carried_row(const pbf_world_def *d) {
     const int least = d->pbf.tolerance > 0.0f ? d->pbf.min_iterations : d->pbf.solver_iterations;
-    return d->pbf.lambda_warm_start != 0.0f && least >= PBF_WARM_MIN_ITERATIONS ? PBF_F_LAMBDA
-                                                                                 : -1;
+    return d->pbf.lambda_warm_start != 0.0f && least >= PBF_WARM_MIN_ITERATIONS ? PBF_F_LAMBDA : -1;
 }
 
-static float chebyshev_rho(const pbf_world_def *d) { return d->pbf.chebyshev_rho; }
+static float chebyshev_rho(const pbf_world_def *d) {
+    return d->pbf.chebyshev_rho;
+}
 
-const pbf_pbf_consts *pbf_pbf_consts_of(const pbf_world *w) { return w->method_state; }
+const pbf_pbf_consts *pbf_pbf_consts_of(const pbf_world *w) {
+    return w->method_state;
+}
 
 /* s_corr's shape at the rest spacing, and the lift its artificial pressure gives the top particle
  * of a rest lattice per iteration (per unit of strength on lambda's scale): the sum over the
@@ -140,8 +143,8 @@ static void scorr_constants(const pbf_world *w, pbf_pbf_consts *c) {
                 if (!(r2 < w->k.h2)) continue;
                 float s = pbf_scorr_shape(pbf_poly6(&w->k, r2), c->scorr_inv_wdq, n);
                 if (s > c->scorr_s_rest) s = c->scorr_s_rest;
-                lift += (double)s * w->k.volume * fabs((double)pbf_spiky(&w->k, r2)) *
-                        (-j * (double)d);
+                lift +=
+                    (double)s * w->k.volume * fabs((double)pbf_spiky(&w->k, r2)) * (-j * (double)d);
             }
     c->scorr_lift = lift;
 }
@@ -173,11 +176,11 @@ static pbf_status create_state(const pbf_world *w, void **state, pbf_error *err)
 
 float pbf_scorr_support_ks(const pbf_world *w, float dt) {
     const pbf_world_def *d = &w->def;
-    const double g = sqrt((double)d->gravity.x * d->gravity.x +
-                          (double)d->gravity.y * d->gravity.y +
-                          (double)d->gravity.z * d->gravity.z);
-    const double per_step =
-        (double)d->pbf.over_relaxation * d->pbf.solver_iterations * pbf_pbf_consts_of(w)->scorr_lift;
+    const double g =
+        sqrt((double)d->gravity.x * d->gravity.x + (double)d->gravity.y * d->gravity.y +
+             (double)d->gravity.z * d->gravity.z);
+    const double per_step = (double)d->pbf.over_relaxation * d->pbf.solver_iterations *
+                            pbf_pbf_consts_of(w)->scorr_lift;
     if (!(per_step > 0.0) || !(d->pbf.scorr_support > 0.0f)) return 0.0f;
     return (float)(-(double)d->pbf.scorr_support * g * (double)dt * dt / per_step);
 }
