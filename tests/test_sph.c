@@ -780,7 +780,7 @@ static void test_tables_and_errors(void) {
     ENSURE(strstr(err.message, "iisph_omega") != NULL);
 }
 
-/* The per-particle formulas of src/solvers/sph/sph_formulas.h and each method's <name>_formulas.h against the papers' own expressions,
+/* The per-particle formulas of the methods' <name>_formulas.h against the papers' own expressions,
  * evaluated in double on the world's rest lattice (a particle with a full neighbourhood):
  * PCISPH's delta (Solenthaler & Pajarola 2009, eq. 8) and IISPH's diagonal a_ii from d_ii and
  * d_ji (Ihmsen et al. 2014), converted to the solvers' k = dt^2 rho_0 p / rho^2. The stage

@@ -23,9 +23,9 @@
  * The solvers: PBF's stages (predict, lambda, delta_p, collide, velocity and curl,
  * vorticity_xsph) and the SPH solvers' pressure stages (gravity, wcsph_pressure, dfsph_factor,
  * dfsph_source for DFSPH's divergence and density solves, pcisph_init, pcisph_pressure,
- * iisph_diagonal, iisph_pressure, pressure_accel, advect) on the
- * per-particle formulas of src/solvers/sph/sph_formulas.h and each method's <name>_formulas.h, term for term as cpu.c's stages. Their kernels
- * live with their methods and are included below: the stages several methods share in
+ * iisph_diagonal, iisph_pressure, pressure_accel, advect) on the per-particle formulas of the
+ * methods' <name>_formulas.h, term for term as the CPU stages. Their kernels live with their
+ * methods and are included below: the stages several methods share in
  * src/solvers/common/common.cl, the SPH family's in src/solvers/sph/sph.cl, each method's own in
  * src/solvers/<method>/<method>.cl; this file keeps the grid, the scan and sort, the neighbour
  * lists, the rows of a distributed run, the density of a refresh, the guard and the statistics. A solve's

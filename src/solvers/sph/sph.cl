@@ -6,8 +6,9 @@
  * sph_gpu.c.
  */
 
-/* ---- the SPH solvers' stages (formulas: src/solvers/sph/sph_formulas.h and each method's <name>_formulas.h; cpu.c's stages of the same
- * names are the reference, term for term). Buffers during their pressure stages: density rho_i,
+/* ---- the SPH solvers' stages (formulas: the methods' <name>_formulas.h; the CPU stages of the
+ * same names are the reference, term for term). Buffers during their pressure stages: density
+ * rho_i,
  * s the DFSPH factor (x) and the per-particle error of the last measuring stage (y) or WCSPH's
  * viscous velocity change (x, y, z), lambda the k_i of the pressure acceleration; x* = x, so the
  * neighbour sets' positions q0 are x* itself until advect. */

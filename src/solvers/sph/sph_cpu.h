@@ -3,7 +3,7 @@
  * wall cache, DFSPH's and IISPH's per-pair cache with the neighbour sums that read or fill it, and
  * the pressure acceleration (sph_cpu.c).
  *
- * ---- the SPH solvers' stages (formulas: src/solvers/sph/sph_formulas.h and each method's <name>_formulas.h) -------------------------------
+ * ---- the SPH solvers' stages (formulas: the methods' <name>_formulas.h) ---------------------
  * Arrays during their pressure stages: density rho_i, sx the DFSPH factor, lambda the k_i of the
  * pressure acceleration, sy the per-particle error of the last measuring stage.
  *
