@@ -17,8 +17,9 @@
  * A method with a CFL rule (substep_dt) splits a step into substeps; the step's dt stays what
  * the caller asked for, so frames and outputs keep their times.
  *
- * A stage's name is written once, here: the timings (pbf_world_timings, `pbf bench`'s breakdown)
- * and the guard's "first stage that produced a non-finite value" both come from these tables.
+ * A stage's name is its row's: the guard's "first stage that produced a non-finite value" names
+ * it, and its timing slot says where the timings' breakdown (pbf_world_timings, `pbf bench`)
+ * counts it.
  */
 #include <limits.h>
 #include <math.h>
@@ -27,30 +28,6 @@
 #include <string.h>
 
 #include "internal.h"
-
-static const char *const stage_names[PBF_STAGE_COUNT] = {
-    [PBF_STAGE_PREDICT] = "predict",
-    [PBF_STAGE_GRID] = "grid",
-    [PBF_STAGE_LAMBDA] = "lambda",
-    [PBF_STAGE_DELTA_P] = "delta_p",
-    [PBF_STAGE_COLLIDE] = "collide",
-    [PBF_STAGE_VELOCITY] = "velocity",
-    [PBF_STAGE_VORTICITY_XSPH] = "vorticity_xsph",
-    [PBF_STAGE_GRAVITY] = "gravity",
-    [PBF_STAGE_WCSPH_PRESSURE] = "wcsph_pressure",
-    [PBF_STAGE_DFSPH_FACTOR] = "dfsph_factor",
-    [PBF_STAGE_DIVERGENCE] = "divergence",
-    [PBF_STAGE_DENSITY_ADV] = "density_adv",
-    [PBF_STAGE_DFSPH_WARM_V] = "dfsph_warm_v",
-    [PBF_STAGE_DFSPH_WARM] = "dfsph_warm",
-    [PBF_STAGE_PCISPH_INIT] = "pcisph_init",
-    [PBF_STAGE_PCISPH_PRESSURE] = "pcisph_pressure",
-    [PBF_STAGE_IISPH_DIAGONAL] = "iisph_diagonal",
-    [PBF_STAGE_IISPH_PRESSURE] = "iisph_pressure",
-    [PBF_STAGE_PRESSURE_ACCEL] = "pressure_accel",
-    [PBF_STAGE_ADVECT] = "advect",
-    [PBF_STAGE_STATS] = "stats",
-};
 
 const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count) {
     const pbf_solver *m = pbf_solver_of(solver);
@@ -67,10 +44,6 @@ float pbf_warm_start(const pbf_world_def *def) {
 float pbf_first_warm(const pbf_world_def *def) {
     const pbf_solver *m = pbf_solver_of(def->solver);
     return m && m->first_warm ? m->first_warm(def) : 0.0f;
-}
-
-const char *pbf_stage_name(pbf_stage_id id) {
-    return (int)id >= 0 && id < PBF_STAGE_COUNT && stage_names[id] ? stage_names[id] : "?";
 }
 
 static pbf_solve_bounds bounds(const pbf_world *w, int loop) {
@@ -107,7 +80,7 @@ static void lap(pbf_world *w, const pbf_stage_desc *s, double *t0) {
  * particle's start-of-step position; its index is followed through the sort by id). */
 static void note_bad(pbf_world *w, const pbf_stage_desc *s, int first, const char **bad) {
     if (first == INT_MAX || *bad) return;
-    *bad = pbf_stage_name(s->id);
+    *bad = s->name;
     w->bad.index = first;
     w->bad.id = w->id[first];
     w->bad.position = (pbf_vec3){w->px[first], w->py[first], w->pz[first]};
@@ -116,7 +89,7 @@ static void note_bad(pbf_world *w, const pbf_stage_desc *s, int first, const cha
 static void run_one(pbf_world *w, const pbf_stage_desc *sd, const pbf_step_ctx *ctx, double *t0,
                     const char **bad) {
     note_bad(w, sd, w->backend->run_stage(w, sd, ctx), bad);
-    if (sd->id == PBF_STAGE_GRID && *bad) /* the sort moved the particles */
+    if ((sd->flags & PBF_STAGE_SORTS) && *bad) /* the sort moved the particles */
         for (int i = 0; i < w->count; ++i)
             if (w->id[i] == w->bad.id) w->bad.index = i;
     if (w->hooks) w->hooks->after_stage(w, sd, w->hooks->user); /* may make it global */
@@ -143,7 +116,7 @@ static int warm_runs(const pbf_world *w, const pbf_stage_desc *st, int s, int n)
 static void substep(pbf_world *w, const pbf_stage_desc *st, int n, float dt, double *t0,
                     const char **bad) {
     const pbf_step_ctx ctx = {dt, w->def.cfl * w->k.h / dt, 0, 0};
-    for (int s = 0; s < n && st[s].id != PBF_STAGE_STATS; ++s) {
+    for (int s = 0; s < n && !(st[s].flags & PBF_STAGE_STATS); ++s) {
         if (st[s].warm && !warm_runs(w, st, s, n)) continue;
         if (!st[s].loop) {
             run_one(w, &st[s], &ctx, t0, bad);
@@ -203,13 +176,12 @@ void pbf_run_step(pbf_world *w, float dt) {
     /* (distributed: also on a process that holds no particle now, whose device counted this
      * step's speed-limit cuts before its particles left, and ends its step bookkeeping) */
     if (be->finish_step && (w->count > 0 || w->hooks)) {
-        pbf_bad_particle dev_bad[PBF_STAGE_COUNT];
-        be->finish_step(w, dev_bad);
-        for (int s = 0; s < nst && !bad; ++s)
-            if (dev_bad[st[s].id].index != INT_MAX) {
-                bad = pbf_stage_name(st[s].id);
-                w->bad = dev_bad[st[s].id];
-            }
+        pbf_bad_particle dev_bad;
+        const int row = be->finish_step(w, &dev_bad);
+        if (!bad && row >= 0 && row < nst) {
+            bad = st[row].name;
+            w->bad = dev_bad;
+        }
     }
     pbf_update_stats(w); /* waits for the device: the step is complete */
     lap(w, &st[nst - 1], &t0);

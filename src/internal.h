@@ -182,10 +182,8 @@ float pbf_warm_start(const pbf_world_def *def);
 /* A warm start within a solve's first iteration instead of by the warm stages (the method's
  * first_warm): its fraction; 0 when none or off. */
 float pbf_first_warm(const pbf_world_def *def);
-/* The step of a method as a table of stages, ending with PBF_STAGE_STATS. */
+/* The step of a method as a table of stages, ending with the statistics (PBF_STAGE_STATS). */
 const pbf_stage_desc *pbf_stage_table(pbf_solver_kind solver, int *count);
-/* A stage's name: in pbf_stats.bad_stage, diagnoses and benchmark breakdowns. */
-const char *pbf_stage_name(pbf_stage_id id);
 void pbf_run_step(pbf_world *w, float dt);
 /* Sorts the particles and computes their density (after adding or restoring particles). */
 void pbf_refresh(pbf_world *w);
@@ -264,9 +262,12 @@ pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *
 /* Brings the host arrays up to date with the device (no-op on the CPU). */
 void pbf_sync_host(const pbf_world *w);
 
-/* backends/cpu/cpu.c: the stages, exposed for tests. Each returns the lowest index of a particle
- * for which it produced a non-finite value, or INT_MAX (a min-reduction, so deterministic). */
-int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *ctx);
+/* backends/cpu/cpu.c: a stage of the world's method by its name (its row's), exposed for tests.
+ * Returns the lowest index of a particle for which it produced a non-finite value, or INT_MAX
+ * (a min-reduction, so deterministic); INT_MAX also for a name the method's table lacks. */
+int pbf_cpu_stage(pbf_world *w, const char *stage, const pbf_step_ctx *ctx);
+/* The same for a row of the method's table (the CPU backend's run_stage). */
+int pbf_cpu_row(pbf_world *w, const pbf_stage_desc *st, const pbf_step_ctx *ctx);
 
 /* world.c */
 void pbf_set_error(pbf_error *err, pbf_status status, const char *fmt, ...)

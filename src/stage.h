@@ -1,7 +1,8 @@
 /*
- * The vocabulary of a step, below the backends and the methods: the stages' names (ids), the
- * values every stage reads (the step context), and a stage's row in a method's table (its
- * solve, its warm start, its CPU function and GPU launches).
+ * The vocabulary of a step, below the backends and the methods: the values every stage reads
+ * (the step context), and a stage's row in a method's table (its name, its solve, its warm
+ * start, its CPU function and GPU launches). A stage is known by its row: its name is the row's
+ * (the guard and the timings report it), nothing outside a method's folder lists them.
  */
 #ifndef PBF_STAGE_H
 #define PBF_STAGE_H
@@ -11,32 +12,9 @@
 
 #include <pbf/pbf.h>
 
-typedef enum pbf_stage_id {
-    PBF_STAGE_PREDICT,        /* v += dt g, |v| <= vmax, x* = x + dt v */
-    PBF_STAGE_GRID,           /* counting sort by the cell of x*, reorder every SORTED field */
-    PBF_STAGE_LAMBDA,         /* density (eq. 2) with the wall, C (eq. 1), lambda (eq. 11) */
-    PBF_STAGE_DELTA_P,        /* delta p with s_corr (eq. 12-14) and the wall term */
-    PBF_STAGE_COLLIDE,        /* x* += delta p, collisions and friction */
-    PBF_STAGE_VELOCITY,       /* v = (x* - x) / dt, vorticity omega (eq. 15), density at x* */
-    PBF_STAGE_VORTICITY_XSPH, /* vorticity confinement (eq. 16), XSPH (eq. 17), x = x* */
-    /* the SPH solvers' stages (their per-pair formulas: src/solvers/sph/sph_formulas.h and each
-     * method's <name>_formulas.h) */
-    PBF_STAGE_GRAVITY,         /* v += dt g, |v| <= vmax, x* = x (the neighbours are those of x) */
-    PBF_STAGE_WCSPH_PRESSURE,  /* density, Tait pressure, k_i = dt^2 rho_0 p_i / rho_i^2 */
-    PBF_STAGE_DFSPH_FACTOR,    /* density, DFSPH factor 1 / (|sum V grad W|^2 + sum |V grad W|^2) */
-    PBF_STAGE_DIVERGENCE,      /* k_i = factor_i max(dt Drho_i/Dt / rho_0, 0) (measures) */
-    PBF_STAGE_DENSITY_ADV,     /* k_i = factor_i max(rho_i / rho_0 + dt Drho_i/Dt / rho_0 - 1, 0) */
-    PBF_STAGE_DFSPH_WARM_V,    /* DFSPH warm start of the divergence solve: k_i from kappa^v_i */
-    PBF_STAGE_DFSPH_WARM,      /* DFSPH warm start of the density solve: k_i from kappa_i */
-    PBF_STAGE_PCISPH_INIT,     /* PCISPH: pressure k_i = 0 */
-    PBF_STAGE_PCISPH_PRESSURE, /* density at x + dt v, k_i += delta (rho*_i / rho_0 - 1), >= 0 */
-    PBF_STAGE_IISPH_DIAGONAL,  /* IISPH: density, a_ii = -(|sum V grad W|^2 + sum |V grad W|^2) */
-    PBF_STAGE_IISPH_PRESSURE,  /* rho_i + dt Drho_i/Dt, k_i += omega (rho_0 - rho_i^l) / a_ii */
-    PBF_STAGE_PRESSURE_ACCEL,  /* v_i -= (sum_j V (k_i + k_j) grad W_ij + k_i grad wall) / dt */
-    PBF_STAGE_ADVECT,          /* delta x = dt v, applied with collisions by PBF_STAGE_COLLIDE */
-    PBF_STAGE_STATS,           /* statistics of the state into pbf_world.stats */
-    PBF_STAGE_COUNT
-} pbf_stage_id;
+/* A method's table has at most this many rows (the guard reports the row of a non-finite value;
+ * test_methods checks every table). */
+#define PBF_MAX_STAGES 32
 
 /* Per-step values every stage may read. */
 typedef struct pbf_step_ctx {
@@ -68,8 +46,8 @@ enum { PBF_SOLVE_NONE = 0, PBF_SOLVE_DENSITY = 1, PBF_SOLVE_DIVERGENCE = 2 };
 
 /* One stage of a method's step (core.c runs the table). */
 typedef struct pbf_stage_desc {
-    pbf_stage_id id; /* its name, its slot of the guard and of the timings' breakdown */
-    size_t timing;   /* offset of its double in pbf_timings */
+    const char *name; /* what the guard's report calls it ("lambda", "pressure_accel") */
+    size_t timing;    /* offset of its double in pbf_timings, its share of the breakdown */
     int loop;        /* PBF_SOLVE_*: repeated as part of that solve's iterations */
     int measures;    /* PBF_SOLVE_*: sets the world's solve error, that solve's error */
     int warm;        /* 1: a warm start's stage, run only when the method's warm start is on */
@@ -98,5 +76,10 @@ typedef struct pbf_stage_desc {
  * pair list, src/solvers/sph/sph_cpu.h) that an earlier stage built, and moves no particle: the
  * CPU backend keeps them for it; every other stage drops them before it runs. */
 #define PBF_STAGE_REUSES_CACHE 1u
+/* The backends' own stages, which every table holds: the grid (counting sort by the cell of x*,
+ * reordering every SORTED field; the particles move in memory) and the statistics, the table's
+ * last row (each backend's reduction, also run alone by pbf_update_stats). */
+#define PBF_STAGE_SORTS 2u
+#define PBF_STAGE_STATS 4u
 
 #endif

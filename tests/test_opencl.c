@@ -782,10 +782,25 @@ static void test_sph_nan_guard(void) {
     pbf_world_destroy(gpu);
 }
 
+/* The index of the first row of a method's table named `name` (-1: none). */
+static int row_of(pbf_solver_kind kind, const char *name) {
+    int n = 0;
+    const pbf_stage_desc *st = pbf_stage_table(kind, &n);
+    for (int r = 0; r < n; ++r)
+        if (strcmp(st[r].name, name) == 0) return r;
+    return -1;
+}
+
 /* The guard's bookkeeping over substeps (gpu_host.h, shared with the CUDA backend): slots restart
  * at 0 in every substep (slot 0: gravity, followed through the sort), a launch of the step is
- * base + slot, and the log names the stage of any launch of the step, whatever the iteration
+ * base + slot, and the log names the row (stage) of any launch of the step, whatever the iteration
  * counts of the substeps before it; a substep never needs more slots than counted. */
+/* The next slot of the row of DFSPH's table named `name` (its first). */
+static int next_slot_of(pbf_gpu_step *s, const char *name) {
+    s->row = row_of(PBF_SOLVER_DFSPH, name);
+    return pbf_gpu_next_slot(s);
+}
+
 static void test_guard_slots_over_substeps(void) {
     pbf_world_def def = solver_def(PBF_SOLVER_DFSPH);
     def.dfsph.max_iterations = 5;
@@ -799,35 +814,35 @@ static void test_guard_slots_over_substeps(void) {
     for (int sub = 0; sub < 3; ++sub) {
         ENSURE_EQ_INT(pbf_gpu_begin_substep(&s), sub == 0);
         ENSURE_EQ_INT(s.base, launches);
-        ENSURE_EQ_INT(pbf_gpu_next_slot(&s, PBF_STAGE_GRAVITY), 0);
-        pbf_gpu_next_slot(&s, PBF_STAGE_DFSPH_FACTOR);
-        pbf_gpu_next_slot(&s, PBF_STAGE_DFSPH_WARM_V); /* the warm start of each solve */
-        pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
+        ENSURE_EQ_INT(next_slot_of(&s, "gravity"), 0);
+        next_slot_of(&s, "dfsph_factor");
+        next_slot_of(&s, "dfsph_warm_v"); /* the warm start of each solve */
+        next_slot_of(&s, "pressure_accel");
         for (int k = 0; k < iters[sub] - 1; ++k) {
-            pbf_gpu_next_slot(&s, PBF_STAGE_DIVERGENCE);
-            pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
+            next_slot_of(&s, "divergence");
+            next_slot_of(&s, "pressure_accel");
         }
-        pbf_gpu_next_slot(&s, PBF_STAGE_DIVERGENCE);
-        pbf_gpu_next_slot(&s, PBF_STAGE_DFSPH_WARM);
-        pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
+        next_slot_of(&s, "divergence");
+        next_slot_of(&s, "dfsph_warm");
+        next_slot_of(&s, "pressure_accel");
         for (int k = 0; k < iters[sub]; ++k) {
-            pbf_gpu_next_slot(&s, PBF_STAGE_DENSITY_ADV);
-            launch_of_accel[sub] = s.base + pbf_gpu_next_slot(&s, PBF_STAGE_PRESSURE_ACCEL);
+            next_slot_of(&s, "density_adv");
+            launch_of_accel[sub] = s.base + next_slot_of(&s, "pressure_accel");
         }
-        pbf_gpu_next_slot(&s, PBF_STAGE_DENSITY_ADV);
-        pbf_gpu_next_slot(&s, PBF_STAGE_COLLIDE);
-        pbf_gpu_next_slot(&s, PBF_STAGE_VELOCITY);
-        pbf_gpu_next_slot(&s, PBF_STAGE_VELOCITY);
-        const int last = pbf_gpu_next_slot(&s, PBF_STAGE_VORTICITY_XSPH);
+        next_slot_of(&s, "density_adv");
+        next_slot_of(&s, "collide");
+        next_slot_of(&s, "velocity");
+        next_slot_of(&s, "velocity");
+        const int last = next_slot_of(&s, "vorticity_xsph");
         ENSURE(last < s.nslots && s.seq <= s.nslots);
-        ENSURE_EQ_INT(pbf_gpu_logged_stage(&s, s.base), PBF_STAGE_GRAVITY);
-        ENSURE_EQ_INT(pbf_gpu_logged_stage(&s, s.base + last), PBF_STAGE_VORTICITY_XSPH);
+        ENSURE_EQ_INT(pbf_gpu_logged_row(&s, s.base), row_of(PBF_SOLVER_DFSPH, "gravity"));
+        ENSURE_EQ_INT(pbf_gpu_logged_row(&s, s.base + last), row_of(PBF_SOLVER_DFSPH, "vorticity_xsph"));
         launches += s.seq;
     }
     for (int sub = 0; sub < 3; ++sub)
-        ENSURE_EQ_INT(pbf_gpu_logged_stage(&s, launch_of_accel[sub]), PBF_STAGE_PRESSURE_ACCEL);
-    ENSURE_EQ_INT(pbf_gpu_logged_stage(&s, launches), PBF_STAGE_COUNT); /* none yet */
-    ENSURE_EQ_INT(pbf_gpu_logged_stage(&s, -1), PBF_STAGE_COUNT);
+        ENSURE_EQ_INT(pbf_gpu_logged_row(&s, launch_of_accel[sub]), row_of(PBF_SOLVER_DFSPH, "pressure_accel"));
+    ENSURE_EQ_INT(pbf_gpu_logged_row(&s, launches), -1); /* none yet */
+    ENSURE_EQ_INT(pbf_gpu_logged_row(&s, -1), -1);
     pbf_gpu_end_step(&s);
     ENSURE_EQ_INT(pbf_gpu_begin_substep(&s), 1); /* the next step */
     ENSURE_EQ_INT(s.base, 0);

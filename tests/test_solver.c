@@ -71,8 +71,8 @@ static void test_delta_p_conserves_momentum(void) {
     memcpy(w->qy, w->py, (size_t)w->count * 4);
     memcpy(w->qz, w->pz, (size_t)w->count * 4);
     const pbf_step_ctx ctx = {1.0f / 240.0f, 1e3f, 0, 0};
-    pbf_cpu_stage(w, PBF_STAGE_GRID, &ctx);
-    pbf_cpu_stage(w, PBF_STAGE_LAMBDA, &ctx);
+    pbf_cpu_stage(w, "grid", &ctx);
+    pbf_cpu_stage(w, "lambda", &ctx);
     /* delta p moves x* (with the collisions, none here: far from the walls) */
     const size_t bytes = (size_t)w->count * 4;
     float *q0 = malloc(3 * bytes);
@@ -80,8 +80,8 @@ static void test_delta_p_conserves_momentum(void) {
     memcpy(q0, w->qx, bytes);
     memcpy(q0 + w->count, w->qy, bytes);
     memcpy(q0 + 2 * w->count, w->qz, bytes);
-    pbf_cpu_stage(w, PBF_STAGE_DELTA_P, &ctx);
-    pbf_cpu_stage(w, PBF_STAGE_COLLIDE, &ctx);
+    pbf_cpu_stage(w, "delta_p", &ctx);
+    pbf_cpu_stage(w, "collide", &ctx);
     double sum[3] = {0, 0, 0}, mag = 0.0;
     for (int i = 0; i < w->count; ++i) {
         const double d[3] = {(double)w->qx[i] - q0[i], (double)w->qy[i] - q0[w->count + i],

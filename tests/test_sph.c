@@ -420,12 +420,12 @@ static int solve_pressure(pbf_world *w, float dt) {
     const pbf_step_ctx ctx = {dt, w->def.cfl * w->k.h / dt, 1, 0};
     int n = 0, it = 0;
     const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &n);
-    for (int s = 0; s < n && st[s].id != PBF_STAGE_ADVECT; ++s) {
-        pbf_cpu_stage(w, st[s].id, &ctx);
+    for (int s = 0; s < n && strcmp(st[s].name, "advect") != 0; ++s) {
+        pbf_cpu_row(w, &st[s], &ctx);
         if (!st[s].loop) continue;
         while (!(it >= max || (it >= min && w->solve_error <= tol))) { /* [measure, accel] */
-            pbf_cpu_stage(w, st[s + 1].id, &ctx);
-            pbf_cpu_stage(w, st[s].id, &ctx);
+            pbf_cpu_row(w, &st[s + 1], &ctx);
+            pbf_cpu_row(w, &st[s], &ctx);
             ++it;
         }
         ++s;
@@ -816,9 +816,9 @@ static void test_formulas(void) {
     /* IISPH: a_ii = sum_j m (d_ii - d_ji) . grad W_ij, d_ii = -dt^2 sum_j m / rho_i^2 grad W_ij,
      * d_ji = dt^2 m / rho_i^2 grad W_ij, for a particle farther than h from every wall */
     const pbf_step_ctx ctx = {(float)dt, w->def.cfl * w->k.h / (float)dt, 1, 0};
-    pbf_cpu_stage(w, PBF_STAGE_GRAVITY, &ctx);
-    pbf_cpu_stage(w, PBF_STAGE_GRID, &ctx);
-    pbf_cpu_stage(w, PBF_STAGE_IISPH_DIAGONAL, &ctx);
+    pbf_cpu_stage(w, "gravity", &ctx);
+    pbf_cpu_stage(w, "grid", &ctx);
+    pbf_cpu_stage(w, "iisph_diagonal", &ctx);
     int checked = 0;
     for (int i = 0; i < w->count; ++i) {
         const double x = w->qx[i], y = w->qy[i], z = w->qz[i];
@@ -888,17 +888,17 @@ static void test_divergence_min_density(void) {
     if (on_cpu()) { /* the measure's per-particle sources, from the CPU backend's arrays */
         const float step = 1.0f / 120.0f;
         const pbf_step_ctx ctx = {step, w->def.cfl * w->k.h / step, 1, 0};
-        pbf_cpu_stage(w, PBF_STAGE_GRAVITY, &ctx);
-        pbf_cpu_stage(w, PBF_STAGE_GRID, &ctx);
-        pbf_cpu_stage(w, PBF_STAGE_DFSPH_FACTOR, &ctx);
+        pbf_cpu_stage(w, "gravity", &ctx);
+        pbf_cpu_stage(w, "grid", &ctx);
+        pbf_cpu_stage(w, "dfsph_factor", &ctx);
         const int n = w->count;
         float *with = malloc(sizeof(float) * (size_t)n), *without = malloc(sizeof(float) * (size_t)n);
         ENSURE(with && without);
         if (with && without) {
-            pbf_cpu_stage(w, PBF_STAGE_DIVERGENCE, &ctx);
+            pbf_cpu_stage(w, "divergence", &ctx);
             memcpy(with, w->sy, sizeof(float) * (size_t)n);
             w->def.dfsph.divergence_min_density = 0.0f;
-            pbf_cpu_stage(w, PBF_STAGE_DIVERGENCE, &ctx); /* no stage between moves anything */
+            pbf_cpu_stage(w, "divergence", &ctx); /* no stage between moves anything */
             memcpy(without, w->sy, sizeof(float) * (size_t)n);
             int below = 0, dropped = 0, same = 1;
             for (int i = 0; i < n; ++i) {

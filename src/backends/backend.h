@@ -40,11 +40,11 @@ typedef struct pbf_backend_ops {
     void (*refresh)(pbf_world *w);
     /* Waits for the device (timings). */
     void (*sync)(pbf_world *w);
-    /* End of a step: per stage, the particle at which it first produced a non-finite value, for
-     * backends whose run_stage returns INT_MAX; also the errors of the step's last measurements
-     * of its solves into w->solve (those not read at once, see pbf_step_ctx.need_error). NULL for
-     * the CPU backend. */
-    void (*finish_step)(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]);
+    /* End of a step: for backends whose run_stage returns INT_MAX, the row of the method's table
+     * (its index) of the first stage that produced a non-finite value, and that particle in
+     * *bad, or -1 for none; also the errors of the step's last measurements of its solves into
+     * w->solve (those not read at once, see pbf_step_ctx.need_error). NULL for the CPU backend. */
+    int (*finish_step)(pbf_world *w, pbf_bad_particle *bad);
     /* Releases the device side. */
     void (*release)(pbf_world *w);
     /* Device rows to the host arrays (read_rows) or back (write_rows): for each field id in

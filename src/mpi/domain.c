@@ -471,15 +471,17 @@ pbf_diagnosis pbf_mpi_diagnose(pbf_mpi_domain *d, double density_limit, int *ran
     long long iv[4] = {-1, -1, g.index, (long long)g.id};
     for (int c = 0; c < ncheck; ++c)
         if (g.check && strcmp(g.check, checks[c]) == 0) iv[0] = c;
-    for (int s = 0; s < PBF_STAGE_COUNT; ++s) /* every method's stages */
-        if (g.stage && strcmp(g.stage, pbf_stage_name((pbf_stage_id)s)) == 0) iv[1] = s;
+    int nst = 0; /* every process runs the same method: its table's row */
+    const pbf_stage_desc *st = pbf_stage_table(d->w->def.solver, &nst);
+    for (int s = 0; s < nst && iv[1] < 0; ++s)
+        if (g.stage && strcmp(g.stage, st[s].name) == 0) iv[1] = s;
     double dv[4] = {g.position.x, g.position.y, g.position.z, g.value};
     MPI_Bcast(iv, 4, MPI_LONG_LONG, first, d->comm);
     MPI_Bcast(dv, 4, MPI_DOUBLE, first, d->comm);
     memset(&g, 0, sizeof g);
     g.ok = 0;
     g.check = iv[0] >= 0 ? checks[iv[0]] : NULL;
-    g.stage = iv[1] >= 0 ? pbf_stage_name((pbf_stage_id)iv[1]) : NULL;
+    g.stage = iv[1] >= 0 && iv[1] < nst ? st[iv[1]].name : NULL;
     g.index = (int)iv[2];
     g.id = (uint32_t)iv[3];
     g.position = (pbf_vec3){(float)dv[0], (float)dv[1], (float)dv[2]};

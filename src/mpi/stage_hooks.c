@@ -43,7 +43,7 @@ static void stage_hook(pbf_world *w, const pbf_stage_desc *stage, pbf_mpi_domain
         pbf_dom_migrate(d);
         return;
     }
-    if (stage->id == PBF_STAGE_GRID) {
+    if (stage->flags & PBF_STAGE_SORTS) {
         after_grid(w, d);
         return;
     }

@@ -41,7 +41,7 @@ typedef struct pbf_solver {
     pbf_solver_info info;
     const pbf_param_info *params;
     size_t nparams;
-    const pbf_stage_desc *stages; /* ends with PBF_STAGE_STATS */
+    const pbf_stage_desc *stages; /* ends with the statistics (PBF_ROW_STATS) */
     int nstages;
     /* 1: the SPH family's shape (gravity keeps x* = x, the scratch triple of the pressure stages,
      * the sph_kernel choice); 0: PBF's (predict moves x*, poly6 / spiky) */

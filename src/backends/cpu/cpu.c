@@ -177,7 +177,7 @@ int pbf_cpu_stats(pbf_world *w, const pbf_step_ctx *ctx) {
  * PBF_STAGE_REUSES_CACHE reads the wall cache and the pair cache an earlier stage built and
  * leaves x, and so them, unchanged; every other stage drops them before it runs), then its CPU
  * function. */
-static int cpu_run_stage(pbf_world *w, const pbf_stage_desc *st, const pbf_step_ctx *c) {
+int pbf_cpu_row(pbf_world *w, const pbf_stage_desc *st, const pbf_step_ctx *c) {
     cpu_lists *L = LISTS(w);
     const int reuses = (st->flags & PBF_STAGE_REUSES_CACHE) != 0;
     if (!reuses) L->wall_at = WALL_NONE;
@@ -191,11 +191,11 @@ static int cpu_run_stage(pbf_world *w, const pbf_stage_desc *st, const pbf_step_
     return st->cpu ? st->cpu(w, c) : INT_MAX;
 }
 
-int pbf_cpu_stage(pbf_world *w, pbf_stage_id stage, const pbf_step_ctx *c) {
+int pbf_cpu_stage(pbf_world *w, const char *stage, const pbf_step_ctx *c) {
     int nst = 0;
     const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &nst);
     for (int s = 0; s < nst; ++s)
-        if (st[s].id == stage) return cpu_run_stage(w, &st[s], c);
+        if (strcmp(st[s].name, stage) == 0) return pbf_cpu_row(w, &st[s], c);
     return INT_MAX;
 }
 
@@ -253,7 +253,7 @@ const pbf_backend_ops pbf_backend_cpu = {
     .upload = cpu_nothing,
     .download = cpu_nothing,
     .boxes_changed = cpu_no_op,
-    .run_stage = cpu_run_stage,
+    .run_stage = pbf_cpu_row,
     .refresh = cpu_refresh,
     .sync = cpu_no_op,
     .finish_step = NULL,

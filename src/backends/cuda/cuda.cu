@@ -194,9 +194,9 @@ static int cu_run_stage(pbf_world *w, const pbf_stage_desc *stage, const pbf_ste
     return pbf_gpu_run_stage(w, &DEV(w)->g, stage, c);
 }
 
-static void cu_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) {
+static int cu_finish_step(pbf_world *w, pbf_bad_particle *bad) {
     cudaSetDevice(DEV(w)->device);
-    pbf_gpu_finish_step(w, &DEV(w)->g, bad);
+    return pbf_gpu_finish_step(w, &DEV(w)->g, bad);
 }
 
 static void cu_refresh(pbf_world *w) {

@@ -87,24 +87,14 @@ static inline int pbf_gpu_slots_per_substep(const pbf_world_def *d) {
     return n > 0 ? n : 1;
 }
 
-/* The solve a stage of the world's method measures: the slot of its error in the device's two
- * values (0 the density solve, 1 the divergence solve), or -1. */
-static inline int pbf_gpu_measure_slot(const pbf_world *w, pbf_stage_id stage) {
-    int nst = 0;
-    const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &nst);
-    for (int s = 0; s < nst; ++s)
-        if (st[s].id == stage && st[s].measures)
-            return st[s].measures == PBF_SOLVE_DIVERGENCE ? 1 : 0;
-    return -1;
-}
-
 /* A step's guard slots and measured solves, on the host. */
 typedef struct pbf_gpu_step {
     int nslots;         /* slots per substep; the device buffer has one more, the map slot */
     int seq;            /* next slot of this substep */
     int base;           /* launches of the step's earlier substeps */
     int in_step;        /* between the first stage of a step and finish_step */
-    pbf_stage_id *log;  /* stage of launch base + slot of this step */
+    int row;            /* the row of the method's table (its index) whose launches run now */
+    int *log;           /* the row of launch base + slot of this step */
     size_t cap;         /* entries of log */
     int measured[2];    /* the step measured the density (0), the divergence (1) solve */
 } pbf_gpu_step;
@@ -125,28 +115,28 @@ static inline int pbf_gpu_begin_substep(pbf_gpu_step *s) {
     return first;
 }
 
-/* The slot of the next launch of `stage` in this substep (the last slot again if a substep ever
- * had more launches than counted). */
-static inline int pbf_gpu_next_slot(pbf_gpu_step *s, pbf_stage_id stage) {
+/* The slot of the next launch of the current stage (s->row) in this substep (the last slot again
+ * if a substep ever had more launches than counted). */
+static inline int pbf_gpu_next_slot(pbf_gpu_step *s) {
     const int slot = s->seq < s->nslots ? s->seq++ : s->nslots - 1;
     const size_t at = (size_t)s->base + (size_t)slot;
     if (at >= s->cap) {
         size_t cap = s->cap ? 2 * s->cap : (size_t)s->nslots + 1;
         while (cap <= at) cap *= 2;
-        pbf_stage_id *grown = (pbf_stage_id *)realloc(s->log, cap * sizeof *grown);
+        int *grown = (int *)realloc(s->log, cap * sizeof *grown);
         if (grown) {
-            for (size_t k = s->cap; k < cap; ++k) grown[k] = PBF_STAGE_COUNT;
+            for (size_t k = s->cap; k < cap; ++k) grown[k] = -1;
             s->log = grown;
             s->cap = cap;
         }
     }
-    if (at < s->cap) s->log[at] = stage;
+    if (at < s->cap) s->log[at] = s->row;
     return slot;
 }
 
-/* The stage of a captured launch (base + slot), PBF_STAGE_COUNT if unknown. */
-static inline pbf_stage_id pbf_gpu_logged_stage(const pbf_gpu_step *s, int launch) {
-    return launch >= 0 && (size_t)launch < s->cap ? s->log[launch] : PBF_STAGE_COUNT;
+/* The row of a captured launch (base + slot), -1 if unknown. */
+static inline int pbf_gpu_logged_row(const pbf_gpu_step *s, int launch) {
+    return launch >= 0 && (size_t)launch < s->cap ? s->log[launch] : -1;
 }
 
 /* End of a step (finish_step). */

@@ -212,12 +212,22 @@ static void pbf_gpu_reduce_stats(pbf_world *w, pbf_gpu_dev *g) {
     pbf_stats_finish(w, acc, 0);
 }
 
-/* After a stage that measures a solve: the mean of max(a_i scale + offset, 0) in percent
- * (cpu.c mean_excess) into the solve's device slot, and into w->solve_error at once when the
- * stage runner needs it (one read of one value). */
-void pbf_gpu_measure(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage,
-                     pbf_gpu_mem a, float scale, float offset, int now) {
-    const int slot = pbf_gpu_measure_slot(w, stage);
+/* The solve the current stage (g->step.row) measures: the slot of its error in the device's two
+ * values (0 the density solve, 1 the divergence solve), or -1. */
+static int measure_slot(const pbf_world *w, const pbf_gpu_dev *g) {
+    int nst = 0;
+    const pbf_stage_desc *st = pbf_stage_table(w->def.solver, &nst);
+    const int r = g->step.row;
+    if (r < 0 || r >= nst || !st[r].measures) return -1;
+    return st[r].measures == PBF_SOLVE_DIVERGENCE ? 1 : 0;
+}
+
+/* After a stage that measures a solve (the current one): the mean of max(a_i scale + offset, 0)
+ * in percent (cpu.c mean_excess) into the solve's device slot, and into w->solve_error at once
+ * when the stage runner needs it (one read of one value). */
+void pbf_gpu_measure(pbf_world *w, pbf_gpu_dev *g, pbf_gpu_mem a, float scale, float offset,
+                     int now) {
+    const int slot = measure_slot(w, g);
     if (slot < 0) return;
     const int n = w->count;
     const int chunks = (int)pbf_gpu_stats_chunks(g, n);
@@ -279,8 +289,8 @@ void pbf_gpu_grid_stage(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
 /* The backend's run_stage (after the host has made its device current). */
 int pbf_gpu_run_stage(pbf_world *w, pbf_gpu_dev *g, const pbf_stage_desc *st,
                       const pbf_step_ctx *c) {
-    const pbf_stage_id stage = st->id;
-    if (stage == PBF_STAGE_STATS) {
+    const pbf_stage_desc *table = pbf_stage_table(w->def.solver, NULL);
+    if (st->flags & PBF_STAGE_STATS) {
         if (w->count > 0 && !g->stats_ready) {
             pbf_gpu_enqueue_stats(w, g);
             pbf_gpu_wait(g);
@@ -293,8 +303,9 @@ int pbf_gpu_run_stage(pbf_world *w, pbf_gpu_dev *g, const pbf_stage_desc *st,
     if (w->count > 0) {
         g->stats_ready = 0;
         w->host_stale = 1;
+        g->step.row = (int)(st - table); /* the guard's slots and the measure follow it */
         if (st->gpu) st->gpu(w, g, c); /* the stage's launches (its method's, src/solvers/) */
-    } else if (w->hooks && stage == pbf_stage_table(w->def.solver, NULL)[0].id) {
+    } else if (w->hooks && st == table) {
         pbf_gpu_substep_start(g); /* a process without particles now may receive some */
     }
     return INT_MAX;
@@ -465,13 +476,10 @@ int pbf_gpu_merge(pbf_gpu_dev *g, const int *rows, int nrows, const int *src, in
 
 /* The backend's finish_step: one round trip for the statistics partials, the first non-finite
  * particle, the count of speed-limit cuts and the solves' last errors. */
-void pbf_gpu_finish_step(pbf_world *w, pbf_gpu_dev *g,
-                         pbf_bad_particle bad[PBF_STAGE_COUNT]) {
-    for (int s = 0; s < PBF_STAGE_COUNT; ++s) {
-        bad[s].index = INT_MAX;
-        bad[s].id = 0;
-        bad[s].position.x = bad[s].position.y = bad[s].position.z = 0.0f;
-    }
+int pbf_gpu_finish_step(pbf_world *w, pbf_gpu_dev *g, pbf_bad_particle *bad) {
+    bad->index = INT_MAX;
+    bad->id = 0;
+    bad->position.x = bad->position.y = bad->position.z = 0.0f;
     pbf_gpu_end_step(&g->step);
     pbf_gpu_bad info = {-1, INT_MAX, 0u, 0.0f, 0.0f, 0.0f};
     unsigned int clamps = 0u;
@@ -489,9 +497,9 @@ void pbf_gpu_finish_step(pbf_world *w, pbf_gpu_dev *g,
     pbf_gpu_wait(g);
     w->host_stale = 1;
     if (pbf_gpu_failed(g)) {
-        bad[PBF_STAGE_PREDICT].index = 0; /* reported as non-finite from the first stage */
+        bad->index = 0; /* reported as non-finite from the first stage */
         g->stats_ready = 0;
-        return;
+        return 0;
     }
     g->stats_ready = 1;
     /* (a distributed run's hooks made them global as they were measured) */
@@ -499,15 +507,14 @@ void pbf_gpu_finish_step(pbf_world *w, pbf_gpu_dev *g,
     if (g->step.measured[1] && !w->hooks)
         w->solve.divergence_error = g->fp64 ? err.d[1] : (double)err.f[1];
     w->solve.speed_clamps = clamps; /* the kernels add unsigned ones */
-    const pbf_stage_id st = pbf_gpu_logged_stage(&g->step, info.slot);
-    if (info.slot >= 0 && st < PBF_STAGE_COUNT) {
-        pbf_bad_particle *b = &bad[st];
-        b->index = info.index;
-        b->id = info.id;
-        b->position.x = info.x;
-        b->position.y = info.y;
-        b->position.z = info.z;
-    }
+    const int row = info.slot >= 0 ? pbf_gpu_logged_row(&g->step, info.slot) : -1;
+    if (row < 0) return -1;
+    bad->index = info.index;
+    bad->id = info.id;
+    bad->position.x = info.x;
+    bad->position.y = info.y;
+    bad->position.z = info.z;
+    return row;
 }
 
 /* The backend's refresh: the grid at x (x* = x) and the density there, after adding particles or

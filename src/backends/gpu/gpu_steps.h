@@ -249,8 +249,8 @@ extern "C" {
  * hosts forward to (backend.h: run_stage, read_rows / write_rows, set_rows_index, read_rows_at /
  * write_rows_at, gather_rows, merge_rows, finish_step, refresh) */
 void pbf_gpu_substep_start(pbf_gpu_dev *g);
-void pbf_gpu_measure(pbf_world *w, pbf_gpu_dev *g, pbf_stage_id stage, pbf_gpu_mem a, float scale,
-                     float offset, int now);
+void pbf_gpu_measure(pbf_world *w, pbf_gpu_dev *g, pbf_gpu_mem a, float scale, float offset,
+                     int now);
 void pbf_gpu_capture(pbf_gpu_dev *g, int from, int to);
 void pbf_gpu_grid_stage(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c);
 int pbf_gpu_run_stage(pbf_world *w, pbf_gpu_dev *g, const pbf_stage_desc *st,
@@ -262,7 +262,7 @@ int pbf_gpu_rows_at(pbf_world *w, pbf_gpu_dev *g, int slot, const int *rows, int
 int pbf_gpu_gather(pbf_gpu_dev *g, const int *rows, int nrows, const int *idx, int n, void *out);
 int pbf_gpu_merge(pbf_gpu_dev *g, const int *rows, int nrows, const int *src, int n,
                   const void *in, int nin);
-void pbf_gpu_finish_step(pbf_world *w, pbf_gpu_dev *g, pbf_bad_particle bad[PBF_STAGE_COUNT]);
+int pbf_gpu_finish_step(pbf_world *w, pbf_gpu_dev *g, pbf_bad_particle *bad);
 void pbf_gpu_refresh(pbf_world *w, pbf_gpu_dev *g);
 
 #ifdef __cplusplus

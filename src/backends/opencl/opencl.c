@@ -352,8 +352,8 @@ static int ocl_run_stage(pbf_world *w, const pbf_stage_desc *stage, const pbf_st
     return pbf_gpu_run_stage(w, &DEV(w)->g, stage, c);
 }
 
-static void ocl_finish_step(pbf_world *w, pbf_bad_particle bad[PBF_STAGE_COUNT]) {
-    pbf_gpu_finish_step(w, &DEV(w)->g, bad);
+static int ocl_finish_step(pbf_world *w, pbf_bad_particle *bad) {
+    return pbf_gpu_finish_step(w, &DEV(w)->g, bad);
 }
 
 static pbf_status ocl_read_rows(pbf_world *w, const int *rows, int nrows, pbf_error *err) {

@@ -26,17 +26,17 @@ int pbf_cpu_stats(pbf_world *w, const pbf_step_ctx *ctx);
  * common_gpu.c, compiled once against the hosts' table of functions
  * (src/backends/gpu/gpu_steps.h). */
 struct pbf_gpu_dev;
-/* PBF_STAGE_PREDICT: v += dt g (and the bed shear stress), |v| <= vmax, x* = x + dt v */
+/* stage "predict": v += dt g (and the bed shear stress), |v| <= vmax, x* = x + dt v */
 void pbf_gpu_predict(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_COLLIDE: x* += delta p, collisions and friction */
+/* stage "collide": x* += delta p, collisions and friction */
 void pbf_gpu_collide(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_VELOCITY: v = (x* - x) / dt, the curl omega and the density at x* */
+/* stage "velocity": v = (x* - x) / dt, the curl omega and the density at x* */
 void pbf_gpu_velocity(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_VORTICITY_XSPH: vorticity confinement, XSPH, x = x* */
+/* stage "vorticity_xsph": vorticity confinement, XSPH, x = x* */
 void pbf_gpu_vorticity_xsph(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_GRAVITY: v += dt g (and the bed shear stress), |v| <= vmax, x* = x */
+/* stage "gravity": v += dt g (and the bed shear stress), |v| <= vmax, x* = x */
 void pbf_gpu_gravity(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_ADVECT: delta x = dt v, applied with the collisions */
+/* stage "advect": delta x = dt v, applied with the collisions */
 void pbf_gpu_advect(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 
 /* The rows of the velocity stage that the post pass reads from neighbours: rho_j and |omega_j|,
@@ -54,26 +54,26 @@ void pbf_gpu_grid_stage(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx 
  * advection (0). */
 /* clang-format off */
 #define PBF_ROW_PREDICT                                                                            \
-    {PBF_STAGE_PREDICT, PBF_TIMING(predict), 0, 0, 0, pbf_cpu_predict, pbf_gpu_predict, 1, 0, 0, NULL}
+    {"predict", PBF_TIMING(predict), 0, 0, 0, pbf_cpu_predict, pbf_gpu_predict, 1, 0, 0, NULL}
 #define PBF_ROW_GRAVITY                                                                            \
-    {PBF_STAGE_GRAVITY, PBF_TIMING(predict), 0, 0, 0, pbf_cpu_gravity, pbf_gpu_gravity, 1, 0, 0, NULL}
+    {"gravity", PBF_TIMING(predict), 0, 0, 0, pbf_cpu_gravity, pbf_gpu_gravity, 1, 0, 0, NULL}
 #define PBF_ROW_GRID                                                                               \
-    {PBF_STAGE_GRID, PBF_TIMING(grid), 0, 0, 0, pbf_cpu_grid, pbf_gpu_grid_stage, 0, 0, 0, NULL}
+    {"grid", PBF_TIMING(grid), 0, 0, 0, pbf_cpu_grid, pbf_gpu_grid_stage, 0, PBF_STAGE_SORTS, 0, NULL}
 #define PBF_ROW_COLLIDE(loop)                                                                      \
-    {PBF_STAGE_COLLIDE, PBF_TIMING(collide), loop, 0, 0, pbf_cpu_collide, pbf_gpu_collide, 1, 0, \
+    {"collide", PBF_TIMING(collide), loop, 0, 0, pbf_cpu_collide, pbf_gpu_collide, 1, 0, \
      PBF_ROW(PBF_F_QX) | PBF_ROW(PBF_F_QY) | PBF_ROW(PBF_F_QZ), NULL}
 #define PBF_ROW_ADVECT                                                                             \
-    {PBF_STAGE_ADVECT, PBF_TIMING(collide), 0, 0, 0, pbf_cpu_advect, pbf_gpu_advect, 0, 0, 0, NULL}
+    {"advect", PBF_TIMING(collide), 0, 0, 0, pbf_cpu_advect, pbf_gpu_advect, 0, 0, 0, NULL}
 /* velocity: the velocity update and the curl, two guarded launches on a GPU; its halo: the
  * density (XSPH reads rho_j) and |omega_j| (pbf_velocity_halo) */
 #define PBF_ROW_VELOCITY                                                                           \
-    {PBF_STAGE_VELOCITY, PBF_TIMING(velocity), 0, 0, 0, pbf_cpu_velocity, pbf_gpu_velocity, 2, 0, \
+    {"velocity", PBF_TIMING(velocity), 0, 0, 0, pbf_cpu_velocity, pbf_gpu_velocity, 2, 0, \
      0, pbf_velocity_halo}
 #define PBF_ROW_VORTICITY_XSPH                                                                     \
-    {PBF_STAGE_VORTICITY_XSPH, PBF_TIMING(velocity), 0, 0, 0, pbf_cpu_vorticity_xsph,            \
+    {"vorticity_xsph", PBF_TIMING(velocity), 0, 0, 0, pbf_cpu_vorticity_xsph,            \
      pbf_gpu_vorticity_xsph, 1, 0, 0, NULL}
 /* statistics: each backend's own reduction (a GPU backend's run_stage reduces on the device) */
-#define PBF_ROW_STATS {PBF_STAGE_STATS, PBF_TIMING(stats), 0, 0, 0, pbf_cpu_stats, NULL, 0, 0, 0, NULL}
+#define PBF_ROW_STATS {"stats", PBF_TIMING(stats), 0, 0, 0, pbf_cpu_stats, NULL, 0, PBF_STAGE_STATS, 0, NULL}
 /* clang-format on */
 
 #endif /* PBF_SOLVERS_COMMON_H */

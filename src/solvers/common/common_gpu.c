@@ -44,7 +44,7 @@ void pbf_gpu_predict(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
     const size_t n = (size_t)w->count, wg = g->wg;
     pbf_gpu_substep_start(g);
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_PREDICT);
+    const int slot = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_PREDICT, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(PX)),
                    PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(PBF_GPU_FB(VX)),
                    PBF_GPU_A(PBF_GPU_FB(VY)), PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(QX)),
@@ -55,7 +55,7 @@ void pbf_gpu_predict(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
 void pbf_gpu_collide(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
     const size_t n = (size_t)w->count, wg = g->wg;
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_COLLIDE);
+    const int slot = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_COLLIDE, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(QX)),
                    PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(PBF_GPU_FB(SX)),
                    PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(PBF_GPU_FB(PX)),
@@ -77,7 +77,7 @@ void pbf_gpu_velocity(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
      *   curl      omega                      -> x   (the CPU: -> s), |omega| -> lambda
      *   post      new velocity, in place     -> x   (it reads only its own omega)
      * then x <- x*, v <- x, and x*, s take the free buffers (old q0 and old velocity). */
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_VELOCITY);
+    const int slot = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_VELOCITY, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(QX)),
                    PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(PBF_GPU_FB(PX)),
                    PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(PBF_GPU_FB(SX)),
@@ -89,7 +89,7 @@ void pbf_gpu_velocity(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     /* the curl's own slot (also stage "velocity"): non-finite omega from finite velocities
      * cannot happen, so this slot is never the step's first in practice; if it were, the
      * position reported would be x* (captured after the post pass) */
-    const int curl = pbf_gpu_next_slot(&g->step, PBF_STAGE_VELOCITY);
+    const int curl = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_CURL, n, wg, PBF_GPU_NB(q0v), PBF_GPU_A(PBF_GPU_FB(SX)),
                    PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
                    PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(PX)),
@@ -103,7 +103,7 @@ void pbf_gpu_vorticity_xsph(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c)
     const size_t n = (size_t)w->count, wg = g->wg;
     const pbf_gpu_mem nb_cell = pbf_gpu_nb_cell(g), nb_start = pbf_gpu_nb_start(g);
     const pbf_gpu_mem ghost = ghosts(g);
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_VORTICITY_XSPH);
+    const int slot = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_VORTICITY_XSPH, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(QX)),
                    PBF_GPU_A(PBF_GPU_FB(QY)), PBF_GPU_A(PBF_GPU_FB(QZ)), PBF_GPU_A(nb_cell),
                    PBF_GPU_A(nb_start), PBF_GPU_A(PBF_GPU_FB(VX)), PBF_GPU_A(PBF_GPU_FB(VY)),
@@ -132,7 +132,7 @@ void pbf_gpu_gravity(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
     const size_t n = (size_t)w->count, wg = g->wg;
     pbf_gpu_substep_start(g);
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_GRAVITY);
+    const int slot = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_GRAVITY, n, wg, PBF_GPU_A(P), PBF_GPU_A(PBF_GPU_FB(PX)),
                    PBF_GPU_A(PBF_GPU_FB(PY)), PBF_GPU_A(PBF_GPU_FB(PZ)), PBF_GPU_A(PBF_GPU_FB(VX)),
                    PBF_GPU_A(PBF_GPU_FB(VY)), PBF_GPU_A(PBF_GPU_FB(VZ)), PBF_GPU_A(PBF_GPU_FB(QX)),

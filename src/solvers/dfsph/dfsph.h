@@ -27,17 +27,17 @@ int pbf_dfsph_accel_cpu(pbf_world *w, const pbf_step_ctx *ctx);
  * dfsph_gpu.c, compiled once against the hosts' table of functions
  * (src/backends/gpu/gpu_steps.h). */
 struct pbf_gpu_dev;
-/* PBF_STAGE_DFSPH_FACTOR: density and the factor */
+/* stage "dfsph_factor": density and the factor */
 void pbf_dfsph_factor_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_DIVERGENCE: the divergence solve's k_i, measured */
+/* stage "divergence": the divergence solve's k_i, measured */
 void pbf_dfsph_divergence_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_DENSITY_ADV: the density solve's k_i, measured */
+/* stage "density_adv": the density solve's k_i, measured */
 void pbf_dfsph_density_adv_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_DFSPH_WARM_V: the divergence solve's warm start */
+/* stage "dfsph_warm_v": the divergence solve's warm start */
 void pbf_dfsph_warm_v_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_DFSPH_WARM: the density solve's warm start */
+/* stage "dfsph_warm": the density solve's warm start */
 void pbf_dfsph_warm_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration with this method's flags */
+/* stage "pressure_accel": the shared pressure acceleration with this method's flags */
 void pbf_dfsph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* The GPU kernels' parameters of the method (pbf_solver.gpu_params). */
 struct pbf_gpu_params;

@@ -18,13 +18,15 @@ void pbf_dfsph_factor_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     const size_t n = (size_t)w->count, wg = g->wg;
     const pbf_gpu_mem nb_cell = pbf_gpu_nb_cell(g), nb_start = pbf_gpu_nb_start(g);
     const pbf_gpu_mem q0q[3] = {PBF_GPU_FB(QX), PBF_GPU_FB(QY), PBF_GPU_FB(QZ)};
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_DFSPH_FACTOR);
+    const int slot = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_DFSPH_FACTOR, n, wg, PBF_GPU_NB(q0q), PBF_GPU_A(PBF_GPU_FB(DENSITY)),
                    PBF_GPU_A(PBF_GPU_FB(SX)), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
 }
 
-/* The source stages: DIVERGENCE, DENSITY_ADV and the warm starts DFSPH_WARM_V, DFSPH_WARM. */
-static void dfsph_source(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c, pbf_stage_id stage) {
+/* The source stages: "divergence", "density_adv" and the warm starts "dfsph_warm_v",
+ * "dfsph_warm" (divergence: of the divergence solve; start: a warm start's). */
+static void dfsph_source(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c, int divergence,
+                         int start) {
     const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
     const size_t n = (size_t)w->count, wg = g->wg;
     const pbf_gpu_mem nb_cell = pbf_gpu_nb_cell(g), nb_start = pbf_gpu_nb_start(g);
@@ -32,9 +34,7 @@ static void dfsph_source(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c, pb
     const float one = 1.0f, zero = 0.0f;
     /* the warm start (cpu.c stage_dfsph_source): the sum of the applied k in s.z, kappa in
      * the solve's warm row */
-    const int slot = pbf_gpu_next_slot(&g->step, stage);
-    const int divergence = stage == PBF_STAGE_DIVERGENCE || stage == PBF_STAGE_DFSPH_WARM_V;
-    const int start = stage == PBF_STAGE_DFSPH_WARM_V || stage == PBF_STAGE_DFSPH_WARM;
+    const int slot = pbf_gpu_next_slot(&g->step);
     pbf_gpu_mem warm = g->field[divergence ? PBF_F_WARM_V : PBF_F_WARM];
     PBF_GPU_LAUNCH(g, PBF_GK_DFSPH_SOURCE, n, wg, PBF_GPU_NB(q0q), PBF_GPU_A(PBF_GPU_FB(VX)),
                    PBF_GPU_A(PBF_GPU_FB(VY)), PBF_GPU_A(PBF_GPU_FB(VZ)),
@@ -42,26 +42,26 @@ static void dfsph_source(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c, pb
                    PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(divergence),
                    PBF_GPU_A(start), PBF_GPU_A(PBF_GPU_FB(SZ)), PBF_GPU_A(warm), PBF_GPU_A(g->bad),
                    PBF_GPU_A(slot));
-    if (!start) pbf_gpu_measure(w, g, stage, PBF_GPU_FB(SY), one, zero, c->need_error);
+    if (!start) pbf_gpu_measure(w, g, PBF_GPU_FB(SY), one, zero, c->need_error);
 }
 
 void pbf_dfsph_divergence_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
-    dfsph_source(w, g, c, PBF_STAGE_DIVERGENCE);
+    dfsph_source(w, g, c, 1, 0);
 }
 
 void pbf_dfsph_density_adv_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
-    dfsph_source(w, g, c, PBF_STAGE_DENSITY_ADV);
+    dfsph_source(w, g, c, 0, 0);
 }
 
 void pbf_dfsph_warm_v_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
-    dfsph_source(w, g, c, PBF_STAGE_DFSPH_WARM_V);
+    dfsph_source(w, g, c, 1, 1);
 }
 
 void pbf_dfsph_warm_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
-    dfsph_source(w, g, c, PBF_STAGE_DFSPH_WARM);
+    dfsph_source(w, g, c, 0, 1);
 }
 
-/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration (sph_gpu.c), plain */
+/* stage "pressure_accel": the shared pressure acceleration (sph_gpu.c), plain */
 void pbf_dfsph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     pbf_sph_pressure_accel_gpu(w, g, c, 0, 0);
 }

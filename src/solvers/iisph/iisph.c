@@ -52,10 +52,10 @@ static const pbf_param_info params[] = {
 /* clang-format off */
 static const pbf_stage_desc stages[] = {
     PBF_SPH_HEAD,
-    {PBF_STAGE_IISPH_DIAGONAL, PBF_TIMING(lambda), 0, 0, 0, pbf_iisph_diagonal_cpu,
+    {"iisph_diagonal", PBF_TIMING(lambda), 0, 0, 0, pbf_iisph_diagonal_cpu,
      pbf_iisph_diagonal_gpu, 1, 0, 0, diagonal_halo},
     PBF_SPH_ACCEL(0, 1, pbf_iisph_accel_cpu, pbf_iisph_accel_gpu),
-    {PBF_STAGE_IISPH_PRESSURE, PBF_TIMING(lambda), D, D, 0, pbf_iisph_pressure_cpu,
+    {"iisph_pressure", PBF_TIMING(lambda), D, D, 0, pbf_iisph_pressure_cpu,
      pbf_iisph_pressure_gpu, 1, R, PBF_SPH_K},
     PBF_SPH_ACCEL(D, 0, pbf_iisph_accel_cpu, pbf_iisph_accel_gpu),
     PBF_SPH_TAIL,

@@ -24,11 +24,11 @@ int pbf_iisph_accel_cpu(pbf_world *w, const pbf_step_ctx *ctx);
  * iisph_gpu.c, compiled once against the hosts' table of functions
  * (src/backends/gpu/gpu_steps.h). */
 struct pbf_gpu_dev;
-/* PBF_STAGE_IISPH_DIAGONAL: density, a_ii, the pressure zeroed */
+/* stage "iisph_diagonal": density, a_ii, the pressure zeroed */
 void pbf_iisph_diagonal_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_IISPH_PRESSURE: the relaxed Jacobi update, measured */
+/* stage "iisph_pressure": the relaxed Jacobi update, measured */
 void pbf_iisph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration with this method's flags */
+/* stage "pressure_accel": the shared pressure acceleration with this method's flags */
 void pbf_iisph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* The GPU kernels' parameters of the method (pbf_solver.gpu_params). */
 struct pbf_gpu_params;

@@ -19,7 +19,7 @@ void pbf_iisph_diagonal_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c)
     const size_t n = (size_t)w->count, wg = g->wg;
     const pbf_gpu_mem nb_cell = pbf_gpu_nb_cell(g), nb_start = pbf_gpu_nb_start(g);
     const pbf_gpu_mem q0q[3] = {PBF_GPU_FB(QX), PBF_GPU_FB(QY), PBF_GPU_FB(QZ)};
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_IISPH_DIAGONAL);
+    const int slot = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_IISPH_DIAGONAL, n, wg, PBF_GPU_NB(q0q), PBF_GPU_A(PBF_GPU_FB(DENSITY)),
                    PBF_GPU_A(PBF_GPU_FB(SX)), PBF_GPU_A(PBF_GPU_FB(SY)),
                    PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(PBF_GPU_FB(WARM)),
@@ -32,17 +32,17 @@ void pbf_iisph_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c)
     const pbf_gpu_mem nb_cell = pbf_gpu_nb_cell(g), nb_start = pbf_gpu_nb_start(g);
     const pbf_gpu_mem q0q[3] = {PBF_GPU_FB(QX), PBF_GPU_FB(QY), PBF_GPU_FB(QZ)};
     const float one = 1.0f, zero = 0.0f;
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_IISPH_PRESSURE);
+    const int slot = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_IISPH_PRESSURE, n, wg, PBF_GPU_NB(q0q), PBF_GPU_A(PBF_GPU_FB(VX)),
                    PBF_GPU_A(PBF_GPU_FB(VY)), PBF_GPU_A(PBF_GPU_FB(VZ)),
                    PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(SX)),
                    PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
                    PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(PBF_GPU_FB(WARM)), PBF_GPU_A(g->bad),
                    PBF_GPU_A(slot));
-    pbf_gpu_measure(w, g, PBF_STAGE_IISPH_PRESSURE, PBF_GPU_FB(SZ), one, zero, c->need_error);
+    pbf_gpu_measure(w, g, PBF_GPU_FB(SZ), one, zero, c->need_error);
 }
 
-/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration (sph_gpu.c), plain */
+/* stage "pressure_accel": the shared pressure acceleration (sph_gpu.c), plain */
 void pbf_iisph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     pbf_sph_pressure_accel_gpu(w, g, c, 0, 0);
 }

@@ -93,9 +93,9 @@ static const pbf_param_info params[] = {
 static const pbf_stage_desc stages[] = {
     PBF_ROW_PREDICT,
     PBF_ROW_GRID,
-    {PBF_STAGE_LAMBDA,  PBF_TIMING(lambda),  D, D, 0, pbf_pbf_lambda_cpu,  pbf_pbf_lambda_gpu,  1, 0,
+    {"lambda",  PBF_TIMING(lambda),  D, D, 0, pbf_pbf_lambda_cpu,  pbf_pbf_lambda_gpu,  1, 0,
      PBF_ROW(PBF_F_LAMBDA), NULL}, /* delta p reads lambda_j */
-    {PBF_STAGE_DELTA_P, PBF_TIMING(delta_p), D, 0, 0, pbf_pbf_delta_p_cpu, pbf_pbf_delta_p_gpu, 1, 0, 0, NULL},
+    {"delta_p", PBF_TIMING(delta_p), D, 0, 0, pbf_pbf_delta_p_cpu, pbf_pbf_delta_p_gpu, 1, 0, 0, NULL},
     PBF_ROW_COLLIDE(D),
     PBF_ROW_VELOCITY,
     PBF_ROW_VORTICITY_XSPH,

@@ -17,10 +17,10 @@ void pbf_pbf_lambda_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     /* the neighbour sets' positions: PBF's grid leaves x*_0 in the velocity buffers */
     const pbf_gpu_mem q0v[3] = {PBF_GPU_FB(VX), PBF_GPU_FB(VY), PBF_GPU_FB(VZ)};
     const float inv_rho0 = P.inv_rho0, minus_one = -1.0f;
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_LAMBDA);
+    const int slot = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_LAMBDA, n, wg, PBF_GPU_NB(q0v), PBF_GPU_A(PBF_GPU_FB(DENSITY)),
                    PBF_GPU_A(PBF_GPU_FB(LAMBDA)), PBF_GPU_A(g->bad), PBF_GPU_A(slot));
-    pbf_gpu_measure(w, g, PBF_STAGE_LAMBDA, PBF_GPU_FB(DENSITY), inv_rho0, minus_one,
+    pbf_gpu_measure(w, g, PBF_GPU_FB(DENSITY), inv_rho0, minus_one,
                     c->need_error);
 }
 
@@ -29,7 +29,7 @@ void pbf_pbf_delta_p_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
     const size_t n = (size_t)w->count, wg = g->wg;
     const pbf_gpu_mem nb_cell = pbf_gpu_nb_cell(g), nb_start = pbf_gpu_nb_start(g);
     const pbf_gpu_mem q0v[3] = {PBF_GPU_FB(VX), PBF_GPU_FB(VY), PBF_GPU_FB(VZ)};
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_DELTA_P);
+    const int slot = pbf_gpu_next_slot(&g->step);
     PBF_GPU_LAUNCH(g, PBF_GK_DELTA_P, n, wg, PBF_GPU_NB(q0v), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
                    PBF_GPU_A(PBF_GPU_FB(SX)), PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
                    PBF_GPU_A(g->bad), PBF_GPU_A(slot));

@@ -36,9 +36,9 @@ static const pbf_param_info params[] = {
 /* clang-format off */
 static const pbf_stage_desc stages[] = {
     PBF_SPH_HEAD,
-    {PBF_STAGE_PCISPH_INIT, PBF_TIMING(lambda), 0, 0, 0, pbf_pcisph_init_cpu,
+    {"pcisph_init", PBF_TIMING(lambda), 0, 0, 0, pbf_pcisph_init_cpu,
      pbf_pcisph_init_gpu, 1, 0, 0, NULL},
-    {PBF_STAGE_PCISPH_PRESSURE, PBF_TIMING(lambda), D, D, 0, pbf_pcisph_pressure_cpu,
+    {"pcisph_pressure", PBF_TIMING(lambda), D, D, 0, pbf_pcisph_pressure_cpu,
      pbf_pcisph_pressure_gpu, 1, 0, PBF_SPH_K},
     PBF_SPH_ACCEL(D, 0, pbf_pcisph_accel_cpu, pbf_pcisph_accel_gpu),
     PBF_SPH_TAIL,

@@ -24,11 +24,11 @@ int pbf_pcisph_accel_cpu(pbf_world *w, const pbf_step_ctx *ctx);
  * pcisph_gpu.c, compiled once against the hosts' table of functions
  * (src/backends/gpu/gpu_steps.h). */
 struct pbf_gpu_dev;
-/* PBF_STAGE_PCISPH_INIT: k = 0 and the velocities the walls allow */
+/* stage "pcisph_init": k = 0 and the velocities the walls allow */
 void pbf_pcisph_init_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_PCISPH_PRESSURE: the pressure correction, measured */
+/* stage "pcisph_pressure": the pressure correction, measured */
 void pbf_pcisph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration with this method's flags */
+/* stage "pressure_accel": the shared pressure acceleration with this method's flags */
 void pbf_pcisph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* The GPU kernels' parameters of the method (pbf_solver.gpu_params). */
 struct pbf_gpu_params;

@@ -11,7 +11,7 @@
  * sph_gpu.c, compiled once against the hosts' table of functions
  * (src/backends/gpu/gpu_steps.h). */
 struct pbf_gpu_dev;
-/* PBF_STAGE_PRESSURE_ACCEL: the symmetric pressure acceleration, with the artificial viscosity
+/* stage "pressure_accel": the symmetric pressure acceleration, with the artificial viscosity
  * (viscous: WCSPH) or at the predicted positions x + dt v (predicted: PCISPH); each method's
  * accel stage calls it with its own flags */
 void pbf_sph_pressure_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c,

@@ -19,7 +19,7 @@ void pbf_sph_pressure_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx
     const pbf_gpu_mem nb_cell = pbf_gpu_nb_cell(g), nb_start = pbf_gpu_nb_start(g);
     const pbf_gpu_mem q0q[3] = {PBF_GPU_FB(QX), PBF_GPU_FB(QY), PBF_GPU_FB(QZ)};
     /* PCISPH: gradients at x + dt v, the new velocities into s, then s and v swap roles */
-    const int slot = pbf_gpu_next_slot(&g->step, PBF_STAGE_PRESSURE_ACCEL);
+    const int slot = pbf_gpu_next_slot(&g->step);
     pbf_gpu_mem o[3];
     for (int a = 0; a < 3; ++a) o[a] = g->field[(predicted ? PBF_F_SX : PBF_F_VX) + a];
     PBF_GPU_LAUNCH(g, PBF_GK_PRESSURE_ACCEL, n, wg, PBF_GPU_NB(q0q), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),

@@ -22,7 +22,7 @@
  * in its solve `loop` or as a warm start's (warm); it reuses the caches of the positions, and
  * the next measure reads v_j. */
 #define PBF_SPH_ACCEL(loop, warm, cpu, gpu)                                                        \
-    {PBF_STAGE_PRESSURE_ACCEL, PBF_TIMING(delta_p), loop, 0, warm, cpu, gpu, 1,                   \
+    {"pressure_accel", PBF_TIMING(delta_p), loop, 0, warm, cpu, gpu, 1,                   \
      PBF_STAGE_REUSES_CACHE, PBF_ROW(PBF_F_VX) | PBF_ROW(PBF_F_VY) | PBF_ROW(PBF_F_VZ), NULL}
 /* The halo of a stage that computes the pressure or its increment k_i into lambda, which the
  * pressure acceleration reads from neighbours */

@@ -37,7 +37,7 @@ static const pbf_param_info params[] = {
 /* clang-format off */
 static const pbf_stage_desc stages[] = {
     PBF_SPH_HEAD,
-    {PBF_STAGE_WCSPH_PRESSURE, PBF_TIMING(lambda), 0, D, 0, pbf_wcsph_pressure_cpu,
+    {"wcsph_pressure", PBF_TIMING(lambda), 0, D, 0, pbf_wcsph_pressure_cpu,
      pbf_wcsph_pressure_gpu, 1, 0, PBF_SPH_K},
     PBF_SPH_ACCEL(0, 0, pbf_wcsph_accel_cpu, pbf_wcsph_accel_gpu),
     PBF_SPH_TAIL,

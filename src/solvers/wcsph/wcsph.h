@@ -23,9 +23,9 @@ int pbf_wcsph_accel_cpu(pbf_world *w, const pbf_step_ctx *ctx);
  * wcsph_gpu.c, compiled once against the hosts' table of functions
  * (src/backends/gpu/gpu_steps.h). */
 struct pbf_gpu_dev;
-/* PBF_STAGE_WCSPH_PRESSURE: density, Tait pressure, viscosity; measured */
+/* stage "wcsph_pressure": density, Tait pressure, viscosity; measured */
 void pbf_wcsph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* PBF_STAGE_PRESSURE_ACCEL: the shared pressure acceleration with this method's flags */
+/* stage "pressure_accel": the shared pressure acceleration with this method's flags */
 void pbf_wcsph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* The GPU kernels' parameters of the method (pbf_solver.gpu_params). */
 struct pbf_gpu_params;
