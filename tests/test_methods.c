@@ -4,6 +4,8 @@
  * these rules fails here rather than in a simulation.
  */
 #include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
@@ -31,6 +33,40 @@ static void test_registry_matches_public_tables(void) {
         ENSURE(strstr(pbf_solver_key_description, all[i]->info.name) != NULL);
     }
     ENSURE(pbf_solver_choice_names[n] == NULL);
+}
+
+/* Every key of every table has a place of its own in pbf_world_def: no two keys share bytes (all
+ * methods' keys are valid in any scene, so two methods' values live side by side), and a later
+ * method's keys lie in its own slice of method_params (PBF_METHOD_PARAM). */
+static void test_parameters_have_their_own_bytes(void) {
+    unsigned char owner[sizeof(pbf_world_def)];
+    memset(owner, 0, sizeof owner);
+    const pbf_param_info *tables[PBF_MAX_PARAM_TABLES];
+    size_t counts[PBF_MAX_PARAM_TABLES];
+    const int nt = pbf_world_param_tables(tables, counts, PBF_MAX_PARAM_TABLES);
+    ENSURE(nt <= PBF_MAX_PARAM_TABLES);
+    ENSURE(nt - 1 <= PBF_FIRST_SLICED_METHOD + PBF_METHOD_SLICES);
+    const size_t block = offsetof(pbf_world_def, method_params);
+    for (int t = 0; t < nt; ++t)
+        for (size_t k = 0; k < counts[t]; ++k) {
+            const pbf_param_info *p = &tables[t][k];
+            size_t size = 4;
+            if (p->type == PBF_PARAM_VEC3) size = 12;
+            if (p->type == PBF_PARAM_STRING) size = PBF_DEVICE_NAME_MAX; /* (the one string) */
+            ENSURE(p->offset + size <= sizeof(pbf_world_def));
+            for (size_t b = p->offset; b < p->offset + size; ++b) {
+                if (owner[b]) printf("  %s shares bytes with another key\n", p->name);
+                ENSURE_EQ_INT(owner[b], 0);
+                owner[b] = 1;
+            }
+            const int kind = t - 1; /* table 0 is the world's */
+            if (kind >= PBF_FIRST_SLICED_METHOD) {
+                const size_t lo = PBF_METHOD_PARAM(kind, 0);
+                ENSURE(p->offset >= lo && p->offset + size <= lo + PBF_METHOD_SLOTS * 4);
+            } else {
+                ENSURE(p->offset + size <= block); /* the five have blocks of their own */
+            }
+        }
 }
 
 /* Every stage table: the runner's shape (a first stage that moves or accelerates, the grid, the
@@ -108,6 +144,7 @@ static void test_every_method_steps(void) {
 int main(int argc, char **argv) {
     test_begin(argc, argv);
     RUN_SUBTEST(test_registry_matches_public_tables);
+    RUN_SUBTEST(test_parameters_have_their_own_bytes);
     RUN_SUBTEST(test_stage_tables);
     RUN_SUBTEST(test_every_method_steps);
     return test_end();

@@ -48,8 +48,9 @@ typedef struct pbf_solver_info {
 } pbf_solver_info;
 const pbf_solver_info *pbf_solvers(size_t *count);
 
-/* At most this many tables describe a pbf_world_def (pbf_world_param_tables). */
-#define PBF_MAX_PARAM_TABLES 8
+/* At most this many tables describe a pbf_world_def (pbf_world_param_tables): the world's and
+ * one per method, with room for the methods of PBF_METHOD_SLICES. */
+#define PBF_MAX_PARAM_TABLES 32
 
 /* A solver's own table (offsets are still into pbf_world_def, e.g. of def.pbf.scorr_k), NULL for
  * an unknown kind. */

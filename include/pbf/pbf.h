@@ -186,6 +186,19 @@ typedef struct pbf_iisph_params {
 
 #define PBF_DEVICE_NAME_MAX 32
 
+/* Room in pbf_world_def for the parameters of methods built in after the five above, which have
+ * no block of their own: each such method has a slice of PBF_METHOD_SLOTS values (float or int,
+ * as its table says), the slice of kind k being method_params[k - PBF_FIRST_SLICED_METHOD].
+ * Their keys, units, defaults and ranges are in their tables (pbf_solver_params); set them by
+ * key (pbf_param_find, pbf_param_set_number) as scene files and --set do. */
+#define PBF_FIRST_SLICED_METHOD 5
+#define PBF_METHOD_SLICES 8
+#define PBF_METHOD_SLOTS 32
+typedef union pbf_method_slot {
+    float f;
+    int i;
+} pbf_method_slot;
+
 /* The walls the bed shear stress (bed_friction) acts on. */
 typedef enum pbf_bed_walls {
     PBF_BED_WALLS_BED = 0, /* the faces gravity presses the liquid onto (n . g < 0): the floor and
@@ -225,6 +238,8 @@ typedef struct pbf_world_def {
     pbf_dfsph_params dfsph;     /* solver = PBF_SOLVER_DFSPH */
     pbf_pcisph_params pcisph;   /* solver = PBF_SOLVER_PCISPH */
     pbf_iisph_params iisph;     /* solver = PBF_SOLVER_IISPH */
+    /* the later methods' parameters (see PBF_METHOD_SLOTS) */
+    pbf_method_slot method_params[PBF_METHOD_SLICES][PBF_METHOD_SLOTS];
 } pbf_world_def;
 
 pbf_world_def pbf_default_world_def(void);

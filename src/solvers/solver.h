@@ -100,6 +100,14 @@ extern const char pbf_solver_key_description[];
 pbf_status pbf_check_iteration_bounds(int min, int max, const char *min_name, const char *max_name,
                                       pbf_error *err);
 
+/* A later method's parameters (kind >= PBF_FIRST_SLICED_METHOD, pbf/pbf.h): the offset of slot
+ * `slot` of its slice in pbf_world_def, for its table's rows; and its slice in a definition. */
+#define PBF_METHOD_PARAM(kind, slot)                                                               \
+    offsetof(pbf_world_def, method_params[(kind) - PBF_FIRST_SLICED_METHOD][slot])
+static inline const pbf_method_slot *pbf_method_slice(const pbf_world_def *d, int kind) {
+    return d->method_params[kind - PBF_FIRST_SLICED_METHOD];
+}
+
 /* The number of entries of an array (a method's tables). */
 #define PBF_COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
 
