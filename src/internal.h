@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "backends/backend.h"
+#include "error.h"
 #include "fields.h"
 #include "pbf/pbf.h"
 #include "sph/kernel.h"
@@ -269,12 +270,6 @@ int pbf_cpu_stage(pbf_world *w, const char *stage, const pbf_step_ctx *ctx);
 /* The same for a row of the method's table (the CPU backend's run_stage). */
 int pbf_cpu_row(pbf_world *w, const pbf_stage_desc *st, const pbf_step_ctx *ctx);
 
-/* world.c */
-void pbf_set_error(pbf_error *err, pbf_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
 
 static inline void pbf_v3(pbf_vec3 v, float out[3]) {
     out[0] = v.x;

@@ -12,26 +12,6 @@
 #define PI_D 3.14159265358979323846
 #define WALL_TABLE_NODES 33
 
-void pbf_set_error(pbf_error *err, pbf_status status, const char *fmt, ...) {
-    if (!err) return;
-    err->status = status;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err->message, sizeof err->message, fmt, ap);
-    va_end(ap);
-}
-
-const char *pbf_status_string(pbf_status status) {
-    switch (status) {
-    case PBF_OK: return "ok";
-    case PBF_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case PBF_ERR_OUT_OF_MEMORY: return "out of memory";
-    case PBF_ERR_LIMIT: return "limit exceeded";
-    case PBF_ERR_IO: return "input/output error";
-    }
-    return "unknown status";
-}
-
 size_t pbf_bytes_per_particle(void) {
     /* every array of the field registry (the SPH solvers' scratch included), plus the CPU
      * backend's packed neighbour copy (16 B), the SPH passes' packed velocities and wall cache
