@@ -736,7 +736,7 @@ static void test_hydrostatic_pressure(void) {
 static void test_tables_and_errors(void) {
     size_t ns = 0;
     const pbf_solver_info *sv = pbf_solvers(&ns);
-    ENSURE(ns == 5);
+    ENSURE(ns >= 5); /* the five built-in SPH and PBF methods, and those added after them */
     for (size_t k = 0; k < ns; ++k) {
         size_t n = 0;
         ENSURE(pbf_solver_params(sv[k].kind, &n) != NULL && n > 0);

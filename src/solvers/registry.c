@@ -11,10 +11,11 @@
 #include "solvers/iisph/iisph.h"
 #include "solvers/pbf/pbf.h"
 #include "solvers/pcisph/pcisph.h"
+#include "solvers/sesph/sesph.h"
 #include "solvers/wcsph/wcsph.h"
 
 /* X(name) for each method, in kind order; the first is written apart for the key's text. */
-#define PBF_METHODS(FIRST, X) FIRST(pbf) X(wcsph) X(dfsph) X(pcisph) X(iisph)
+#define PBF_METHODS(FIRST, X) FIRST(pbf) X(wcsph) X(dfsph) X(pcisph) X(iisph) X(sesph)
 
 #define DESC(m) &pbf_solver_##m,
 static const pbf_solver *const methods[] = {PBF_METHODS(DESC, DESC)};

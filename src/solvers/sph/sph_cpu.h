@@ -67,6 +67,13 @@ int pbf_cpu_pair_reserve(pbf_world *w);
  * Each method's accel stage calls it with its flags: predicted (PCISPH), viscous (WCSPH: adds
  * the artificial viscosity its pressure stage left in sx, sy, sz). */
 int pbf_cpu_pressure_accel(pbf_world *w, const pbf_step_ctx *ctx, int predicted, int viscous);
+/* The pressure stage of the state-equation methods (WCSPH, SESPH): the density (walls
+ * included), k_i = pbf_state_k(rho_i / rho_0, B, gamma, tension) into lambda, and the velocity
+ * change of the artificial viscosity over dt into sx, sy, sz (visc = alpha h c_s,
+ * pbf_state_viscosity; added by pbf_cpu_pressure_accel with `viscous`); measures the density
+ * error. */
+int pbf_cpu_sph_state_pressure(pbf_world *w, const pbf_step_ctx *ctx, float B, float gamma,
+                               float tension, float visc);
 
 static inline void sph_wall_put(float *WC, int i, float wall, const float gw[3]) {
     if (!WC) return;

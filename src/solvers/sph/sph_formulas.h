@@ -44,4 +44,44 @@ PBF_FN void pbf_sph_collide_velocity(const pbf_walls_consts *c, const PBF_GLOBAL
     *vz = (q[2] - x[2]) * inv_dt;
 }
 
+/* x^e for the state equations: an integer exponent (Tait's default gamma = 7, the linear
+ * equation's 1, any whole gamma) by binary powering, whose products round the same way in C,
+ * OpenCL C and CUDA, so every device gets the CPU's bits (the libraries' pow differ in the last
+ * bit); other exponents by pow. */
+PBF_FN float pbf_tait_pow(float x, float e) {
+    if (!(e >= 1.0f && e <= 64.0f) || (float)(int)e != e) return PBF_POWF(x, e);
+    float r = 1.0f, b = x;
+    for (int k = (int)e;;) {
+        if (k & 1) r *= b;
+        k >>= 1;
+        if (k == 0) break;
+        b *= b;
+    }
+    return r;
+}
+
+/* The pressure of a state equation p = B ((rho / rho_0)^gamma - 1) (Tait's with gamma = 7,
+ * Becker & Teschner 2007; the linear one with gamma = 1, Müller et al. 2003), as
+ * k = dt^2 rho_0 p / rho^2 = dt^2 p / (rho_0 rel^2) with rel = rho / rho_0. Below rest density
+ * the pressure is negative (tension) and is scaled by `tension`: 0 clamps it at 0, as WCSPH does
+ * (no tension at the free surface), 1 keeps it as the state equation gives it. */
+PBF_FN float pbf_state_k(float rel, float stiffness, float exponent, float tension, float rho0,
+                         float dt) {
+    if (!(rel > 1.0f) && !(tension > 0.0f)) return 0.0f;
+    float p = stiffness * (pbf_tait_pow(rel, exponent) - 1.0f);
+    if (!(rel > 1.0f)) p *= tension;
+    return dt * dt * p / (rho0 * rel * rel);
+}
+
+/* The artificial viscosity of the state-equation methods (Monaghan 1992, as Becker & Teschner
+ * 2007 use it):
+ *   a_i = -sum_j m Pi_ij grad W_ij,  Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2),
+ *   nu = 2 alpha h c_s / (rho_i + rho_j),
+ * with rho_i + rho_j = 2 rho_0 (weakly compressible), so that m nu = V alpha h c_s: this returns
+ * alpha h c_s (m^2/s), the sound speed c_s = sqrt(B gamma / rho_0). */
+PBF_FN float pbf_state_viscosity(float alpha, float stiffness, float exponent, float h,
+                                 float rho0) {
+    return alpha * h * PBF_SQRTF(stiffness * exponent / rho0);
+}
+
 #endif

@@ -39,6 +39,6 @@ void pbf_wcsph_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
     P->wcsph_b = wp->stiffness;
     P->wcsph_gamma = wp->exponent;
     P->wcsph_nu = dt * w->k.volume *
-                 pbf_wcsph_viscosity(wp->viscosity, wp->stiffness, wp->exponent, w->k.h,
+                 pbf_state_viscosity(wp->viscosity, wp->stiffness, wp->exponent, w->k.h,
                                      w->k.rest_density);
 }
