@@ -47,6 +47,7 @@
 #include "pbf/pbf.h"
 #include "run/jobs.h"
 #include "run/progress.h"
+#include "run/run_driver.h"
 #include "io/scene.h"
 
 #include "bench/bench_internal.h"
@@ -292,6 +293,80 @@ static void device_name(const char *id, char *name, size_t size) {
         }
 }
 
+/* The steps of one run, through the program's frame loop (app/run/run_driver.h): frames of one
+ * step each (fps = 1 / dt), without the instability guard or the run's progress line. */
+enum { BENCH_WARMUP, BENCH_MEASURED, BENCH_STAGED };
+
+typedef struct bench_pass {
+    const bench_options *o;
+    const bench_case *c;
+    int threads;
+    float dt;
+    int phase;       /* BENCH_WARMUP, BENCH_MEASURED (timed, averaged), BENCH_STAGED */
+    int all_steps;   /* warm-up and measured steps: the bar's total */
+    bench_result *r; /* the measured steps' averages */
+    double *times;   /* the measured steps' wall times, s */
+    double sum;      /* their sum */
+    pbf_error err;   /* of a failed step */
+} bench_pass;
+
+static pbf_status bench_step(void *ctx, pbfapp_run_driver *d, int frame, pbfapp_frame_report *rep,
+                             double *speed_dt, pbf_error *err) {
+    bench_pass *p = ctx;
+    memset(rep, 0, sizeof *rep);
+    rep->diag.ok = 1;
+    rep->substeps = 1;
+    rep->factor = 1;
+    *speed_dt = p->dt;
+    double a = pbfapp_now();
+    pbf_status st = pbf_world_step(d->world, p->dt, err);
+    if (st != PBF_OK) return st;
+    rep->step_seconds = pbfapp_now() - a;
+    rep->steps = 1;
+    if (p->phase == BENCH_MEASURED) {
+        p->times[frame - 1] = rep->step_seconds;
+        p->sum += rep->step_seconds;
+    }
+    return PBF_OK;
+}
+
+static int bench_frame(void *ctx, pbfapp_run_driver *d, const pbfapp_run_frame *f) {
+    (void)d;
+    bench_pass *p = ctx;
+    bench_result *r = p->r;
+    if (p->phase == BENCH_WARMUP) bench_tick(p->o, p->c, p->threads, f->frame, p->all_steps);
+    if (p->phase != BENCH_MEASURED) return 0;
+    bench_tick(p->o, p->c, p->threads, r->warmup + f->frame, p->all_steps);
+    const pbf_stats *ss = &f->stats;
+    r->substeps += ss->substeps / (double)r->steps;
+    r->iterations += ss->iterations / (double)r->steps;
+    r->solver_error += ss->solver_error / r->steps;
+    r->divergence_iterations += ss->divergence_iterations / (double)r->steps;
+    r->divergence_error += ss->divergence_error / r->steps;
+    return 0;
+}
+
+static void bench_step_failed(void *ctx, int frame, const pbf_error *err) {
+    (void)frame;
+    ((bench_pass *)ctx)->err = *err;
+}
+
+/* `steps` steps of the pass's phase; 0, or 1 after a failed step (p->err). */
+static int bench_steps(pbf_world *w, bench_pass *p, int phase, int steps) {
+    pbfapp_run_driver d;
+    memset(&d, 0, sizeof d);
+    d.world = w;
+    d.fps = 1.0 / (double)p->dt;
+    d.substeps = 1;
+    d.frames = steps;
+    d.sinks.ctx = p;
+    d.sinks.step = bench_step;
+    d.sinks.frame = bench_frame;
+    d.sinks.step_failed = bench_step_failed;
+    p->phase = phase;
+    return pbfapp_run_frames(&d) != 0;
+}
+
 /* One run of one case at one thread count, in this process. */
 static void run_one(const bench_options *o, int ci, int threads, bench_result *r) {
     const bench_case *c = &o->cases[ci];
@@ -327,27 +402,19 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
         return;
     }
     r->setup_s = pbfapp_now() - t0;
-    float dt = (float)o->dt;
-    const int all_steps = r->warmup + r->steps;
-    for (int s = 0; s < r->warmup; ++s) {
-        if (pbf_world_step(w, dt, &err) != PBF_OK) goto step_failed;
-        bench_tick(o, c, threads, s + 1, all_steps);
-    }
+    bench_pass pass;
+    memset(&pass, 0, sizeof pass);
+    pass.o = o;
+    pass.c = c;
+    pass.threads = threads;
+    pass.dt = (float)o->dt;
+    pass.all_steps = r->warmup + r->steps;
+    pass.r = r;
+    pass.times = times;
+    if (bench_steps(w, &pass, BENCH_WARMUP, r->warmup)) goto step_failed;
     pbf_world_reset_timings(w);
-    double sum = 0.0;
-    for (int s = 0; s < r->steps; ++s) {
-        double a = pbfapp_now();
-        if (pbf_world_step(w, dt, &err) != PBF_OK) goto step_failed;
-        times[s] = pbfapp_now() - a;
-        sum += times[s];
-        bench_tick(o, c, threads, r->warmup + s + 1, all_steps);
-        pbf_stats ss = pbf_world_stats(w);
-        r->substeps += ss.substeps / (double)r->steps;
-        r->iterations += ss.iterations / (double)r->steps;
-        r->solver_error += ss.solver_error / r->steps;
-        r->divergence_iterations += ss.divergence_iterations / (double)r->steps;
-        r->divergence_error += ss.divergence_error / r->steps;
-    }
+    if (bench_steps(w, &pass, BENCH_MEASURED, r->steps)) goto step_failed;
+    const double sum = pass.sum;
     r->rss_peak_kib = maxrss_kib();
     r->rss_now_end_kib = rss_now_kib();
     pbf_stats st = pbf_world_stats(w); /* the state after the measured steps, on every device */
@@ -358,8 +425,7 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
     if (!pbf_world_set_stage_timing(w, 1)) {
         const double plain_total = tm.total;
         pbf_world_reset_timings(w);
-        for (int s = 0; s < r->steps; ++s)
-            if (pbf_world_step(w, dt, &err) != PBF_OK) goto step_failed;
+        if (bench_steps(w, &pass, BENCH_STAGED, r->steps)) goto step_failed;
         tm = pbf_world_timings(w);
         const double scale = tm.total > 0.0 ? plain_total / tm.total : 0.0;
         tm.predict *= scale;
@@ -406,9 +472,8 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
                         : 0.0;
     /* for the stage limits: counted after the memory figures (it allocates), on the CPU only
      * (the model's device) */
-    r->nbr_pairs = o->limits && strcmp(r->backend, "cpu") == 0
-                       ? (double)pbf_world_neighbour_pairs(w)
-                       : -1.0;
+    r->nbr_pairs =
+        o->limits && strcmp(r->backend, "cpu") == 0 ? (double)pbf_world_neighbour_pairs(w) : -1.0;
     r->solver_pbf = def.solver == PBF_SOLVER_PBF;
     r->pbf_tolerance = def.pbf.tolerance > 0.0f;
     r->scorr_n = def.pbf.scorr_n;
@@ -422,7 +487,7 @@ static void run_one(const bench_options *o, int ci, int threads, bench_result *r
     free(times);
     return;
 step_failed:
-    snprintf(r->error, sizeof r->error, "step failed: %s", err.message);
+    snprintf(r->error, sizeof r->error, "step failed: %s", pass.err.message);
     pbf_world_destroy(w);
     free(times);
 }
@@ -457,8 +522,8 @@ static void run_forked(const bench_options *o, int ci, int threads, bench_result
     r->threads = threads;
     r->speedup = -1.0;
     if (WIFSIGNALED(status))
-        snprintf(r->error, sizeof r->error, "the run was killed by signal %d%s",
-                 WTERMSIG(status), WTERMSIG(status) == 9 ? " (out of memory?)" : "");
+        snprintf(r->error, sizeof r->error, "the run was killed by signal %d%s", WTERMSIG(status),
+                 WTERMSIG(status) == 9 ? " (out of memory?)" : "");
     else
         snprintf(r->error, sizeof r->error, "the run ended without a result (exit %d)",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -489,7 +554,6 @@ static void measure_limits(const bench_options *o, pbfapp_machine_limits *m) {
 }
 
 /* ---- machine facts ------------------------------------------------------------------------ */
-
 
 static void trim(char *s) {
     size_t n = strlen(s);
@@ -706,12 +770,12 @@ static int setup_cases(bench_options *o, const machine_facts *mf, const char *ca
     }
     if (!threads_list) threads_list = strcmp(o->device, "cpu") == 0 ? "1,all" : "all";
     if (!parse_threads(o, threads_list, mf->omp_max_threads > 0 ? mf->omp_max_threads : 1)) {
-                return usage("--threads %s: expected a comma-separated list of thread counts (1 to "
+        return usage("--threads %s: expected a comma-separated list of thread counts (1 to "
                      "1024) or 'all', e.g. 1,all",
                      threads_list);
     }
     if (case_list && !parse_cases(o, case_list)) {
-                return usage("--case %s: expected a comma-separated list of small, medium, large",
+        return usage("--case %s: expected a comma-separated list of small, medium, large",
                      case_list);
     }
     if (!case_list && !particles) {
@@ -734,7 +798,7 @@ static int setup_cases(bench_options *o, const machine_facts *mf, const char *ca
         pbf_status st = build_def(o, &o->cases[c], o->threads[0], &def, &blk, &err);
         if (st != PBF_OK) {
             fprintf(stderr, "pbf bench: %s\n", err.message);
-                        return EXIT_USAGE;
+            return EXIT_USAGE;
         }
     }
 
@@ -784,8 +848,7 @@ static int run_all(bench_options *o, bench_result *res, int nres, int *failed_ou
                 run_forked(o, c, o->threads[t], &res[k]);
             else
                 run_one(o, c, o->threads[t], &res[k]);
-            o->bar_base +=
-                (double)cs->particles * (double)(o->warmup + steps_for(o, cs));
+            o->bar_base += (double)cs->particles * (double)(o->warmup + steps_for(o, cs));
             if (bar_on) { /* the run's line, whole, where the bar was */
                 pbfapp_progress_clear(&bar);
                 fprintf(stderr, "pbf bench: %s, %lld particles, %s, %d thread%s, %d + %d steps ...",

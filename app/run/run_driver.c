@@ -1,4 +1,5 @@
-/* The frame loop of `pbf run` and the MPI run (see run_driver.h). */
+/* The frame loop of `pbf run`, the MPI run, `pbf bench`, `pbf validate` and the viewer's fixed
+ * frames (see run_driver.h). */
 #include "run/run_driver.h"
 
 #include <stdio.h>
@@ -16,8 +17,11 @@ static int stop_requested(const pbfapp_run_driver *d) {
     return d->sinks.stop ? d->sinks.stop(d->sinks.ctx) : pbfapp_stop_requested();
 }
 
-/* Steps frame `frame` and hands it to the frame sink; 0 or the exit status. */
-static int one_frame(pbfapp_run_driver *d, int frame) {
+static void progress_finish(pbfapp_run_driver *d) {
+    if (d->progress) pbfapp_progress_finish(d->progress);
+}
+
+int pbfapp_run_one_frame(pbfapp_run_driver *d, int frame) {
     const pbfapp_run_sinks *k = &d->sinks;
     pbf_error err;
     memset(&err, 0, sizeof err);
@@ -28,7 +32,7 @@ static int one_frame(pbfapp_run_driver *d, int frame) {
     d->steps += rep.steps;
     d->step_seconds += rep.step_seconds;
     if (st != PBF_OK) {
-        pbfapp_progress_finish(d->progress);
+        progress_finish(d);
         if (k->step_failed)
             k->step_failed(k->ctx, frame, &err);
         else
@@ -36,9 +40,9 @@ static int one_frame(pbfapp_run_driver *d, int frame) {
         return PBFAPP_EXIT_RUNTIME;
     }
     if (!rep.diag.ok) {
-        char what[700];
-        pbfapp_guard_describe(d->guard, &rep, frame, what, sizeof what);
-        pbfapp_progress_finish(d->progress);
+        char what[700] = "";
+        if (d->guard) pbfapp_guard_describe(d->guard, &rep, frame, what, sizeof what);
+        progress_finish(d);
         if (k->unstable)
             k->unstable(k->ctx, d, frame, &rep, what);
         else
@@ -54,9 +58,9 @@ static int one_frame(pbfapp_run_driver *d, int frame) {
     f.checkpoint =
         d->checkpoint_every > 0 && (frame % d->checkpoint_every == 0 || frame == d->frames);
     char warning[700];
-    if (pbfapp_guard_speed_warning(d->guard, d->world, frame, &rep, speed_dt, warning,
-                                   sizeof warning)) {
-        pbfapp_progress_finish(d->progress);
+    if (d->guard && pbfapp_guard_speed_warning(d->guard, d->world, frame, &rep, speed_dt, warning,
+                                               sizeof warning)) {
+        progress_finish(d);
         if (k->warning)
             k->warning(k->ctx, warning);
         else
@@ -65,12 +69,13 @@ static int one_frame(pbfapp_run_driver *d, int frame) {
     d->stats = f.stats;
     int rc = k->frame(k->ctx, d, &f);
     if (rc) {
-        pbfapp_progress_finish(d->progress);
+        progress_finish(d);
         return rc;
     }
     d->frames_done = frame;
-    pbfapp_progress_update(d->progress, frame, &f.stats,
-                           rep.steps > 0 ? f.ms / (double)rep.steps : 0.0);
+    if (d->progress)
+        pbfapp_progress_update(d->progress, frame, &f.stats,
+                               rep.steps > 0 ? f.ms / (double)rep.steps : 0.0);
     return 0;
 }
 
@@ -105,9 +110,10 @@ int pbfapp_run_frames(pbfapp_run_driver *d) {
     }
     for (int frame = d->start_frame + 1; frame <= d->frames && rc == 0; ++frame) {
         if (stop_requested(d)) break;
-        rc = one_frame(d, frame);
+        rc = pbfapp_run_one_frame(d, frame);
     }
-    pbfapp_progress_finish(d->progress);
+    progress_finish(d);
+    if (rc == PBFAPP_RUN_END) rc = 0;
     int sig = stop_requested(d);
     if (rc == 0 && sig) rc = k->stopped ? k->stopped(k->ctx, d, sig) : 128 + sig;
     return rc;

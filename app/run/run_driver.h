@@ -1,23 +1,35 @@
 /*
- * The frame loop of the commands that simulate frame by frame (`pbf run`, the MPI run): steps the
- * world one frame at a time and hands every frame to what consumes it (frame writers, stats.jsonl,
- * images, meshes, checkpoints: the caller's frame sink), with the instability guard and its
- * adaptive retries (app/run/guard.h), the speed-limit warning, progress, and the stop signals
- * (SIGINT / SIGTERM finish the frame in progress; the caller's stop sink checkpoints it).
+ * The one frame loop of the program: steps the world one frame at a time and hands every frame
+ * to what consumes it (the caller's frame sink), with the instability guard and its adaptive
+ * retries (app/run/guard.h), the speed-limit warning, progress, and the stop signals (SIGINT /
+ * SIGTERM finish the frame in progress; the caller's stop sink checkpoints it). Its callers:
+ *
+ *   `pbf run` (app/cli/main.c)        frame writers, stats.jsonl, images, meshes, checkpoints
+ *   the MPI run (app/cli/mpi_run.c)   the same, with collective stepping, stop and messages
+ *   `pbf bench` (app/bench/bench.c)   frames of one step (fps = 1 / dt) without guard or
+ *                                     progress line: warm-up, measured and stage-timed passes,
+ *                                     each step timed in its step sink
+ *   `pbf validate` (app/validate/run.c) its cases' frames: substeps and stability checks in its
+ *                                     step sink, a measurement in its frame sink, early stops
+ *                                     by PBFAPP_RUN_END
+ *   `pbf view --frames` (app/viewer/)  one scene frame per displayed frame (pbfapp_run_one_frame)
  *
  * The caller sets up the world and its sinks, then calls pbfapp_run_frames once:
  *
  *   frame 0 (d->initial)      sinks.frame with frame 0 (checkpoint due when checkpoint_every > 0)
- *   frame k = start+1..frames a stop request ends the loop; sinks.step (default: the guard,
- *                             pbfapp_guard_frame) steps the frame; a failed step or an unstable
- *                             state ends it (sinks.step_failed / sinks.unstable say so, after the
- *                             progress line is ended); the speed-limit warning; sinks.frame; the
- *                             progress line
+ *   frame k = start+1..frames a stop request ends the loop; pbfapp_run_one_frame(d, k):
+ *                             sinks.step (default: the guard, pbfapp_guard_frame) steps the
+ *                             frame; a failed step or an unstable state ends it
+ *                             (sinks.step_failed / sinks.unstable say so, after the progress line
+ *                             is ended); the speed-limit warning; sinks.frame; the progress line
  *   after the loop            a stop request: sinks.stopped checkpoints the last frame and says so
  *
  * Sinks print their own messages; a sink that fails returns the exit status of the command (1
- * runtime error), which ends the loop. Every sink but frame may be NULL (the default is given
- * with it).
+ * runtime error), which ends the loop. A frame sink that returns PBFAPP_RUN_END ends the loop
+ * without an error (pbfapp_run_frames then goes on as after the last frame). Every sink but frame
+ * may be NULL (the default is given with it). Without a guard (d->guard NULL: a step sink is then
+ * required) there is no speed-limit warning and the unstable sink gets an empty line; without a
+ * progress line (d->progress NULL) nothing is drawn.
  */
 #ifndef PBFAPP_RUN_DRIVER_H
 #define PBFAPP_RUN_DRIVER_H
@@ -35,6 +47,7 @@ extern "C" {
 
 #define PBFAPP_EXIT_RUNTIME 1  /* I/O, disk full, a failed step */
 #define PBFAPP_EXIT_UNSTABLE 3 /* the instability guard stopped the run */
+#define PBFAPP_RUN_END (-1)    /* a frame sink's "the loop ends here", not an error */
 
 /* One frame handed to the frame sink. */
 typedef struct pbfapp_run_frame {
@@ -82,8 +95,9 @@ struct pbfapp_run_driver {
     int start_frame;           /* the last frame already written (a resumed run), else 0 */
     int initial;               /* hand frame 0 (the initial state) to the frame sink first */
     int checkpoint_every;      /* 0: none */
-    pbfapp_guard *guard;       /* the instability guard (and the one speed-limit warning) */
-    pbfapp_progress *progress; /* the progress line (pbfapp_progress_init) */
+    pbfapp_guard *guard;       /* the instability guard and the one speed-limit warning; NULL:
+                                  neither (the step sink then checks what it needs) */
+    pbfapp_progress *progress; /* the progress line (pbfapp_progress_init); NULL: none */
     pbfapp_run_sinks sinks;
     /* set by pbfapp_run_frames */
     int frames_done;     /* the last frame written */
@@ -102,6 +116,13 @@ void pbfapp_run_driver_init(pbfapp_run_driver *d, pbf_world *world, const pbfapp
 
 /* Runs the frames; returns 0 or the exit status (1 runtime error, 3 unstable, 128 + signal). */
 int pbfapp_run_frames(pbfapp_run_driver *d);
+
+/* One frame of the loop: steps frame `frame` through sinks.step and hands it to sinks.frame
+ * (d->steps, d->step_seconds, d->stats and d->frames_done are updated; call after
+ * pbfapp_run_driver_init or with those fields zeroed). Returns 0, the frame sink's return
+ * (PBFAPP_RUN_END included) or the exit status of a failed or unstable frame. For callers that
+ * pace frames themselves (the viewer); pbfapp_run_frames calls it for every frame. */
+int pbfapp_run_one_frame(pbfapp_run_driver *d, int frame);
 
 #ifdef __cplusplus
 }

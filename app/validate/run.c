@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "run/jobs.h"
+#include "run/run_driver.h"
 #include "scene.h"
 
 /* CPU time (user + system) of this process and of the finished simulations it waited for, s. */
@@ -52,6 +53,94 @@ void sim_free(sim_result *r) {
  * counts it unstable too, as the case's scene file would stop under `pbf run`. */
 double stab_guard(void) {
     return pbfapp_default_run().guard_density_error;
+}
+
+/* One case's frames through the program's frame loop (app/run/run_driver.h), without its guard
+ * or progress line: the substeps and the stability checks after each in the step sink, a
+ * measurement per frame (frame 0 included) in the frame sink; a run that fails a check that
+ * ends it (or gains energy, in the stability envelope) ends the loop there (PBFAPP_RUN_END),
+ * the frame it failed in unmeasured. */
+typedef struct sim_loop {
+    const spec *sp;
+    sim_result *res;
+    const pbf_world_def *def;
+    pt3 *buf;
+    double *nd;
+    int nn;
+    double dy;
+    double guard; /* stab_guard() */
+    double dt;    /* of a step */
+    double e0;    /* energy at frame 0 */
+    int stop;     /* a check ended the run in this frame */
+} sim_loop;
+
+static pbf_status sim_step(void *ctx, pbfapp_run_driver *d, int frame, pbfapp_frame_report *rep,
+                           double *speed_dt, pbf_error *err) {
+    (void)frame;
+    sim_loop *L = ctx;
+    const spec *sp = L->sp;
+    sim_result *res = L->res;
+    memset(rep, 0, sizeof *rep);
+    rep->diag.ok = 1;
+    rep->substeps = sp->substeps;
+    rep->factor = 1;
+    *speed_dt = L->dt;
+    for (int k = 0; k < sp->substeps && !L->stop; ++k) {
+        pbf_status status = pbf_world_step(d->world, (float)L->dt, err);
+        if (status != PBF_OK) return status;
+        ++rep->steps;
+        ++res->h.steps;
+        pbf_stats st = pbf_world_stats(d->world);
+        int fail = st.nonfinite > 0                       ? 1
+                   : st.escaped > 0                       ? 2
+                   : st.density_error_avg >= STAB_DENSITY ? 3
+                   : st.density_error_max > L->guard      ? 4
+                                                          : 0;
+        if (fail != 1 && st.density_error_max >= STAB_DENSITY && res->h.max_over_t < 0)
+            res->h.max_over_t = st.time;
+        if (fail && !res->h.fail) {
+            res->h.fail = fail;
+            res->h.fail_t = st.time;
+        }
+        if (fail != 1) {
+            if (st.density_error_avg > res->h.peak_avg) res->h.peak_avg = st.density_error_avg;
+            if (st.density_error_max > res->h.peak_max) res->h.peak_max = st.density_error_max;
+        }
+        if (fail == 1 || fail == 2 || (fail && sp->kind == CASE_STAB)) L->stop = 1;
+    }
+    return PBF_OK;
+}
+
+static int sim_frame(void *ctx, pbfapp_run_driver *d, const pbfapp_run_frame *fr) {
+    sim_loop *L = ctx;
+    const spec *sp = L->sp;
+    sim_result *res = L->res;
+    const int f = fr->frame;
+    if (L->stop) return PBFAPP_RUN_END;
+    measure(d->world, sp, L->def, res->h.mass, res->h.h0, L->buf, L->nd, L->nn, L->dy,
+            &res->rec[f]);
+    res->h.nrec = f + 1;
+    if (f == 0) {
+        L->e0 = res->rec[0].ekin + res->rec[0].epot;
+        res->h.peak_gain = 0.0;
+        return 0;
+    }
+    /* a run that explodes can keep every density: the envelope also asks that nothing gains
+     * energy (gravity and walls at rest add none; vorticity confinement adds little) */
+    const double gain = 100.0 * (res->rec[f].ekin + res->rec[f].epot - L->e0) / L->e0;
+    if (gain > res->h.peak_gain) res->h.peak_gain = gain;
+    if (sp->kind == CASE_STAB && gain > STAB_ENERGY && !res->h.fail) {
+        res->h.fail = 5;
+        res->h.fail_t = res->rec[f].t;
+        return PBFAPP_RUN_END;
+    }
+    return 0;
+}
+
+static void sim_step_failed(void *ctx, int frame, const pbf_error *err) {
+    (void)frame;
+    sim_loop *L = ctx;
+    snprintf(L->res->h.message, sizeof L->res->h.message, "%s: %.400s", L->sp->name, err->message);
 }
 
 void simulate(const spec *sp, int threads, sim_result *res) {
@@ -89,51 +178,29 @@ void simulate(const spec *sp, int threads, sim_result *res) {
         snprintf(res->h.message, sizeof res->h.message, "%s: out of memory", sp->name);
         goto done;
     }
-    double dt = 1.0 / (sp->fps * sp->substeps);
-    measure(w, sp, &def, res->h.mass, res->h.h0, buf, nd, nn, dy, &res->rec[0]);
-    const double e0 = res->rec[0].ekin + res->rec[0].epot;
-    res->h.nrec = 1;
-    res->h.peak_gain = 0.0;
-    for (int f = 1; f <= sp->frames; ++f) {
-        int stop = 0;
-        for (int k = 0; k < sp->substeps && !stop; ++k) {
-            if (pbf_world_step(w, (float)dt, &err) != PBF_OK) {
-                snprintf(res->h.message, sizeof res->h.message, "%s: %.400s", sp->name,
-                         err.message);
-                goto done;
-            }
-            ++res->h.steps;
-            pbf_stats st = pbf_world_stats(w);
-            int fail = st.nonfinite > 0                       ? 1
-                       : st.escaped > 0                       ? 2
-                       : st.density_error_avg >= STAB_DENSITY ? 3
-                       : st.density_error_max > guard         ? 4
-                                                              : 0;
-            if (fail != 1 && st.density_error_max >= STAB_DENSITY && res->h.max_over_t < 0)
-                res->h.max_over_t = st.time;
-            if (fail && !res->h.fail) {
-                res->h.fail = fail;
-                res->h.fail_t = st.time;
-            }
-            if (fail != 1) {
-                if (st.density_error_avg > res->h.peak_avg) res->h.peak_avg = st.density_error_avg;
-                if (st.density_error_max > res->h.peak_max) res->h.peak_max = st.density_error_max;
-            }
-            if (fail == 1 || fail == 2 || (fail && sp->kind == CASE_STAB)) stop = 1;
-        }
-        if (stop) break;
-        measure(w, sp, &def, res->h.mass, res->h.h0, buf, nd, nn, dy, &res->rec[f]);
-        res->h.nrec = f + 1;
-        /* a run that explodes can keep every density: the envelope also asks that nothing gains
-         * energy (gravity and walls at rest add none; vorticity confinement adds little) */
-        const double gain = 100.0 * (res->rec[f].ekin + res->rec[f].epot - e0) / e0;
-        if (gain > res->h.peak_gain) res->h.peak_gain = gain;
-        if (sp->kind == CASE_STAB && gain > STAB_ENERGY && !res->h.fail) {
-            res->h.fail = 5;
-            res->h.fail_t = res->rec[f].t;
-            break;
-        }
-    }
+    sim_loop L;
+    memset(&L, 0, sizeof L);
+    L.sp = sp;
+    L.res = res;
+    L.def = &def;
+    L.buf = buf;
+    L.nd = nd;
+    L.nn = nn;
+    L.dy = dy;
+    L.guard = guard;
+    L.dt = 1.0 / (sp->fps * sp->substeps);
+    pbfapp_run_driver d;
+    memset(&d, 0, sizeof d);
+    d.world = w;
+    d.fps = sp->fps;
+    d.substeps = sp->substeps;
+    d.frames = sp->frames;
+    d.initial = 1;
+    d.sinks.ctx = &L;
+    d.sinks.step = sim_step;
+    d.sinks.frame = sim_frame;
+    d.sinks.step_failed = sim_step_failed;
+    if (pbfapp_run_frames(&d) != 0) goto done; /* a failed step: res->h.message says why */
     if (sp->kind == CASE_HYDRO) {
         /* final profiles: mean density per layer of height s, number density / bulk */
         pbf_particles p = pbf_world_particles(w);

@@ -17,6 +17,7 @@
 #define GLFW_INCLUDE_NONE
 #include <GLFW/glfw3.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "render/colormap.h"
 #include "gl_renderer.h"
 #include "run/progress.h"
+#include "run/run_driver.h"
 #include "render/render.h"
 #include "io/scene.h"
 
@@ -58,8 +60,8 @@ typedef struct view_options {
     int field;
     int fluid;
     const char *screenshot;
-    const char *checkpoint; /* --checkpoint FILE: the state to start from */
-    long frames; /* -1: run until the window is closed */
+    const char *checkpoint;     /* --checkpoint FILE: the state to start from */
+    long frames;                /* -1: run until the window is closed */
     pbf_camera_override camera; /* --camera-pos, --camera-target, --fov */
     const char *camera_pos_arg; /* as given */
     int has_range;              /* --range MIN:MAX */
@@ -91,8 +93,9 @@ typedef struct viewer {
     int64_t window_steps;
     double window_step_seconds, window_start;
     int window_frames;
-    int window_full; /* a whole window (>= 1 s) has been measured */
+    int window_full;                     /* a whole window (>= 1 s) has been measured */
     double fps_shown, ms_per_step_shown; /* < 0: nothing measured yet */
+    pbfapp_run_driver driver;            /* --frames N: the scene frames (frame_driver_init) */
     /* line geometry, rebuilt every frame */
     float *lines;
     size_t lines_cap;
@@ -160,7 +163,6 @@ static int usage(const char *fmt, const char *a) {
     fputs(" (see `pbf view --help`)\n", stderr);
     return EXIT_USAGE;
 }
-
 
 static char *own(view_options *o, const char *s, size_t len) {
     char *c = malloc(len + 1);
@@ -369,24 +371,34 @@ static void refresh_stats(viewer *v) {
     ++v->version;
 }
 
-/* One solver step; on failure the viewer pauses (interactive) and `failed` is set. */
-static int sim_step(viewer *v) {
-    pbf_error err;
-    memset(&err, 0, sizeof err);
+/* One solver step, its wall time (*seconds) counted in the measurements. */
+static pbf_status timed_step(viewer *v, double *seconds, pbf_error *err) {
     double t0 = pbfapp_now();
-    pbf_status st = pbf_world_step(v->world, v->dt, &err);
+    pbf_status st = pbf_world_step(v->world, v->dt, err);
     double s = pbfapp_now() - t0;
-    if (st != PBF_OK) {
-        fprintf(stderr, "pbf view: simulation step failed: %s\n", err.message);
-        v->failed = 1;
-        v->paused = 1;
-        return 0;
-    }
+    *seconds = s;
+    if (st != PBF_OK) return st;
     ++v->steps_total;
     v->step_seconds_total += s;
     ++v->window_steps;
     v->window_step_seconds += s;
-    return 1;
+    return PBF_OK;
+}
+
+static void step_failed(viewer *v, const pbf_error *err) {
+    fprintf(stderr, "pbf view: simulation step failed: %s\n", err->message);
+    v->failed = 1;
+    v->paused = 1;
+}
+
+/* One solver step; on failure the viewer pauses (interactive) and `failed` is set. */
+static int sim_step(viewer *v) {
+    pbf_error err;
+    memset(&err, 0, sizeof err);
+    double s;
+    if (timed_step(v, &s, &err) == PBF_OK) return 1;
+    step_failed(v, &err);
+    return 0;
 }
 
 /* After steps: stats, and a stop if the state became non-finite. */
@@ -402,11 +414,60 @@ static void after_steps(viewer *v) {
     }
 }
 
-static void simulate(viewer *v, double wall_dt, int fixed_frame) {
+/* --frames N: every displayed frame after the first is one scene frame (`substeps` steps),
+ * stepped by the program's frame loop (app/run/run_driver.h) one frame at a time, without its
+ * guard or progress line: the viewer's own stop on a non-finite state (after_steps) is its frame
+ * sink. */
+static pbf_status frame_step(void *ctx, pbfapp_run_driver *d, int frame, pbfapp_frame_report *rep,
+                             double *speed_dt, pbf_error *err) {
+    (void)d;
+    (void)frame;
+    viewer *v = ctx;
+    memset(rep, 0, sizeof *rep);
+    rep->diag.ok = 1;
+    rep->substeps = v->scene.run.substeps;
+    rep->factor = 1;
+    *speed_dt = v->dt;
+    for (int s = 0; s < v->scene.run.substeps; ++s) {
+        double seconds;
+        pbf_status st = timed_step(v, &seconds, err);
+        if (st != PBF_OK) return st;
+        ++rep->steps;
+        rep->step_seconds += seconds;
+    }
+    return PBF_OK;
+}
+
+static int frame_done(void *ctx, pbfapp_run_driver *d, const pbfapp_run_frame *f) {
+    (void)d;
+    (void)f;
+    after_steps(ctx);
+    return 0;
+}
+
+static void frame_step_failed(void *ctx, int frame, const pbf_error *err) {
+    (void)frame;
+    step_failed(ctx, err);
+    after_steps(ctx);
+}
+
+static void frame_driver_init(viewer *v) {
+    pbfapp_run_driver *d = &v->driver;
+    memset(d, 0, sizeof *d);
+    d->fps = (double)v->scene.run.fps;
+    d->substeps = v->scene.run.substeps;
+    d->frames = v->opt->frames < INT_MAX ? (int)v->opt->frames : INT_MAX;
+    d->sinks.ctx = v;
+    d->sinks.step = frame_step;
+    d->sinks.frame = frame_done;
+    d->sinks.step_failed = frame_step_failed;
+}
+
+static void simulate(viewer *v, double wall_dt, long fixed_frame) {
     if (v->failed) return;
-    if (fixed_frame) {
-        for (int s = 0; s < v->scene.run.substeps && !v->failed; ++s) sim_step(v);
-        after_steps(v);
+    if (fixed_frame > 0) {
+        v->driver.world = v->world; /* R replaces the world */
+        pbfapp_run_one_frame(&v->driver, fixed_frame < INT_MAX ? (int)fixed_frame : INT_MAX);
         return;
     }
     if (v->paused) {
@@ -717,9 +778,8 @@ static void overlay_text(const viewer *v, char *buf, size_t size) {
              "density error avg %.2f%% max %.2f%%\n"
              "%s%s%s%s\n"
              "H: help",
-             v->scene.name, v->stats.particles, fps, ms, v->stats.time,
-             v->stats.density_error_avg, v->stats.density_error_max,
-             v->fluid ? "fluid surface" : "spheres, colour: ",
+             v->scene.name, v->stats.particles, fps, ms, v->stats.time, v->stats.density_error_avg,
+             v->stats.density_error_max, v->fluid ? "fluid surface" : "spheres, colour: ",
              v->fluid ? "" : pbf_color_field_name(v->field), v->paused ? "   PAUSED" : "",
              v->failed ? "   STOPPED (R: reset)" : "");
 }
@@ -802,6 +862,7 @@ static GLFWwindow *open_window(const view_options *o, const char *title) {
 static int run_viewer(viewer *v) {
     const view_options *o = v->opt;
     const int fixed = o->frames >= 0;
+    if (fixed) frame_driver_init(v);
     char title[300];
     snprintf(title, sizeof title, "pbf view: %.200s", v->scene.name);
     v->window = open_window(o, title);
@@ -847,7 +908,7 @@ static int run_viewer(viewer *v) {
         double wall_dt = now - prev;
         prev = now;
         if (fixed) {
-            if (frame > 0) simulate(v, wall_dt, 1);
+            if (frame > 0) simulate(v, wall_dt, frame);
             if (v->failed) {
                 rc = EXIT_RUNTIME;
                 break;
@@ -957,8 +1018,8 @@ int pbfview_main(int argc, char **argv, const char *default_scene) {
         if (st != PBF_OK) {
             char why[sizeof err.message];
             memcpy(why, err.message, sizeof why);
-            snprintf(err.message, sizeof err.message, "--checkpoint %.200s: %.280s",
-                     opt.checkpoint, why);
+            snprintf(err.message, sizeof err.message, "--checkpoint %.200s: %.280s", opt.checkpoint,
+                     why);
             if (st != PBF_ERR_OUT_OF_MEMORY) st = PBF_ERR_INVALID_ARGUMENT;
         }
     }
