@@ -7,8 +7,9 @@
  * own four corners, so the two cubes that share a face cut it identically: the surface has no
  * cracks. Each segment is oriented so that, seen from outside the cube, the inside part of the
  * face is on its right; then every cut edge starts exactly one segment and ends exactly one, the
- * segments chain into closed loops, and each loop is triangulated as a fan. A triangle (a, b, c)
- * of the loop order has (b - a) x (c - a) pointing from inside (value > iso) to outside.
+ * segments chain into closed loops, and each loop is triangulated as a fan from a vertex that
+ * puts no triangle on a cube face (fan_apex). A triangle (a, b, c) of the loop order has
+ * (b - a) x (c - a) pointing from inside (value > iso) to outside.
  */
 #include <string.h>
 
