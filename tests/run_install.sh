@@ -7,7 +7,8 @@
 # for physical sense: same particle count before and after, the column's mean height falls and
 # its front runs along the floor, inside the box, near rest density; both builds print the same.
 # The installed prefix also works after being moved (pbf.pc and the package are relocatable),
-# and the installed `pbf` finds its scenes beside it.
+# and the installed `pbf` finds its scenes beside it (and, given a relative scene path that is
+# not there, says where they are).
 #
 #   bash tests/run_install.sh BUILD_DIR OUT_DIR SANITIZE(ON/OFF)
 set -uo pipefail  # no -e: every step is a check that counts its failure
@@ -142,6 +143,13 @@ expect "installed pbf --help names its default scene ${moved}/share/pbf/scenes/d
 rc=$?
 check "installed pbf runs its quick scene: $(tail -n 2 "${out}/run.log" | tr "\n" " ")" "${rc}"
 expect "it wrote frame 1" test -s "${out}/run/frame_00001.vtp"
+# a relative scene path that is not there (the current directory has no scenes/): the message
+# says where the installed scenes are
+rc=0
+(cd "${out}" && "${moved}/bin/pbf" run scenes/quick.json --frames 1 --out "${out}/run2" -q) \
+    > "${out}/notfound.log" 2>&1 || rc=$?
+expect "installed pbf run scenes/quick.json from elsewhere: exit 2 (got ${rc}), names ${moved}/share/pbf/scenes/quick.json: $(head -c 300 "${out}/notfound.log")" \
+    test "${rc}" -eq 2 -a -n "$(grep -F "${moved}/share/pbf/scenes/quick.json" "${out}/notfound.log")"
 
 echo "${passed} passed, ${failed} failed"
 [[ ${failed} -eq 0 ]]

@@ -8,7 +8,10 @@
 #   - a resume keeps the frames up to its checkpoint (byte for byte), removes the later ones that
 #     the resumed run does not write again, and its index lists exactly its frames;
 #   - frame files in a directory no run wrote (no scene.json, no stats.jsonl) are refused with a
-#     message, and kept.
+#     message, and kept;
+#   - an output directory that cannot be one (a file of that name, a file on its path) is refused
+#     by `pbf run --out`, `pbf mesh --out`, `pbf render --out` and `--video` with the usage
+#     status 2 (docs/cli.md: nothing done), the message naming the path.
 #
 #   bash tests/run_output_dir.sh PATH/TO/pbf
 set -uo pipefail
@@ -95,12 +98,34 @@ check "resume: frames.pvd lists frames 0..9 as the uninterrupted run did" $?
 f="${tmp}/foreign"
 mkdir -p "${f}"
 echo "a photo" > "${f}/frame_00001.png"
-run "a directory of someone else's frame files" 1 "${tmp}/h.log" run "${scene}" --out "${f}" \
+run "a directory of someone else's frame files" 2 "${tmp}/h.log" run "${scene}" --out "${f}" \
     --frames 1 -q
 grep -q "frame_00001.png but no scene.json or stats.jsonl" "${tmp}/h.log"
 check "foreign frames: the message names the file ($(head -c 200 "${tmp}/h.log"))" $?
 [[ "$(cat "${f}/frame_00001.png")" == "a photo" && $(ls "${f}" | wc -l) -eq 1 ]]
 check "foreign frames: kept, and nothing written" $?
+
+# Paths that cannot be an output directory: exit 2, the message names the path, nothing made.
+blocker="${tmp}/afile"
+echo "not a directory" > "${blocker}"
+refused() { # refused NAME PATH ARGS...
+    local name="$1" path="$2"
+    shift 2
+    run "${name}" 2 "${tmp}/o.log" "$@"
+    grep -qF -- "${path}" "${tmp}/o.log"
+    check "${name}: the message names ${path} ($(head -c 200 "${tmp}/o.log"))" $?
+}
+for out in "${blocker}" "${blocker}/sub"; do
+    refused "pbf run --out ${out#"${tmp}/"}" "${out}" run "${scene}" --out "${out}" --frames 1 -q
+    refused "pbf mesh --out ${out#"${tmp}/"}" "${out}" mesh "${d}" --out "${out}" -q
+    refused "pbf render --out ${out#"${tmp}/"}" "${out}" render "${d}" --out "${out}" --size 64x64 -q
+done
+if command -v ffmpeg > /dev/null; then
+    refused "pbf render --video afile/v.mp4" "${blocker}" render "${d}" --video "${blocker}/v.mp4" \
+        --size 64x64 -q
+fi
+[[ "$(cat "${blocker}")" == "not a directory" ]]
+check "the file in the way is intact" $?
 
 echo "output_dir: ${passed} passed, ${failed} failed"
 [[ ${failed} -eq 0 ]]

@@ -4,8 +4,11 @@
 #     (frame 0, the initial state, included: frames + 1 images), valid 320x180 PNGs, byte-identical
 #     across two runs;
 #   - `pbf render DIR` re-renders the written frames to the same bytes;
+#   - `pbf render DIR --frames A:B` renders exactly frames A..B (A: and :B open-ended), the same
+#     bytes as rendering them all; a range with no frame or a malformed one is a usage error;
 #   - `pbf run --video FILE.mp4` writes no PNG and a video that ffprobe reads as h264, yuv420p,
-#     320x180, frames + 1 frames;
+#     320x180, frames + 1 frames; .m4v, .mov and .mkv too; any other container (or none) is
+#     refused before simulating (exit 2) with the list of those, which both --help texts give;
 #   - without ffmpeg on PATH, --video fails before simulating (exit 1, message names ffmpeg);
 #   - --camera-pos/--camera-target/--fov give the image of the same camera in the scene file;
 #     --range MIN:MAX and --range auto recolour; bad values are usage errors (exit 2);
@@ -156,6 +159,39 @@ out="$("${pbf}" render "${tmp}/mn" --surface-set iso_level=9 --out "${tmp}/mb2" 
 [[ ${rc} -eq 2 && "${out}" == *"--surface-set"*"iso_level"* && ! -e "${tmp}/mb2" ]]
 check "--surface-set iso_level=9: exit 2 (got ${rc}), names the option and key: ${out}" $?
 
+# --frames A:B: only those frames, each the same bytes as in the full rendering.
+frames_rendered() { (cd "$1" && ls frame_*.png 2> /dev/null | tr '\n' ' '); }
+for spec in "1:2=frame_00001.png frame_00002.png " "2:=frame_00002.png frame_00003.png " \
+    ":0=frame_00000.png " "3:3=frame_00003.png "; do
+    range="${spec%%=*}" want="${spec#*=}" rc=0
+    rm -rf "${tmp}/fr"
+    "${pbf}" render "${tmp}/a" --frames "${range}" --out "${tmp}/fr" --size 320x180 -q \
+        > "${tmp}/fr.log" 2>&1 || rc=$?
+    same=0
+    for f in ${want}; do cmp -s "${tmp}/fr/${f}" "${tmp}/a/${f}" || same=1; done
+    [[ ${rc} -eq 0 && "$(frames_rendered "${tmp}/fr")" == "${want}" && ${same} -eq 0 ]]
+    check "pbf render --frames ${range}: exit ${rc}, ${want}(got $(frames_rendered "${tmp}/fr")), the full rendering's bytes" $?
+done
+for range in 7:9 3:1 x 5; do
+    rc=0
+    out="$("${pbf}" render "${tmp}/a" --frames "${range}" --out "${tmp}/fr_bad" 2>&1)" || rc=$?
+    [[ ${rc} -eq 2 && "${out}" == *"--frames"* && ! -e "${tmp}/fr_bad" ]]
+    check "pbf render --frames ${range}: exit 2 (got ${rc}), nothing rendered: ${out}" $?
+done
+
+# --video takes the containers it can fill with H.264 and refuses the others, listing those.
+containers=".mp4, .m4v, .mov or .mkv"
+for bad in "${tmp}/v.webm" "${tmp}/v.avi" "${tmp}/video"; do
+    rc=0
+    out="$("${pbf}" run "${scene}" --out "${tmp}/vbad" --frames 1 --video "${bad}" 2>&1)" || rc=$?
+    [[ ${rc} -eq 2 && "${out}" == *"${containers}"* && ! -e "${tmp}/vbad" && ! -e "${bad}" ]]
+    check "--video ${bad##*/}: exit 2 (got ${rc}), lists ${containers}, nothing simulated: ${out}" $?
+done
+for cmd in run render; do
+    "${pbf}" ${cmd} --help 2>&1 | tr -s ' \n' ' ' | grep -qF "containers: ${containers}"
+    check "pbf ${cmd} --help names the containers of --video (${containers})" $?
+done
+
 if ! command -v ffprobe > /dev/null 2>&1; then
     check "ffprobe on PATH (install ffmpeg: scripts/setup-debian.sh)" 1
 else
@@ -180,6 +216,16 @@ else
         -of csv=p=0 "${tmp}/r.mp4" 2> /dev/null)
     [[ ${rc} -eq 0 && "${n}" == "$((frames + 1))" ]]
     check "pbf render DIR --video: exit ${rc}, ${n} frames" $?
+    for ext in m4v mov mkv MP4; do
+        rc=0
+        "${pbf}" render "${tmp}/a" --frames 0:1 --video "${tmp}/c.${ext}" --size 320x180 -q \
+            > "${tmp}/c.log" 2>&1 || rc=$?
+        probe="$(ffprobe -v error -count_frames -select_streams v:0 \
+            -show_entries stream=codec_name,nb_read_frames -of default=noprint_wrappers=1 \
+            "${tmp}/c.${ext}" 2>&1)"
+        [[ ${rc} -eq 0 && "${probe}" == *"codec_name=h264"* && "${probe}" == *"nb_read_frames=2"* ]]
+        check "--video c.${ext}: exit ${rc}, h264, 2 frames (${probe//$'\n'/ })" $?
+    done
 fi
 
 # No ffmpeg: a clear error before any simulation (no frame written).

@@ -312,17 +312,20 @@ static void test_output_dir_and_stats(void) {
         if (!stats_ok && text) printf("stats.jsonl: %s", text);
         free(text);
     }
-    /* A regular file where the directory should be, and below it. */
+    /* A regular file where the directory should be, and below it: refused as a usage error
+     * (PBF_ERR_INVALID_ARGUMENT, exit status 2), naming the path. */
     snprintf(path, sizeof path, "%s/file", dir);
     FILE *blocker = fopen(path, "w");
     if (blocker) fclose(blocker);
     pbfapp_output *bad = NULL;
     pbf_error e1, e2;
-    int refused_file = pbfapp_output_open(path, PBFAPP_FORMAT_VTP, &bad, &e1) == PBF_ERR_IO &&
-                       bad == NULL && strstr(e1.message, path) != NULL;
+    int refused_file =
+        pbfapp_output_open(path, PBFAPP_FORMAT_VTP, &bad, &e1) == PBF_ERR_INVALID_ARGUMENT &&
+        bad == NULL && strstr(e1.message, path) != NULL;
     snprintf(sub, sizeof sub, "%s/file/below", dir);
-    int refused_below = pbfapp_output_open(sub, PBFAPP_FORMAT_VTP, &bad, &e2) == PBF_ERR_IO &&
-                        bad == NULL && strstr(e2.message, sub) != NULL;
+    int refused_below =
+        pbfapp_output_open(sub, PBFAPP_FORMAT_VTP, &bad, &e2) == PBF_ERR_INVALID_ARGUMENT &&
+        bad == NULL && strstr(e2.message, sub) != NULL;
     remove_tree(dir);
     ENSURE(opened);
     ENSURE(written);
@@ -584,7 +587,9 @@ static void test_claim_refuses_foreign_frames(void) {
     pbfapp_output *o = NULL;
     pbf_error err;
     memset(&err, 0, sizeof err);
-    int refused = pbfapp_output_open(dir, PBFAPP_FORMAT_PLY, &o, &err) == PBF_ERR_IO && o == NULL;
+    int refused =
+        pbfapp_output_open(dir, PBFAPP_FORMAT_PLY, &o, &err) == PBF_ERR_INVALID_ARGUMENT &&
+        o == NULL;
     int named = strstr(err.message, dir) && strstr(err.message, "frame_00001.png");
     char *kept = slurp_in(dir, "frame_00001.png");
     int intact = kept && strcmp(kept, "a photo") == 0 && !has(dir, "stats.jsonl");

@@ -980,6 +980,80 @@ static void test_surface_two_boxes(void) {
     pbfapp_image_free(&ib);
 }
 
+/* Obstacles are solid shaded boxes, not outlines: the middle of each face the camera sees is
+ * the box's colour (a clay orange), each of the three faces its own shade; a particle behind
+ * the box is hidden by it, one in front of it hides it; the box is in the depth buffer; in
+ * surface mode too. */
+static void test_solid_obstacles(void) {
+    enum { SW = 200, SH = 150 };
+    const pbfapp_render_box box = {{-0.2f, -0.2f, -0.2f}, {0.2f, 0.2f, 0.2f}};
+    const float eye[3] = {1.5f, 1.2f, 2.5f};
+    float d[3] = {-eye[0], -eye[1], -eye[2]}, len = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    for (int k = 0; k < 3; ++k) d[k] /= len;
+    /* a particle 0.8 m behind the box's centre, seen through it, and one 0.8 m in front */
+    float x[1], y[1], z[1];
+    pbfapp_render_input in = plain_input(1, x, y, z, 0.05f);
+    in.flags = PBFAPP_RENDER_NO_FLOOR | PBFAPP_RENDER_NO_TEXT; /* outlines drawn as usual */
+    in.camera = (pbf_camera){{eye[0], eye[1], eye[2]}, {0, 0, 0}, {0, 1, 0}, 40};
+    in.boxes = &box;
+    in.box_count = 1;
+    pbfapp_image img;
+    ENSURE(pbfapp_image_init(&img, SW, SH, NULL) == PBF_OK);
+    const float faces[3][3] = {{0.2f, 0, 0}, {0, 0.2f, 0}, {0, 0, 0.2f}}, centre[3] = {0, 0, 0};
+    for (int behind = 1; behind >= 0; --behind) {
+        const float s = behind ? 0.8f : -0.8f;
+        x[0] = s * d[0];
+        y[0] = s * d[1];
+        z[0] = s * d[2];
+        ENSURE(pbfapp_render(&in, &img, NULL) == PBF_OK);
+        float sx, sy, dist, focal;
+        ENSURE(pbfapp_render_project(&in.camera, SW, SH, centre, &sx, &sy, &dist, &focal));
+        const unsigned char *c = px(&img, (int)sx, (int)sy);
+        int orange = c[0] > c[2] + 60 && c[0] > c[1], blue = c[2] > c[0] + 40;
+        if (behind ? !orange : !blue)
+            test_fail_(__FILE__, __LINE__,
+                       "particle %s the box: pixel (%d %d %d) at the box's "
+                       "centre, expected %s",
+                       behind ? "behind" : "in front of", c[0], c[1], c[2],
+                       behind ? "the box's orange" : "the particle's blue");
+    }
+    unsigned char shade[3][3];
+    for (int f = 0; f < 3; ++f) {
+        float sx, sy, dist, focal;
+        ENSURE(pbfapp_render_project(&in.camera, SW, SH, faces[f], &sx, &sy, &dist, &focal));
+        const unsigned char *c = px(&img, (int)sx, (int)sy);
+        memcpy(shade[f], c, 3);
+        if (!(c[0] > c[2] + 30 && c[0] >= c[1]))
+            test_fail_(__FILE__, __LINE__, "face %d: pixel (%d %d %d) is not the box's colour", f,
+                       c[0], c[1], c[2]);
+        ENSURE(img.depth[(size_t)(int)sy * SW + (size_t)(int)sx] < dist + 0.01f);
+    }
+    ENSURE(memcmp(shade[0], shade[1], 3) != 0 && memcmp(shade[1], shade[2], 3) != 0 &&
+           memcmp(shade[0], shade[2], 3) != 0);
+    /* surface mode: a mesh far behind the box does not show through it */
+    static test_mesh m;
+    m.nv = m.nt = 0;
+    float far_lo[3], far_hi[3]; /* a 0.2 m cube of water 0.8 m behind the box's centre */
+    for (int k = 0; k < 3; ++k) {
+        far_lo[k] = 0.8f * d[k] - 0.1f;
+        far_hi[k] = 0.8f * d[k] + 0.1f;
+    }
+    add_box(&m, far_lo, far_hi);
+    pbf_mesh mesh = mesh_view(&m);
+    in.count = 0;
+    in.mesh = &mesh;
+    ENSURE(pbfapp_render(&in, &img, NULL) == PBF_OK);
+    float sx, sy, dist, focal;
+    ENSURE(pbfapp_render_project(&in.camera, SW, SH, centre, &sx, &sy, &dist, &focal));
+    const unsigned char *c = px(&img, (int)sx, (int)sy);
+    if (!(c[0] > c[2] + 60 && c[0] > c[1]))
+        test_fail_(__FILE__, __LINE__,
+                   "surface mode: pixel (%d %d %d) at the box's centre, "
+                   "expected the box's orange in front of the water",
+                   c[0], c[1], c[2]);
+    pbfapp_image_free(&img);
+}
+
 /* Floor, lines, text and a mesh of a few thousand triangles: the same bytes for 1 and 3
  * threads. */
 static void test_surface_threads(void) {
@@ -1092,6 +1166,7 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_surface_antialias);
     RUN_SUBTEST(test_surface_shared_edges);
     RUN_SUBTEST(test_surface_two_boxes);
+    RUN_SUBTEST(test_solid_obstacles);
     RUN_SUBTEST(test_surface_threads);
     RUN_SUBTEST(test_mesh_read);
     return test_end();

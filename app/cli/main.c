@@ -520,9 +520,9 @@ static int open_output(run_state *s, pbf_error *err) {
     char scene_out[4200];
     snprintf(scene_out, sizeof scene_out, "%s/scene.json", opt->out);
     if (st == PBF_OK) st = pbfapp_scene_write(&s->scene, scene_out, err);
-    if (st != PBF_OK) {
+    if (st != PBF_OK) { /* an output directory refused: a usage error, like the scene's */
         fprintf(stderr, "pbf: %s\n", err->message);
-        return abandon_run(s, EXIT_RUNTIME);
+        return abandon_run(s, st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME);
     }
     return -1;
 }

@@ -80,3 +80,36 @@ void pbfapp_frame_files_free(pbfapp_frame_file *list, int n) {
     for (int i = 0; i < n; ++i) free(list[i].name);
     free(list);
 }
+
+int pbfapp_frame_range_parse(const char *range, int *first, int *last) {
+    const char *colon = range ? strchr(range, ':') : NULL;
+    if (!colon) return 0;
+    long a = 0, b = 2147483647L;
+    char *end = NULL;
+    if (colon != range) {
+        if (range[0] < '0' || range[0] > '9') return 0;
+        errno = 0;
+        a = strtol(range, &end, 10);
+        if (end != colon || errno || a > 2147483647L) return 0;
+    }
+    if (colon[1]) {
+        if (colon[1] < '0' || colon[1] > '9') return 0;
+        errno = 0;
+        b = strtol(colon + 1, &end, 10);
+        if (*end != '\0' || errno || b > 2147483647L || b < a) return 0;
+    }
+    *first = (int)a;
+    *last = (int)b;
+    return 1;
+}
+
+int pbfapp_frame_files_keep(pbfapp_frame_file *list, int n, int first, int last) {
+    int kept = 0;
+    for (int k = 0; k < n; ++k) {
+        if (list[k].number >= first && list[k].number <= last)
+            list[kept++] = list[k];
+        else
+            free(list[k].name);
+    }
+    return kept;
+}

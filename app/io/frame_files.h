@@ -33,6 +33,14 @@ pbf_status pbfapp_frame_files_find(const char *dir, const char *ext, const char 
 
 void pbfapp_frame_files_free(pbfapp_frame_file *list, int n);
 
+/* --frames A:B, A: or :B (0 <= A <= B; a missing end is open) into *first, *last; 0 when
+ * malformed (*first, *last then unchanged). */
+int pbfapp_frame_range_parse(const char *range, int *first, int *last);
+
+/* Keeps the files of frames first..last (in order, at the front of list) and frees the others;
+ * returns how many are kept. */
+int pbfapp_frame_files_keep(pbfapp_frame_file *list, int n, int first, int last);
+
 #ifdef __cplusplus
 }
 #endif

@@ -568,6 +568,17 @@ pbf_status pbfapp_write_bgeo(const char *path, const pbf_particles *p, const uin
 
 /* ---- the output directory ----------------------------------------------------------------- */
 
+/* An output directory that cannot be made or used is refused as a usage error (the exit
+ * status 2: nothing was done), except where the disk or the system failed. */
+static pbf_status dir_errno_status(int e) {
+    return e == ENOSPC || e == EIO || e == ENOMEM
+#ifdef EDQUOT
+                   || e == EDQUOT
+#endif
+               ? PBF_ERR_IO
+               : PBF_ERR_INVALID_ARGUMENT;
+}
+
 /* mkdir -p. */
 static pbf_status make_dirs(const char *dir, pbf_error *err) {
     size_t len = strlen(dir);
@@ -583,21 +594,23 @@ static pbf_status make_dirs(const char *dir, pbf_error *err) {
             if (!S_ISDIR(sb.st_mode)) {
                 pbf_status st =
                     saved == '\0'
-                        ? pbfapp_fail(err, PBF_ERR_IO,
-                               "%s: cannot use it as the output directory: it exists and is "
-                               "not a directory",
-                               dir)
-                        : pbfapp_fail(err, PBF_ERR_IO,
-                               "%s: cannot create the output directory: %s exists and is not "
-                               "a directory",
-                               dir, buf);
+                        ? pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                                      "%s: cannot use it as the output directory: it exists and is "
+                                      "not a directory",
+                                      dir)
+                        : pbfapp_fail(
+                              err, PBF_ERR_INVALID_ARGUMENT,
+                              "%s: cannot create the output directory: %s exists and is not "
+                              "a directory",
+                              dir, buf);
                 free(buf);
                 return st;
             }
         } else if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
             int e = errno;
-            pbf_status st = pbfapp_fail(err, PBF_ERR_IO, "%s: cannot create the output directory%s%s: %s",
-                                 dir, saved ? " at " : "", saved ? buf : "", strerror(e));
+            pbf_status st = pbfapp_fail(err, dir_errno_status(e),
+                                        "%s: cannot create the output directory%s%s: %s", dir,
+                                        saved ? " at " : "", saved ? buf : "", strerror(e));
             free(buf);
             return st;
         }
@@ -687,7 +700,7 @@ static pbf_status check_foreign_frames(const char *dir, pbf_error *err) {
     }
     closedir(d);
     if (!found[0]) return PBF_OK;
-    return pbfapp_fail(err, PBF_ERR_IO,
+    return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                        "%s holds %s but no scene.json or stats.jsonl, so no `pbf run` wrote it; a "
                        "run replaces the frame files of its output directory: give another --out, "
                        "or move those files away",
@@ -809,17 +822,27 @@ pbf_status pbfapp_output_claim(pbfapp_output *o, int keep_last, int *removed, pb
     return st;
 }
 
+pbf_status pbfapp_output_dir_make(const char *dir, pbf_error *err) {
+    if (!dir || !*dir)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "the output directory name is empty");
+    if (strlen(dir) > 4000)
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%.60s...: path too long", dir);
+    pbf_status st = make_dirs(dir, err);
+    if (st != PBF_OK) return st;
+    if (access(dir, W_OK | X_OK) != 0) {
+        int e = errno;
+        return pbfapp_fail(err, dir_errno_status(e), "%s: the output directory is not writable: %s",
+                           dir, strerror(e));
+    }
+    return PBF_OK;
+}
+
 static pbf_status output_open(const char *dir, pbfapp_format format, const char *stats_mode,
                               pbfapp_output **out, pbf_error *err) {
     *out = NULL;
-    if (!dir || !*dir) return pbfapp_fail(err, PBF_ERR_IO, "the output directory name is empty");
-    if (strlen(dir) > 4000) return pbfapp_fail(err, PBF_ERR_IO, "%.60s...: path too long", dir);
-    pbf_status st = make_dirs(dir, err);
+    pbf_status st = pbfapp_output_dir_make(dir, err);
     if (st != PBF_OK) return st;
     if (stats_mode[0] == 'w' && (st = check_foreign_frames(dir, err)) != PBF_OK) return st;
-    if (access(dir, W_OK | X_OK) != 0)
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: the output directory is not writable: %s", dir,
-                    strerror(errno));
     pbfapp_output *o = calloc(1, sizeof *o);
     if (!o) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "%s: out of memory", dir);
     o->format = format;

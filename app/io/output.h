@@ -45,9 +45,15 @@ extern "C" {
 
 typedef struct pbfapp_output pbfapp_output;
 
-/* Creates `dir` (and missing parents) if needed, checks that files can be created in it and
- * opens (truncates) stats.jsonl. Fails with PBF_ERR_IO naming the path when the directory
- * cannot be created, is a file, or is not writable. */
+/* Creates `dir` (and missing parents) if needed and checks that files can be created in it:
+ * the output directory of `pbf mesh --out` and `pbf render --out`. A directory that cannot be
+ * used (a file of that name, a file on the way, not writable, cannot be created) is refused with
+ * PBF_ERR_INVALID_ARGUMENT naming the path (a usage error: exit status 2); PBF_ERR_IO only when
+ * the disk or the system fails (no space, I/O error). */
+pbf_status pbfapp_output_dir_make(const char *dir, pbf_error *err);
+
+/* Creates `dir` as pbfapp_output_dir_make, refuses a directory holding frame files that no run
+ * wrote (PBF_ERR_INVALID_ARGUMENT) and opens (truncates) stats.jsonl. */
 pbf_status pbfapp_output_open(const char *dir, pbfapp_format format, pbfapp_output **out,
                               pbf_error *err);
 

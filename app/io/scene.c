@@ -1026,12 +1026,59 @@ pbf_status pbfapp_scene_parse(const char *path, const char *text, size_t length,
     return st;
 }
 
+/* The scenes that come with pbf: BINDIR/../share/pbf/scenes beside the running program (an
+ * installed pbf, found through /proc/self/exe), else the source tree's scenes/ (a build tree);
+ * 0 if neither is there. */
+static int bundled_scenes_dir(char *out, size_t size) {
+    struct stat sb;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/'); /* BINDIR/pbf -> BINDIR -> its parent */
+        if (slash) *slash = '\0';
+        slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            int m = snprintf(out, size, "%s/share/pbf/scenes", exe);
+            if (m > 0 && (size_t)m < size && stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) return 1;
+        }
+    }
+#ifdef PBF_SCENES_DIR
+    int m = snprintf(out, size, "%s", PBF_SCENES_DIR);
+    if (m > 0 && (size_t)m < size && stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) return 1;
+#endif
+    return 0;
+}
+
+/* A relative scene path that is not there: where pbf's own scenes are (the scene of that name
+ * among them, if there is one). */
+static pbf_status scene_not_found(const char *path, int e, pbf_error *err) {
+    char dir[4096], own[4400];
+    struct stat sb;
+    if (e != ENOENT || path[0] == '/' || !bundled_scenes_dir(dir, sizeof dir))
+        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open the scene file: %s", path,
+                           strerror(e));
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    snprintf(own, sizeof own, "%s/%s", dir, base);
+    if (stat(own, &sb) == 0 && S_ISREG(sb.st_mode))
+        return pbfapp_fail(
+            err, PBF_ERR_IO,
+            "%s: cannot open the scene file: %s (relative to the current directory); "
+            "pbf's own scenes are in %s: %s is the one of that name",
+            path, strerror(e), dir, own);
+    return pbfapp_fail(err, PBF_ERR_IO,
+                       "%s: cannot open the scene file: %s (relative to the current directory); "
+                       "pbf's own scenes are in %s",
+                       path, strerror(e), dir);
+}
+
 pbf_status pbfapp_scene_load(const char *path, const pbfapp_override *overrides,
                              size_t override_count, pbfapp_scene *scene, pbf_error *err) {
     memset(scene, 0, sizeof *scene);
     struct stat sb;
-    if (stat(path, &sb) != 0)
-        return pbfapp_fail(err, PBF_ERR_IO, "%s: cannot open the scene file: %s", path, strerror(errno));
+    if (stat(path, &sb) != 0) return scene_not_found(path, errno, err);
     if (S_ISDIR(sb.st_mode))
         return pbfapp_fail(err, PBF_ERR_IO, "%s: is a directory, not a scene file", path);
     if (!S_ISREG(sb.st_mode))

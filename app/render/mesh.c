@@ -13,6 +13,7 @@
 
 #include "io/frame_files.h"
 #include "io/frame_read.h"
+#include "io/output.h"
 #include "run/progress.h"
 #include "io/util.h"
 #include "io/vdb_writer.h"
@@ -311,13 +312,15 @@ static void print_help(FILE *f) {
     fprintf(f,
             "usage: pbf mesh DIR [options]\n"
             "\n"
-            "Turns the frames that `pbf run --out DIR` wrote (frame_NNNNN.vtp, .pvtp, .ply or .csv) into\n"
-            "surface meshes of the liquid, mesh_NNNNN.ply (or .obj) beside them: a closed, manifold\n"
-            "triangle mesh with outward vertex normals, ready for Blender, Houdini or ParaView\n"
+            "Turns the frames that `pbf run --out DIR` wrote (frame_NNNNN.vtp, .pvtp, .ply, .csv,\n"
+            ".geo or .bgeo) into surface meshes of the liquid, mesh_NNNNN.ply (or .obj) beside\n"
+            "them: a closed, manifold triangle mesh (every edge shared by exactly two triangles)\n"
+            "with outward vertex normals, ready for Blender, Houdini or ParaView\n"
             "(or, --format vdb, its signed-distance level set mesh_NNNNN.vdb).\n"
             "Method: the density field phi = V sum W(x - x_j) (poly6-shaped kernel, phi = 1 in\n"
             "liquid at rest) on a sparse grid of 8^3-point blocks near the particles, marching\n"
-            "cubes with a table that cuts every face consistently, normals from -grad phi;\n"
+            "cubes with a table that cuts every face consistently and lays no triangle on a\n"
+            "cube face, normals from -grad phi;\n"
             "optionally anisotropic kernels (Yu & Turk 2010) and Taubin smoothing. Particle\n"
             "radius, kernel support (smoothing_length = the scene's kernel_ratio, so R = h) and\n"
             "threads come from DIR/scene.json.\n"
@@ -344,7 +347,7 @@ static void print_help(FILE *f) {
             "The same meshes during a run: `pbf run SCENE --mesh [--mesh-format obj|vdb]\n"
             "[--mesh-set KEY=VALUE]`. This build: vdb %s.\n"
             "exit status: 0 success; 1 runtime error (I/O: the message names the file); 2 usage\n"
-            "  error, bad parameter or unreadable scene\n",
+            "  error, bad parameter, unreadable scene or an output directory it cannot use\n",
             pbfapp_vdb_supported() ? "available (OpenVDB)" : "not available (no OpenVDB)");
 }
 
@@ -369,22 +372,6 @@ static void progress(int tty, int k, int n, int frame, int particles, double ms,
                 k, n, frame, particles, ms, tris, els, k >= n ? "0.0 s" : eta);
     }
     fflush(stderr);
-}
-
-/* --frames A:B, A: or :B (0 <= A <= B) into *first, *last; 0 when malformed. */
-static int parse_frame_range(const char *range, int *first, int *last) {
-    char *end = NULL;
-    const char *colon = strchr(range, ':');
-    int okr = colon != NULL;
-    if (okr && colon != range) {
-        *first = (int)strtol(range, &end, 10);
-        okr = end == colon && *first >= 0;
-    }
-    if (okr && colon[1]) {
-        *last = (int)strtol(colon + 1, &end, 10);
-        okr = *end == '\0' && *last >= *first;
-    }
-    return okr;
 }
 
 /* --timings: the line of a frame on stdout. */
@@ -473,7 +460,7 @@ int pbfapp_mesh_command(int argc, char **argv) {
         return EXIT_USAGE;
     }
     int first = 0, last = 2147483647;
-    if (range && !parse_frame_range(range, &first, &last)) {
+    if (range && !pbfapp_frame_range_parse(range, &first, &last)) {
         fprintf(stderr, "pbf mesh: --frames %s: expected A:B, A: or :B with 0 <= A <= B\n", range);
         return EXIT_USAGE;
     }
@@ -515,42 +502,38 @@ int pbfapp_mesh_command(int argc, char **argv) {
     }
     pbfapp_frame_file *frames = NULL;
     int nframes = 0;
-    static const char *const exts[] = {"vtp", "pvtp", "ply", "csv"};
+    static const char *const exts[] = {"vtp", "pvtp", "ply", "csv", "geo", "bgeo"};
     const char *ext = have_scene ? pbfapp_format_extension(scene.run.format) : "vtp";
     pbf_error lerr;
     memset(&lerr, 0, sizeof lerr);
-    pbf_status lst = pbfapp_frame_files_find(dir, ext, exts, 3, &frames, &nframes, &ext, &lerr);
+    pbf_status lst = pbfapp_frame_files_find(dir, ext, exts, (int)(sizeof exts / sizeof exts[0]),
+                                             &frames, &nframes, &ext, &lerr);
     if (lst != PBF_OK) {
         fprintf(stderr, "pbf mesh: %s\n", lerr.message);
         if (have_scene) pbfapp_scene_free(&scene);
         return EXIT_RUNTIME;
     }
-    int kept = 0;
-    (void)0;
-    for (int k = 0; k < nframes; ++k) {
-        if (frames[k].number >= first && frames[k].number <= last)
-            frames[kept++] = frames[k];
-        else
-            free(frames[k].name);
-    }
-    nframes = kept;
+    nframes = pbfapp_frame_files_keep(frames, nframes, first, last);
     if (nframes == 0) {
-        fprintf(stderr, "pbf mesh: %s: no frame files%s (frame_NNNNN.vtp, .pvtp, .ply or .csv)\n", dir,
-                range ? " in --frames" : "");
+        fprintf(stderr,
+                "pbf mesh: %s: no frame files%s (frame_NNNNN.vtp, .pvtp, .ply, .csv, .geo or "
+                ".bgeo)\n",
+                dir, range ? " in --frames" : "");
         free(frames);
         if (have_scene) pbfapp_scene_free(&scene);
         return EXIT_USAGE;
     }
     const char *target = out_dir ? out_dir : dir;
-    if (out_dir && stat(out_dir, &sb) != 0 && mkdir(out_dir, 0777) != 0) {
-        fprintf(stderr, "pbf mesh: --out %s: cannot create the directory: %s\n", out_dir,
-                strerror(errno));
+    /* the meshes' directory: made, or refused before any work */
+    pbf_status st = pbfapp_output_dir_make(target, &err);
+    if (st != PBF_OK) {
+        fprintf(stderr, "pbf mesh: %s%s\n", out_dir ? "--out " : "", err.message);
         pbfapp_frame_files_free(frames, nframes);
         if (have_scene) pbfapp_scene_free(&scene);
-        return EXIT_RUNTIME;
+        return st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
     }
     pbfapp_mesher *mesher = NULL;
-    pbf_status st = pbfapp_mesher_open(have_scene ? &scene : NULL, &o, target, &mesher, &err);
+    st = pbfapp_mesher_open(have_scene ? &scene : NULL, &o, target, &mesher, &err);
     if (st != PBF_OK) {
         fprintf(stderr, "pbf mesh: %s\n", err.message);
         pbfapp_frame_files_free(frames, nframes);

@@ -144,6 +144,50 @@ static void draw_floor(pbfapp_image *img, const pbfapp_view *v, const pbfapp_ren
     }
 }
 
+/* ---- obstacles ---------------------------------------------------------------------------- */
+
+/* The colour of face `face` (pbfapp_boxes_depth) of a solid box: a clay orange lit by the light
+ * of the spheres (upper left, in front of the eye), so each of its faces has its own shade. */
+static void box_face_colour(const pbfapp_view *v, int face, float out[3]) {
+    static const float base[3] = {0.86f, 0.47f, 0.22f};
+    const int axis = (face % 6) / 2, side = face % 2;
+    float n[3] = {0, 0, 0};
+    n[axis] = side ? 1.0f : -1.0f;
+    /* the light's direction in the world: eye x = s, y = u, z = -f (the eye looks along f) */
+    float L[3];
+    for (int k = 0; k < 3; ++k) L[k] = -0.35f * v->s[k] + 0.55f * v->u[k] - 0.75f * v->f[k];
+    pbfapp_normalize3(L);
+    float diff = pbfapp_dot3(n, L);
+    if (diff < 0) diff = 0;
+    const float lit = 0.38f + 0.62f * diff;
+    for (int k = 0; k < 3; ++k) out[k] = base[k] * lit; /* < 1 */
+}
+
+/* Obstacles and moving walls as solid boxes: per pixel the nearest box face in front of what the
+ * depth buffer holds (the floor), shaded per face, into the depth buffer so that spheres and
+ * the surface behind a box are hidden by it and those in front hide it. Rows split among
+ * threads; each pixel on its own. */
+static void draw_solid_boxes(pbfapp_image *img, const pbfapp_view *v,
+                             const pbfapp_render_input *in) {
+    if (in->box_count <= 0 || !in->boxes) return;
+    const int w = img->width, h = img->height;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            int face;
+            float t = pbfapp_boxes_depth(v, in->boxes, in->box_count, (float)x + 0.5f,
+                                         (float)y + 0.5f, &face);
+            size_t idx = (size_t)y * (size_t)w + (size_t)x;
+            if (face < 0 || !(t < img->depth[idx])) continue;
+            float c[3];
+            box_face_colour(v, face, c);
+            img->depth[idx] = t;
+            put(img, x, y, c);
+        }
+}
+
 /* ---- spheres ------------------------------------------------------------------------------ */
 
 typedef struct splat {
@@ -524,6 +568,7 @@ pbf_status pbfapp_render(const pbfapp_render_input *in, pbfapp_image *img, pbf_e
     pbfapp_make_view(&in->camera, img->width, img->height, &v);
     draw_background(img);
     if (!(in->flags & PBFAPP_RENDER_NO_FLOOR)) draw_floor(img, &v, in);
+    draw_solid_boxes(img, &v, in);
     pbf_status st =
         in->mesh ? pbfapp_render_surface(in, img, err) : draw_spheres(img, &v, in, err);
     if (st != PBF_OK) return st;
@@ -532,7 +577,7 @@ pbf_status pbfapp_render(const pbfapp_render_input *in, pbfapp_image *img, pbf_e
     if (!(in->flags & PBFAPP_RENDER_NO_LINES)) {
         const int th = img->height >= 540 ? 2 : 1;
         static const float edge[3] = {0.22f, 0.24f, 0.28f};
-        static const float obstacle[3] = {0.85f, 0.40f, 0.10f};
+        static const float obstacle[3] = {0.42f, 0.19f, 0.06f}; /* the solids' edges */
         draw_box_edges(img, &v, in->domain_min, in->domain_max, th, edge);
         for (int b = 0; b < in->box_count; ++b)
             draw_box_edges(img, &v, in->boxes[b].min, in->boxes[b].max, th, obstacle);

@@ -6,27 +6,30 @@
  *   1. a vertical background gradient;
  *   2. the container's floor (the face y = domain_min.y) as a light checkerboard, into the depth
  *      buffer (PBFAPP_RENDER_NO_FLOOR leaves it out);
- *   3. every particle as a sphere of radius `radius`: for each pixel of its projected disc the
+ *   3. each obstacle or moving wall as a solid box (its faces a clay orange, each lit by the
+ *      light of the spheres, so the faces differ in shade), into the depth buffer: spheres
+ *      behind a box are hidden by it, spheres in front of it hide it;
+ *   4. every particle as a sphere of radius `radius`: for each pixel of its projected disc the
  *      normal comes from the disc coordinate, the depth is the sphere surface's (so spheres cut
  *      into one another correctly through a float z-buffer) and the colour is the field's ramp
  *      (pbf_colormap) lit by one directional light with Blinn-Phong shading; silhouettes are
  *      anti-aliased: a pixel the disc covers only partly blends the sphere's colour over what is
  *      behind it by the covered fraction (analytic coverage of the pixel by the disc's edge);
- *   4. the container's 12 edges (dark) and each obstacle or moving wall as a box outline
- *      (orange), depth-tested against the spheres and the floor;
- *   5. the simulated time ("t = 1.234 s") and an optional title in the top-left corner and a
+ *   5. the container's 12 edges (dark) and the edges of each box (dark orange), depth-tested
+ *      against the spheres, the boxes and the floor (a box's hidden edges stay hidden);
+ *   6. the simulated time ("t = 1.234 s") and an optional title in the top-left corner and a
  *      colour legend with its range at the bottom right (PBFAPP_RENDER_NO_TEXT leaves them out),
  *      in the 5x9 bitmap font of app/render/font5x9.h.
  *
  * Parallel work is split by bands of image rows, each band drawing its particles in input
  * order, so the result does not depend on the number of threads.
  *
- * Surface mode (`mesh` set; render/render_surface.c): instead of step 3 the liquid's closed surface
+ * Surface mode (`mesh` set; render/render_surface.c): instead of step 4 the liquid's closed surface
  * mesh (pbf/surface.h) is drawn as water, with PBFAPP_SURFACE_SUPERSAMPLE^2 samples per pixel
  * (anti-aliasing) and a z-buffer; per sample:
  *   - the normal interpolated (perspective-correct) from the vertex normals;
  *   - the thickness of liquid along the ray (the mesh is closed: the depths of the triangles
- *     facing away minus those facing the eye, clipped at the floor);
+ *     facing away minus those facing the eye, clipped at the floor or an obstacle box);
  *   - colour = (1 - F) * transmitted + F * sky(reflected ray), with F Schlick's approximation
  *     of the Fresnel reflectance of water (n = 1.33, F0 = 0.02); the sky a gradient from a light
  *     horizon to a blue zenith over a grey ground, with a sun; transmitted = what is behind

@@ -66,6 +66,21 @@ static int usage(int *rc, const char *cmd, const char *fmt, ...) {
     return 1;
 }
 
+/* The containers --video writes (H.264, yuv420p): ffmpeg picks one by the file name's end. */
+static const char *const video_containers[] = {".mp4", ".m4v", ".mov", ".mkv"};
+
+static int video_container_ok(const char *path) {
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+    if (!dot || (slash && dot < slash + 2) || dot == path) return 0;
+    for (size_t k = 0; k < sizeof video_containers / sizeof video_containers[0]; ++k) {
+        const char *c = video_containers[k];
+        size_t i = 0;
+        while (c[i] && dot[i] && (dot[i] | 0x20) == c[i]) ++i; /* case-insensitive: .MP4 */
+        if (!c[i] && !dot[i]) return 1;
+    }
+    return 0;
+}
+
 static int parse_size(const char *s, int *w, int *h) {
     char *end = NULL;
     errno = 0;
@@ -179,6 +194,16 @@ int pbfapp_render_parse_option(int argc, char **argv, int *i, pbfapp_render_opti
         if (!value[0]) return usage(rc, cmd, "--video: the file name is empty");
         size_t n = strlen(value);
         if (value[n - 1] == '/') return usage(rc, cmd, "--video: \"%s\" is a directory", value);
+        if (!video_container_ok(value)) {
+            const char *slash = strrchr(value, '/'), *dot = strrchr(value, '.');
+            int has_ext = dot && (!slash || dot > slash + 1) && dot != value && dot[1];
+            return usage(rc, cmd,
+                         "--video %s: %s%s%s; the video is H.264, in a container that ffmpeg "
+                         "picks by the name's end: " PBFAPP_VIDEO_CONTAINERS,
+                         value, has_ext ? "the container " : "no container",
+                         has_ext ? dot : " (the name has no extension)",
+                         has_ext ? " is not supported" : "");
+        }
         o->video = value;
         return 1;
     }
@@ -234,7 +259,8 @@ void pbfapp_render_print_options(FILE *f, int with_render) {
                 "  --render            also write frame_00000.png ... (images of the particles)\n"
                 "                      beside the data frames\n");
     fprintf(f, "  --video FILE        encode the frames as an H.264 video FILE (e.g. out/run.mp4)\n"
-               "                      with ffmpeg, at the scene's fps; no PNG needed on disk\n"
+               "                      with ffmpeg, at the scene's fps; no PNG needed on disk;\n"
+               "                      containers: " PBFAPP_VIDEO_CONTAINERS "\n"
                "  --color F           colour of the particles: water (default; deep blue, lighter\n"
                "                      when fast), density ([0.9, 1.1] x rest_density, viridis) or\n"
                "                      speed ([0, sqrt(2 g H)] m/s, H = domain height, turbo)\n"
@@ -286,6 +312,7 @@ void pbfapp_render_print_help(FILE *f) {
                "  --png               with --video, also write the PNG files\n"
                "  --scene FILE        the scene to take the container and camera from (default\n"
                "                      DIR/scene.json)\n"
+               "  --frames A:B        only frames A to B (inclusive; either may be left out)\n"
                "  -q, --quiet         no progress bar and no summary, only errors\n"
                "  -h, --help          this help\n"
                "\n"
@@ -293,7 +320,8 @@ void pbfapp_render_print_help(FILE *f) {
                "nor when stderr is not a terminal).\n"
                "Images are deterministic: the same frame gives the same PNG bytes, from `pbf run\n"
                "--render` or from `pbf render`.\n"
-               "exit status: 0 success, 2 usage or scene error, 1 runtime error (I/O, ffmpeg)\n");
+               "exit status: 0 success, 2 usage or scene error or an output directory it cannot\n"
+               "use, 1 runtime error (I/O, ffmpeg)\n");
 }
 
 /* ---- the renderer ------------------------------------------------------------------------- */
@@ -340,41 +368,21 @@ void pbfapp_world_render_boxes(const pbf_world *w, pbfapp_render_box *boxes) {
     }
 }
 
-/* mkdir -p of the directory part of `file`. */
+/* mkdir -p of the directory part of `file`; refused as pbfapp_output_dir_make refuses. */
 static pbf_status make_parent_dirs(const char *file, pbf_error *err) {
     char *buf = dup_string(file);
     if (!buf) return pbfapp_fail(err, PBF_ERR_OUT_OF_MEMORY, "out of memory");
     char *slash = strrchr(buf, '/');
-    if (!slash || slash == buf) {
-        free(buf);
-        return PBF_OK;
-    }
-    *slash = '\0';
-    for (char *p = buf + 1;; ++p) {
-        char saved = *p;
-        if (saved != '/' && saved != '\0') continue;
-        *p = '\0';
-        struct stat sb;
-        if (stat(buf, &sb) != 0) {
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-                int e = errno;
-                pbf_status st =
-                    pbfapp_fail(err, PBF_ERR_IO, "--video %s: cannot create the directory %s: %s", file,
-                         buf, strerror(e));
-                free(buf);
-                return st;
-            }
-        } else if (!S_ISDIR(sb.st_mode)) {
-            pbf_status st =
-                pbfapp_fail(err, PBF_ERR_IO, "--video %s: %s exists and is not a directory", file, buf);
-            free(buf);
-            return st;
-        }
-        *p = saved;
-        if (saved == '\0') break;
+    pbf_status st = PBF_OK;
+    if (slash && slash != buf) {
+        *slash = '\0';
+        pbf_error e;
+        memset(&e, 0, sizeof e);
+        st = pbfapp_output_dir_make(buf, &e);
+        if (st != PBF_OK) pbfapp_fail(err, st, "--video %s: %s", file, e.message);
     }
     free(buf);
-    return PBF_OK;
+    return st;
 }
 
 /* "dir/name.ext" -> "dir/name.tmp.ext" (ffmpeg picks the container from the extension). */
@@ -397,7 +405,7 @@ static pbf_status video_start(pbfapp_renderer *r, float fps, pbf_error *err) {
     const char *path = r->opt.video;
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return pbfapp_fail(err, PBF_ERR_IO, "--video %s: is a directory", path);
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "--video %s: is a directory", path);
     pbf_status st = make_parent_dirs(path, err);
     if (st != PBF_OK) return st;
     char ffmpeg[4096];
@@ -548,6 +556,13 @@ pbf_status pbfapp_renderer_open(const pbfapp_render_options *o, const pbfapp_sce
     if (!pbf_camera_check(&in->camera, why, sizeof why)) {
         pbfapp_renderer_close(r, NULL);
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s", why);
+    }
+    if (o->png) { /* the images' directory: made, or refused (before ffmpeg starts) */
+        st = pbfapp_output_dir_make(r->png_dir, err);
+        if (st != PBF_OK) {
+            pbfapp_renderer_close(r, NULL);
+            return st;
+        }
     }
     if (o->video) {
         st = video_start(r, scene->run.fps, err);
@@ -792,7 +807,7 @@ static pbf_status frame_mesh(pbfapp_renderer *r, const char *dir, int number,
 
 /* The command line of `pbf render`. */
 typedef struct render_args {
-    const char *dir, *out_dir, *scene_path;
+    const char *dir, *out_dir, *scene_path, *range;
     int also_png;
 } render_args;
 
@@ -826,6 +841,12 @@ static int parse_render_args(int argc, char **argv, pbfapp_render_options *opt, 
         } else if ((m = pbfapp_option_value(argc, argv, &i, "--scene", &value)) != 0) {
             if (m < 0 || !value[0]) usage(&rc, "render", "--scene needs a file");
             a->scene_path = value;
+        } else if ((m = pbfapp_option_value(argc, argv, &i, "--frames", &value)) != 0) {
+            int first, last;
+            if (m < 0 || !pbfapp_frame_range_parse(value, &first, &last))
+                usage(&rc, "render", "--frames %s: expected A:B, A: or :B with 0 <= A <= B",
+                      m < 0 ? "" : value);
+            a->range = value;
         } else {
             usage(&rc, "render", "render: unknown option \"%s\"", arg);
         }
@@ -949,11 +970,19 @@ int pbfapp_render_command(int argc, char **argv) {
     static const char *const exts[] = {"vtp", "pvtp", "ply", "csv", "geo", "bgeo"};
     st = pbfapp_frame_files_find(dir, ext, exts, (int)(sizeof exts / sizeof exts[0]), &frames,
                                  &nframes, &ext, &err);
+    if (st == PBF_OK && a.range) {
+        int first = 0, last = 0;
+        pbfapp_frame_range_parse(a.range, &first, &last);
+        nframes = pbfapp_frame_files_keep(frames, nframes, first, last);
+    }
     if (st != PBF_OK || nframes == 0) {
         if (st != PBF_OK)
             fprintf(stderr, "pbf: %s\n", err.message);
         else
-            fprintf(stderr, "pbf: %s: no frame files (frame_NNNNN.vtp, .pvtp, .ply, .csv, .geo or .bgeo)\n", dir);
+            fprintf(stderr,
+                    "pbf: %s: no frame files%s (frame_NNNNN.vtp, .pvtp, .ply, .csv, .geo or "
+                    ".bgeo)\n",
+                    dir, a.range ? " in --frames" : "");
         pbfapp_frame_files_free(frames, nframes);
         pbfapp_scene_free(&scene);
         return st != PBF_OK ? EXIT_RUNTIME : EXIT_USAGE;
@@ -989,12 +1018,6 @@ int pbfapp_render_command(int argc, char **argv) {
     }
     pbfapp_renderer *r = NULL;
     st = pbfapp_renderer_open(&opt, &scene, out_dir ? out_dir : dir, &r, &err);
-    if (st == PBF_OK && out_dir && opt.png) {
-        struct stat ob;
-        if (stat(out_dir, &ob) != 0 && mkdir(out_dir, 0777) != 0)
-            st = pbfapp_fail(&err, PBF_ERR_IO, "--out %s: cannot create the directory: %s", out_dir,
-                      strerror(errno));
-    }
     rc = 0;
     if (st != PBF_OK) {
         fprintf(stderr, "pbf: %s\n", err.message);

@@ -28,6 +28,9 @@ enum {
     PBFAPP_RANGE_AUTO = 2     /* --range auto: pbf render computes it over the series */
 };
 
+/* The file name ends --video accepts (checked by pbfapp_render_parse_option). */
+#define PBFAPP_VIDEO_CONTAINERS ".mp4, .m4v, .mov or .mkv"
+
 typedef struct pbfapp_render_options {
     int png;               /* write frame_NNNNN.png */
     const char *video;     /* FILE.mp4 to encode with ffmpeg, or NULL */
@@ -64,7 +67,8 @@ typedef struct pbfapp_renderer pbfapp_renderer;
 
 /* Starts rendering the frames of `scene` (its camera, or pbf_camera_default of its domain, with
  * the camera options applied; PBF_ERR_INVALID_ARGUMENT if they make no usable camera):
- * PNGs go to png_dir, the video to o->video (written as NAME.tmp.EXT and renamed when ffmpeg
+ * PNGs go to png_dir (created if missing; refused as pbfapp_output_dir_make refuses, before
+ * ffmpeg starts), the video to o->video (written as NAME.tmp.EXT and renamed when ffmpeg
  * succeeds; its directory is created). */
 pbf_status pbfapp_renderer_open(const pbfapp_render_options *o, const pbfapp_scene *scene,
                                 const char *png_dir, pbfapp_renderer **out, pbf_error *err);

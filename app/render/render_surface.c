@@ -1,16 +1,17 @@
 /*
  * The software renderer's water: a closed triangle mesh of the liquid (pbf/surface.h) drawn over
- * the floor and background (see render.h, "Surface mode").
+ * the floor, the solid obstacles and the background (see render.h, "Surface mode").
  *
  * Rasterisation: every pixel holds SS x SS samples. Vertices are projected once and snapped to
  * a fixed-point grid of 1/256 sample; coverage uses exact 64-bit integer edge functions with the
  * top-left rule, so a sample on an edge shared by two triangles belongs to exactly one of them
  * and a closed mesh covers each sample an even number of times. Per sample, in triangle order:
- *   - a z-buffer (strictly nearer wins, starting from the floor's depth) keeps the front
+ *   - a z-buffer (strictly nearer wins, starting from the depth of the floor or of the
+ *     nearest obstacle box, whichever is nearer) keeps the front
  *     triangle, whose perspective-correct barycentrics give the depth and the normal;
  *   - the thickness of liquid along the ray is summed over every triangle that covers the
  *     sample: + depth where it faces away from the eye, - depth where it faces the eye, each
- *     depth clipped to the floor's (exact for a closed mesh, whatever the triangle order).
+ *     depth clipped to that solid's (exact for a closed mesh, whatever the triangle order).
  * The image is split into bands of rows, each drawing the triangles that reach it in input
  * order, so the pixels do not depend on the number of threads.
  *
@@ -134,7 +135,7 @@ typedef struct surf_ctx {
     int w, h, ws, hs; /* image and sample-grid sizes */
     const svert *sv;
     const stri *tri;
-    const unsigned char *under; /* the picture before the liquid (background, floor) */
+    const unsigned char *under; /* the picture before the liquid (background, floor, boxes) */
     float absorb[3];            /* 1/m */
     float sun[3];               /* towards the sun, world */
     float refract_px;           /* refraction offset per metre of thickness at unit depth */
@@ -178,9 +179,14 @@ static void surface_band(const surf_ctx *c, pbfapp_image *img, const int *list, 
         for (int i = 0; i < ws; ++i) {
             size_t s = (size_t)(j - j_lo) * (size_t)ws + (size_t)i;
             float fd = INFINITY;
+            const float px = ((float)i + 0.5f) / SS, py = ((float)j + 0.5f) / SS;
             if (!(c->in->flags & PBFAPP_RENDER_NO_FLOOR))
-                fd = pbfapp_floor_depth(c->v, c->in->domain_min, c->in->domain_max,
-                                        ((float)i + 0.5f) / SS, ((float)j + 0.5f) / SS);
+                fd = pbfapp_floor_depth(c->v, c->in->domain_min, c->in->domain_max, px, py);
+            if (c->in->box_count > 0 && c->in->boxes) { /* solid obstacles hide the liquid */
+                int face;
+                float bd = pbfapp_boxes_depth(c->v, c->in->boxes, c->in->box_count, px, py, &face);
+                if (bd < fd) fd = bd;
+            }
             floor_d[s] = fd;
             depth[s] = fd;
         }

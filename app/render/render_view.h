@@ -77,6 +77,49 @@ static inline float pbfapp_floor_depth(const pbfapp_view *v, const float lo[3], 
 
 /* app/render/render_surface.c: draws in->mesh (surface mode of render.h). */
 #include "render/render.h"
+
+/* Distance along the view axis at which the ray through image point (px, py) enters the nearest
+ * of the n boxes (slab test); INFINITY where it meets none (a box around the eye is skipped).
+ * *face: the index of the box times 6 plus the face it enters through, 2 * axis + (1 on the
+ * box's max side); -1 with INFINITY. */
+static inline float pbfapp_boxes_depth(const pbfapp_view *v, const pbfapp_render_box *boxes, int n,
+                                       float px, float py, int *face) {
+    float a = (px - v->cx) / v->focal;
+    float b = -(py - v->cy) / v->focal;
+    float dir[3];
+    for (int k = 0; k < 3; ++k) dir[k] = v->f[k] + a * v->s[k] + b * v->u[k];
+    float best = INFINITY;
+    *face = -1;
+    for (int i = 0; i < n; ++i) {
+        float t0 = -INFINITY, t1 = INFINITY;
+        int enter = -1;
+        for (int k = 0; k < 3 && t0 <= t1; ++k) {
+            const float lo = boxes[i].min[k], hi = boxes[i].max[k], o = v->pos[k];
+            if (dir[k] == 0.0f) {
+                if (o < lo || o > hi) t0 = INFINITY;
+                continue;
+            }
+            float inv = 1.0f / dir[k];
+            float ta = (lo - o) * inv, tb = (hi - o) * inv;
+            int side = 0; /* the slab is entered through its min side when the ray runs up k */
+            if (ta > tb) {
+                float q = ta;
+                ta = tb;
+                tb = q;
+                side = 1;
+            }
+            if (ta > t0) {
+                t0 = ta;
+                enter = 2 * k + side;
+            }
+            if (tb < t1) t1 = tb;
+        }
+        if (enter < 0 || !(t0 <= t1) || !(t0 > PBFAPP_NEAR_PLANE) || !(t0 < best)) continue;
+        best = t0;
+        *face = 6 * i + enter;
+    }
+    return best;
+}
 pbf_status pbfapp_render_surface(const pbfapp_render_input *in, pbfapp_image *img,
                                  pbf_error *err);
 

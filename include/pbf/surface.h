@@ -27,8 +27,9 @@
  *    8^3; only blocks within reach of a particle exist (a hash of block coordinates, particles
  *    binned by block with a counting sort), so memory grows with the liquid, not the box.
  *  - Marching cubes with a case table built so that on every ambiguous cube face the inside
- *    corners are kept apart: a face is cut the same way by both cubes that share it, so the mesh
- *    is closed and every edge is shared by exactly two triangles wherever the liquid is closed.
+ *    corners are kept apart: a face is cut the same way by both cubes that share it, and no
+ *    triangle lies on a cube face (where the cube beyond could lay its twin), so the mesh is
+ *    closed and every edge is shared by exactly two triangles wherever the liquid is closed.
  *    Triangles wind counter-clockwise seen from outside (right-hand normals point out).
  *  - Normals: minus the field gradient (central differences on the grid, interpolated along the
  *    cut edge), normalised: they point out of the liquid.

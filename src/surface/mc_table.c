@@ -7,8 +7,9 @@
  * own four corners, so the two cubes that share a face cut it identically: the surface has no
  * cracks. Each segment is oriented so that, seen from outside the cube, the inside part of the
  * face is on its right; then every cut edge starts exactly one segment and ends exactly one, the
- * segments chain into closed loops, and each loop is triangulated as a fan. A triangle (a, b, c)
- * of the loop order has (b - a) x (c - a) pointing from inside (value > iso) to outside.
+ * segments chain into closed loops, and each loop is triangulated as a fan from a vertex that
+ * puts no triangle on a cube face (fan_apex). A triangle (a, b, c) of the loop order has
+ * (b - a) x (c - a) pointing from inside (value > iso) to outside.
  */
 #include <string.h>
 
@@ -59,6 +60,31 @@ static int add_segment(int next[12], int e0, int e1, const double f[3], const do
     if (next[from] >= 0) return -1;
     next[from] = to;
     return 0;
+}
+
+/* The two cube faces that hold edge e, as bits 2 axis + side of a mask. */
+static int edge_faces(int e) {
+    int axis = e / 4, c0 = pbf_mc_edge_corner[e][0], m = 0;
+    for (int b = 0; b < 3; ++b)
+        if (b != axis) m |= 1 << (2 * b + ((c0 >> b) & 1));
+    return m;
+}
+
+/* The first loop vertex from which a fan has no triangle whose three cut edges lie on one cube
+ * face, or -1. Such a triangle lies in the face's plane: where a loop runs through both
+ * segments of an ambiguous face (four cut edges), a fan from one of them would lay a triangle
+ * on the face, and the cube on the other side of it may lay the same triangle facing the
+ * other way: two back-to-back triangles and four triangles on an edge. A fan from a vertex
+ * off that face keeps the surface off the face, as the cut rule intends. */
+static int fan_apex(const int *loop, int n) {
+    for (int r = 0; r < n; ++r) {
+        int ok = 1;
+        for (int k = 1; ok && k + 1 < n; ++k)
+            ok = !(edge_faces(loop[r]) & edge_faces(loop[(r + k) % n]) &
+                   edge_faces(loop[(r + k + 1) % n]));
+        if (ok) return r;
+    }
+    return -1;
 }
 
 int pbf_mc_table_build(pbf_mc_table *t) {
@@ -119,10 +145,12 @@ int pbf_mc_table_build(pbf_mc_table *t) {
                 loop[n++] = e;
             }
             if (n < 3) return -1;
+            int r = fan_apex(loop, n);
+            if (r < 0) return -1;
             for (int k = 1; k + 1 < n; ++k) {
-                t->tri[cs][3 * nt + 0] = (int8_t)loop[0];
-                t->tri[cs][3 * nt + 1] = (int8_t)loop[k];
-                t->tri[cs][3 * nt + 2] = (int8_t)loop[k + 1];
+                t->tri[cs][3 * nt + 0] = (int8_t)loop[r];
+                t->tri[cs][3 * nt + 1] = (int8_t)loop[(r + k) % n];
+                t->tri[cs][3 * nt + 2] = (int8_t)loop[(r + k + 1) % n];
                 ++nt;
             }
         }

@@ -11,7 +11,8 @@ extern const uint8_t pbf_mc_edge_corner[12][2];
 /* The marching-cubes case table: for each of the 256 inside/outside patterns of the corners
  * (bit k set: corner k is inside, value > iso), ntri triangles given as triples of cube edges,
  * wound counter-clockwise seen from outside. Built by pbf_mc_table_build from one rule: on a
- * face whose inside corners are diagonal, each inside corner is cut off on its own. */
+ * face whose inside corners are diagonal, each inside corner is cut off on its own; and no
+ * triangle has its three cut edges on one cube face. */
 typedef struct pbf_mc_table {
     uint8_t ntri[256];
     int8_t tri[256][36];
