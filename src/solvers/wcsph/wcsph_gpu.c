@@ -34,11 +34,11 @@ void pbf_wcsph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
 }
 
 /* The GPU kernels' WCSPH parameters (pbf_solver.gpu_params). */
-void pbf_wcsph_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
+void pbf_wcsph_fill_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
     const pbf_wcsph_params *wp = &w->def.wcsph;
-    P->wcsph_b = wp->stiffness;
-    P->wcsph_gamma = wp->exponent;
-    P->wcsph_nu = dt * w->k.volume *
-                 pbf_wcsph_viscosity(wp->viscosity, wp->stiffness, wp->exponent, w->k.h,
-                                     w->k.rest_density);
+    P->m.wcsph.b = wp->stiffness;
+    P->m.wcsph.gamma = wp->exponent;
+    P->m.wcsph.nu =
+        dt * w->k.volume *
+        pbf_wcsph_viscosity(wp->viscosity, wp->stiffness, wp->exponent, w->k.h, w->k.rest_density);
 }
