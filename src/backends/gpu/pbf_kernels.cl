@@ -30,9 +30,9 @@
  * method's own in src/solvers/<method>/<method>.cl, each folder's kernel ids and its part of the
  * argument block in its <folder>_kernels.h; this file keeps the grid, the scan and sort, the
  * neighbour lists, the rows of a distributed run, the density of a refresh, the guard and the
- * statistics, whose ids gpu_steps.h lists. A solve's
- * error (mean of max(e_i, 0), percent) is reduced on the device (pbf_k_excess: fixed tree per
- * chunk, chunks in order in pbf_gpu_real) into one value the host reads.
+ * statistics, whose ids gpu_steps.h lists. A solve's error (mean of max(e_i, 0), percent) is
+ * reduced on the device (pbf_k_excess: fixed tree per chunk, chunks in order in pbf_gpu_real) into
+ * one value the host reads.
  *
  * Non-finite values: a stage atomic_min's the index of a particle for which it produced one into
  * its launch's slot of `bad` (deterministic); pbf_capture_bad keeps the first one, with its id and

@@ -13,9 +13,10 @@
 # PBF_CL_INCLUDE_DIRS in order (optional; the build's generated/ folder holds the list of the
 # methods' kernels, cmake/solvers.cmake, whose own includes are relative to src/). #line names a
 # file of the source tree relative to PBF_CL_ROOT, any other by the last part of its search folder
-# (generated/pbf_solver_kernels.cl). `#include <...>` lines are kept (the headers use them only outside OpenCL C). The result
-# is a C array of string literals, one per line (no literal over the 4095 characters C requires
-# compilers to support): the host hands them all to clCreateProgramWithSource.
+# (generated/pbf_solver_kernels.cl). `#include <...>` lines are kept (the headers use them only
+# outside OpenCL C). The result is a C array of string literals, one per line (no literal over the
+# 4095 characters C requires compilers to support): the host hands them all to
+# clCreateProgramWithSource.
 #
 # CMake lists split at ';' and treat '[', ']' and '\' specially, so those characters are swapped
 # for control characters while the text is handled as a list of lines, and swapped back per line.
