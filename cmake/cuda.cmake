@@ -1,7 +1,8 @@
 # The CUDA backend (src/backends/cuda/cuda.cu): built when nvcc is found (on PATH, CUDACXX, or
 # /usr/local/cuda/bin/nvcc). It compiles the same kernel source as the OpenCL backend
-# (src/backends/gpu/pbf_kernels.cl and the methods' src/solvers/*/*.cl it includes) with the
-# kernel math of src/sph/. Without a GPU the build still compiles and links it; its tests skip
+# (src/backends/gpu/pbf_kernels.cl and the methods' src/solvers/*/*.cl it includes through the
+# list cmake/solvers.cmake generates: its folder PBF_GENERATED_DIR is on the include path) with
+# the kernel math of src/sph/. Without a GPU the build still compiles and links it; its tests skip
 # with the reason.
 if(NOT PBF_CUDA)
   message(STATUS "CUDA backend: off (-DPBF_CUDA=OFF)")
@@ -43,7 +44,8 @@ else()
 endif()
 # An object library of its own: the library's C options (-fno-math-errno, ...) are not nvcc's.
 add_library(pbf_cuda OBJECT src/backends/cuda/cuda.cu)
-target_include_directories(pbf_cuda PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+target_include_directories(pbf_cuda PRIVATE ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src
+                                            ${PBF_GENERATED_DIR})
 target_compile_definitions(pbf_cuda PRIVATE PBF_HAVE_CUDA=1 PBF_LANES=${PBF_CUDA_LANES})
 # no fused multiply-add, as -ffp-contract=off on the host, and IEEE division and square root: the
 # CUDA results are then compared with the CPU's at the tolerance the tests state

@@ -5,9 +5,11 @@
 # tests/CMakeLists.txt and tests/opencl.cmake.
 #
 # The kernel source (src/backends/gpu/pbf_kernels.cl, with the methods' kernels it includes from
-# src/solvers/*/*.cl) and the headers it includes are embedded into the library as C strings at
-# build time (src/backends/opencl/embed_kernels.cmake), so the library needs no file of the
-# source tree at run time.
+# src/solvers/*/*.cl through the generated list of cmake/solvers.cmake) and the headers it
+# includes are embedded into the library as C strings at build time
+# (src/backends/opencl/embed_kernels.cmake, which looks for an include next to the including file,
+# then in src/ and in the build's generated/ folder), so the library needs no file of the source
+# tree at run time.
 
 if(NOT PBF_OPENCL)
   set(PBF_HAVE_OPENCL OFF)
@@ -22,11 +24,16 @@ if(OpenCL_FOUND)
   # every header the kernel source may include (the embedding follows its #include "..." lines)
   file(GLOB _pbf_cl_headers CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/sph/*.h
        ${_pbf_cl_dir}/gpu/*.h ${_pbf_cl_dir}/gpu/*.cl ${PROJECT_SOURCE_DIR}/src/solvers/*/*.cl
-       ${PROJECT_SOURCE_DIR}/src/solvers/*/*_formulas.h)
+       ${PROJECT_SOURCE_DIR}/src/solvers/*/*_formulas.h
+       ${PROJECT_SOURCE_DIR}/src/solvers/*/*_kernels.h)
+  # the folders' lists (cmake/solvers.cmake)
+  list(APPEND _pbf_cl_headers ${PBF_GENERATED_DIR}/pbf_solver_kernels.h
+       ${PBF_GENERATED_DIR}/pbf_solver_kernels.cl)
   add_custom_command(
     OUTPUT ${_pbf_cl_embedded}
     COMMAND ${CMAKE_COMMAND} -DPBF_CL_INPUT=src/backends/gpu/pbf_kernels.cl
             -DPBF_CL_ROOT=${PROJECT_SOURCE_DIR} -DPBF_CL_OUTPUT=${_pbf_cl_embedded}
+            "-DPBF_CL_INCLUDE_DIRS=${PROJECT_SOURCE_DIR}/src;${PBF_GENERATED_DIR}"
             -P ${_pbf_cl_dir}/opencl/embed_kernels.cmake
     DEPENDS ${_pbf_cl_headers} ${_pbf_cl_dir}/opencl/embed_kernels.cmake
     COMMENT "Embedding the OpenCL kernels (src/backends/gpu/pbf_kernels.cl)"

@@ -72,7 +72,8 @@ typedef struct pbf_solver {
      * free(); or the reason they cannot be (the message names the parameter). NULL: none. */
     pbf_status (*create_state)(const pbf_world *w, void **state, pbf_error *err);
     /* Its part of the GPU kernels' argument block (backends/gpu/gpu_prelude.h) for a substep of
-     * dt (its parameters and derived constants). NULL: none. */
+     * dt (its parameters and derived constants): its own member P->m.<name> (declared in its
+     * folder's <name>_kernels.h) and any shared member it sets. NULL: none. */
     void (*gpu_params)(const pbf_world *w, struct pbf_gpu_params *P, float dt);
     /* Checks its parameters beyond each one's range (every method's runs for every scene:
      * every key is valid in any scene); NULL: nothing to check. */

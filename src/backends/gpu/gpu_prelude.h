@@ -34,6 +34,9 @@
 
 /* kernel.h (PBF_FN, PBF_GLOBAL, pbf_sph_consts), walls.h and the SPH solvers' formulas */
 #include "../../solvers/sph/sph_formulas.h"
+/* every folder's kernel list and argument members (<folder>_kernels.h), gathered at configure
+ * time into the build's generated/ folder (cmake/solvers.cmake) */
+#include "pbf_solver_kernels.h"
 
 #if defined(__OPENCL_VERSION__)
 #if defined(PBF_CELL_FP64)
@@ -96,7 +99,9 @@ typedef struct pbf_gpu_bad {
 } pbf_gpu_bad;
 
 /* Everything the kernels read besides the buffers, by value, identical on the host and every
- * device: 4-byte members only (the backends check sizeof on the device when they open). */
+ * device: 4-byte members only (the backends check sizeof on the device when they open). The
+ * members below are those the shared kernels (pbf_kernels.cl, src/solvers/common/, sph/) or
+ * several methods read; a method's own are its member of `m`. */
 typedef struct pbf_gpu_params {
     pbf_sph_consts k;
     pbf_walls_consts wc;
@@ -108,34 +113,22 @@ typedef struct pbf_gpu_params {
     float dt, inv_dt;
     float vmax;     /* CFL speed limit */
     float inv_rho0; /* 1 / rho_0 */
-    float eps_abs;  /* relaxation of eq. 11, 1/m^2 */
-    float ks;       /* -scorr_k / lattice_grad2: s_corr on lambda's scale, against clumping */
-    float ksg;      /* s_corr's artificial pressure (pbf_scorr_support_ks) */
-    float s_rest;   /* s_corr's shape at the rest spacing */
-    float scorr_wall; /* the walls' share of s_corr on lambda's scale (pbf_scorr_wall_term) */
-    float inv_wdq;  /* 1 / W(dq) */
-    float omega;    /* over-relaxation of delta p */
     float chebyshev; /* this iteration's Chebyshev weight (pbf_chebyshev_omega): of PBF's lambda,
                         of DFSPH's k_i (pbf_dfsph_k) */
-    float lambda_warm; /* lambda_warm_start: PBF's warm start of lambda (pbf_warm_lambda); 0: none */
-    float lambda_carry; /* lambda_carry: its factor in the first iteration (pbf_warm_lambda_factor) */
+    float lambda_warm; /* lambda_warm_start: PBF's warm start of lambda (pbf_warm_lambda), read
+                          by the curl too; 0: none */
     float vorticity, xsph;
-    int scorr_n;
-    int unilateral;
-    float wcsph_b, wcsph_gamma; /* Tait equation: stiffness B, exponent gamma */
-    float wcsph_nu;  /* dt V alpha h c_s: the artificial viscosity's factor over a substep */
     float dfsph_eps; /* DFSPH factor, IISPH's diagonal: denominators below this give 0 */
-    float pcisph_delta; /* PCISPH: pbf_pcisph_delta of the rest lattice (m^2 in k) */
-    float iisph_omega;  /* IISPH: relaxation of the Jacobi update */
-    float warm;         /* IISPH, DFSPH: the warm start's fraction (pbf_warm_start), 0: off */
-    float warm_v;       /* DFSPH's divergence solve: its warm start's fraction (warm, or
-                           dfsph_divergence_warm_start when that is on) */
-    int warm_first;     /* DFSPH: dfsph_divergence_warm_start is on (pbf_dfsph_warm_first) */
-    float chebyshev_v;  /* the divergence solve's Chebyshev weight (pbf_dfsph_cheb_iteration) */
-    float dfsph_full;   /* DFSPH's warm start: the largest factor of a full neighbourhood */
-    float dfsph_min_rel; /* DFSPH: dfsph_divergence_min_density (pbf_dfsph_source) */
-    int iteration;      /* the iteration of a solve (pbf_step_ctx.iteration) */
+    float warm;      /* IISPH, DFSPH: the warm start's fraction (pbf_warm_start), 0: off */
+    int iteration;  /* the iteration of a solve (pbf_step_ctx.iteration) */
     int clamp_at;   /* index in `bad` of the step's count of speed-limit cuts */
+    /* what one method's kernels alone read: its member, P.m.<folder>, defined in its folder
+     * (src/solvers/<folder>/<folder>_kernels.h: pbf_<folder>_gpu_params) and filled by its
+     * gpu_params (pbf_solver.gpu_params); `none` keeps the union whole where no folder has one */
+    union {
+        int none;
+        PBF_SOLVER_GPU_PARAMS
+    } m;
 } pbf_gpu_params;
 
 #endif

@@ -37,8 +37,13 @@
 
 #include <stddef.h>
 
-/* The kernels of pbf_kernels.cl and the methods' kernel files it includes (src/solvers/), one
- * list: X(id, function). */
+/* The kernels, one list: X(id, function), id naming PBF_GK_<id>. Here those of pbf_kernels.cl
+ * itself (the grid, scan and sort, neighbour lists, rows of a distributed run, density, solves'
+ * measures, guard, statistics, layout); then PBF_SOLVER_KERNELS, every folder's of src/solvers/
+ * (common/, sph/, then the methods alphabetically), each folder's list PBF_KERNELS_<folder> in its
+ * <folder>_kernels.h, gathered at configure time (cmake/solvers.cmake: the build's
+ * generated/pbf_solver_kernels.h, included by gpu_prelude.h). A new method's kernels thus need no
+ * line here. */
 #define PBF_GPU_KERNELS(X)                                                                         \
     X(CELLS, pbf_k_cells)                                                                          \
     X(SCAN_BLOCKS, pbf_k_scan_blocks)                                                              \
@@ -47,34 +52,18 @@
     X(SORT_CELLS, pbf_k_sort_cells)                                                                \
     X(GATHER, pbf_k_gather)                                                                        \
     X(FILL, pbf_k_fill)                                                                            \
-    X(PREDICT, pbf_k_predict)                                                                      \
     X(DENSITY, pbf_k_density)                                                                      \
-    X(LAMBDA, pbf_k_lambda)                                                                        \
-    X(DELTA_P, pbf_k_delta_p)                                                                      \
-    X(COLLIDE, pbf_k_collide)                                                                      \
-    X(VELOCITY, pbf_k_velocity)                                                                    \
-    X(CURL, pbf_k_curl)                                                                            \
-    X(VORTICITY_XSPH, pbf_k_vorticity_xsph)                                                        \
     X(CAPTURE_BAD, pbf_k_capture_bad)                                                              \
     X(STATS, pbf_k_stats)                                                                          \
     X(LAYOUT, pbf_k_layout)                                                                        \
     X(LIST_COUNT, pbf_k_list_count)                                                                \
     X(LIST_FILL, pbf_k_list_fill)                                                                  \
-    X(GRAVITY, pbf_k_gravity)                                                                      \
-    X(WCSPH_PRESSURE, pbf_k_wcsph_pressure)                                                        \
-    X(DFSPH_FACTOR, pbf_k_dfsph_factor)                                                            \
-    X(DFSPH_SOURCE, pbf_k_dfsph_source)                                                            \
-    X(PRESSURE_ACCEL, pbf_k_pressure_accel)                                                        \
-    X(ADVECT, pbf_k_advect)                                                                        \
     X(EXCESS, pbf_k_excess)                                                                        \
     X(EXCESS_TOTAL, pbf_k_excess_total)                                                            \
-    X(PCISPH_INIT, pbf_k_pcisph_init)                                                              \
-    X(PCISPH_PRESSURE, pbf_k_pcisph_pressure)                                                      \
-    X(IISPH_DIAGONAL, pbf_k_iisph_diagonal)                                                        \
-    X(IISPH_PRESSURE, pbf_k_iisph_pressure)                                                        \
     X(PACK_ROWS, pbf_k_pack_rows)                                                                  \
     X(UNPACK_ROWS, pbf_k_unpack_rows)                                                              \
-    X(MERGE_ROWS, pbf_k_merge_rows)
+    X(MERGE_ROWS, pbf_k_merge_rows)                                                                \
+    PBF_SOLVER_KERNELS(X)
 
 #define PBF_GPU_KERNEL_ID(id, fn) PBF_GK_##id,
 enum { PBF_GPU_KERNELS(PBF_GPU_KERNEL_ID) PBF_GK_COUNT };

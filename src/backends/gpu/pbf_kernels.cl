@@ -25,12 +25,14 @@
  * dfsph_source for DFSPH's divergence and density solves, pcisph_init, pcisph_pressure,
  * iisph_diagonal, iisph_pressure, pressure_accel, advect) on the per-particle formulas of the
  * methods' <name>_formulas.h, term for term as the CPU stages. Their kernels live with their
- * methods and are included below: the stages several methods share in
- * src/solvers/common/common.cl, the SPH family's in src/solvers/sph/sph.cl, each method's own in
- * src/solvers/<method>/<method>.cl; this file keeps the grid, the scan and sort, the neighbour
- * lists, the rows of a distributed run, the density of a refresh, the guard and the statistics. A solve's
- * error (mean of max(e_i, 0), percent) is reduced on the device (pbf_k_excess: fixed tree per
- * chunk, chunks in order in pbf_gpu_real) into one value the host reads.
+ * methods and are included below (a list CMake generates from the folders): the stages several
+ * methods share in src/solvers/common/common.cl, the SPH family's in src/solvers/sph/sph.cl, each
+ * method's own in src/solvers/<method>/<method>.cl, each folder's kernel ids and its part of the
+ * argument block in its <folder>_kernels.h; this file keeps the grid, the scan and sort, the
+ * neighbour lists, the rows of a distributed run, the density of a refresh, the guard and the
+ * statistics, whose ids gpu_steps.h lists. A solve's error (mean of max(e_i, 0), percent) is
+ * reduced on the device (pbf_k_excess: fixed tree per chunk, chunks in order in pbf_gpu_real) into
+ * one value the host reads.
  *
  * Non-finite values: a stage atomic_min's the index of a particle for which it produced one into
  * its launch's slot of `bad` (deterministic); pbf_capture_bad keeps the first one, with its id and
@@ -453,15 +455,12 @@ PBF_KERNEL pbf_k_density(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     density[i] = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
 }
 
-/* The stages' kernels, each method's in its folder (src/solvers/): the shared stages, then PBF's,
- * the SPH family's shared ones and each SPH method's. */
-#include "../../solvers/common/common.cl"
-#include "../../solvers/pbf/pbf.cl"
-#include "../../solvers/sph/sph.cl"
-#include "../../solvers/wcsph/wcsph.cl"
-#include "../../solvers/dfsph/dfsph.cl"
-#include "../../solvers/pcisph/pcisph.cl"
-#include "../../solvers/iisph/iisph.cl"
+/* The stages' kernels, each folder's .cl files in its folder of src/solvers/: the shared stages
+ * (common/), the SPH family's (sph/), then each method's, alphabetically. The list is
+ * generated at configure time from the folders (cmake/solvers.cmake, into the build's generated/
+ * folder), so a new method's .cl needs no line here; its kernels' ids come from its
+ * <folder>_kernels.h (gpu_steps.h: PBF_GPU_KERNELS). */
+#include "pbf_solver_kernels.cl"
 
 /* A solve's error (cpu.c mean_excess): the sum of max(a_i scale + offset, 0) over one chunk of
  * PBF_STATS_WG * PBF_STATS_PER_ITEM particles, reduced in a fixed tree order, into

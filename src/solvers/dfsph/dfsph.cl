@@ -52,27 +52,28 @@ PBF_KERNEL pbf_k_dfsph_source(const pbf_gpu_params P, const PBF_GLOBAL float *qx
     const float d =
         pbf_gpu_density_rate(&P, qx, qy, qz, cell, start, q0x, q0y, q0z, vx, vy, vz, i, gw);
     const float c =
-        pbf_dfsph_source(density[i] * P.inv_rho0, d, P.dt, divergence, P.dfsph_min_rel);
+        pbf_dfsph_source(density[i] * P.inv_rho0, d, P.dt, divergence, P.m.dfsph.min_rel);
     /* the divergence solve's warm start within its first iteration (pbf_dfsph_warm_first) */
-    const int first = divergence && P.warm_first;
-    const float frac = divergence ? P.warm_v : P.warm;
+    const int first = divergence && P.m.dfsph.warm_first;
+    const float frac = divergence ? P.m.dfsph.warm_v : P.warm;
     const int keep = frac > 0.0f;
     float ki;
     if (warm_start) { /* cpu.c's stage_dfsph_source with start: the solve's first k */
-        ki = keep ? pbf_dfsph_warm_k(frac, warm[i], c, factor[i], P.dfsph_full, P.dt) : 0.0f;
+        ki = keep ? pbf_dfsph_warm_k(frac, warm[i], c, factor[i], P.m.dfsph.full, P.dt) : 0.0f;
     } else {
         float kw = 0.0f;
         const int warm_first = keep && first && P.iteration == 0;
         if (warm_first) { /* kappa^v_i, read before it is replaced */
-            kw = pbf_dfsph_warm_k(frac, warm[i], c, factor[i], P.dfsph_full, P.dt);
+            kw = pbf_dfsph_warm_k(frac, warm[i], c, factor[i], P.m.dfsph.full, P.dt);
             ksum[i] = 0.0f; /* no k applied yet in this substep */
             warm[i] = 0.0f;
         } else if (keep) { /* the k applied so far: the start's, then each iteration's */
             const float sum = P.iteration == 0 ? kk[i] : ksum[i] + kk[i];
             ksum[i] = sum;
-            warm[i] = pbf_dfsph_warm_keep(sum, factor[i], P.dfsph_full, P.dt);
+            warm[i] = pbf_dfsph_warm_keep(sum, factor[i], P.m.dfsph.full, P.dt);
         }
-        ki = pbf_dfsph_k(c, factor[i], kk[i], divergence ? P.chebyshev_v : P.chebyshev, divergence);
+        ki = pbf_dfsph_k(c, factor[i], kk[i], divergence ? P.m.dfsph.chebyshev_v : P.chebyshev,
+                         divergence);
         if (warm_first) ki = pbf_dfsph_warm_first(ki, kw);
         err[i] = c;
     }

@@ -39,8 +39,9 @@ void pbf_dfsph_warm_v_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ct
 void pbf_dfsph_warm_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* stage "pressure_accel": the shared pressure acceleration with this method's flags */
 void pbf_dfsph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* The GPU kernels' parameters of the method (pbf_solver.gpu_params). */
+/* The GPU kernels' parameters of the method (pbf_solver.gpu_params): P->m.dfsph
+ * (dfsph_kernels.h) and the shared ones it sets. */
 struct pbf_gpu_params;
-void pbf_dfsph_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
+void pbf_dfsph_fill_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
 
 #endif

@@ -67,16 +67,16 @@ void pbf_dfsph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
 }
 
 /* The GPU kernels' DFSPH parameters (pbf_solver.gpu_params). */
-void pbf_dfsph_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
+void pbf_dfsph_fill_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
     (void)dt;
     /* the divergence solve's warm start and Chebyshev weight (pbf_dfsph_cheb_iteration) */
     const float first_warm = pbf_first_warm(&w->def);
     const int first = first_warm > 0.0f;
-    P->warm_v = first ? first_warm : P->warm;
-    P->warm_first = first;
-    P->chebyshev_v = pbf_chebyshev_omega(w->def.dfsph.chebyshev_rho,
-                                         pbf_dfsph_cheb_iteration(P->iteration, first));
+    P->m.dfsph.warm_v = first ? first_warm : P->warm;
+    P->m.dfsph.warm_first = first;
+    P->m.dfsph.chebyshev_v = pbf_chebyshev_omega(w->def.dfsph.chebyshev_rho,
+                                                 pbf_dfsph_cheb_iteration(P->iteration, first));
     P->dfsph_eps = 1e-6f * w->lattice_grad2;
-    P->dfsph_full = 2.0f / w->lattice_grad2;
-    P->dfsph_min_rel = w->def.dfsph.divergence_min_density;
+    P->m.dfsph.full = 2.0f / w->lattice_grad2;
+    P->m.dfsph.min_rel = w->def.dfsph.divergence_min_density;
 }

@@ -30,8 +30,9 @@ void pbf_iisph_diagonal_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_
 void pbf_iisph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* stage "pressure_accel": the shared pressure acceleration with this method's flags */
 void pbf_iisph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* The GPU kernels' parameters of the method (pbf_solver.gpu_params). */
+/* The GPU kernels' parameters of the method (pbf_solver.gpu_params): P->m.iisph
+ * (iisph_kernels.h) and the shared ones it sets. */
 struct pbf_gpu_params;
-void pbf_iisph_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
+void pbf_iisph_fill_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
 
 #endif

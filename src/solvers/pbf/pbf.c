@@ -206,6 +206,6 @@ const pbf_solver pbf_solver_pbf = {
     .carried_row = carried_row,
     .chebyshev_rho = chebyshev_rho,
     .create_state = create_state,
-    .gpu_params = pbf_pbf_gpu_params,
+    .gpu_params = pbf_pbf_fill_gpu_params,
     .check = check,
 };

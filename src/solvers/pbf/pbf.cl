@@ -7,7 +7,7 @@
 
 /* rho_i (eq. 2) with the wall, C_i (eq. 1, clamped at 0 when unilateral), lambda_i (eq. 11),
  * Chebyshev-accelerated (pbf_chebyshev_lambda) when P.chebyshev != 1, warm-started
- * (pbf_warm_lambda) when P.lambda_warm != 0, by P.lambda_carry in the first iteration
+ * (pbf_warm_lambda) when P.lambda_warm != 0, by P.m.pbf.lambda_carry in the first iteration
  * (pbf_warm_lambda_factor). */
 PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
                         const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
@@ -27,15 +27,16 @@ PBF_KERNEL pbf_k_lambda(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const float r = P.k.mass * rho + P.k.rest_density * wall;
     density[i] = r;
     float cc = r * P.inv_rho0 - 1.0f; /* eq. 1 */
-    if (P.unilateral && cc < 0.0f) cc = 0.0f;
+    if (P.m.pbf.unilateral && cc < 0.0f) cc = 0.0f;
     const float sum2 = s2 + gix * gix + giy * giy + giz * giz;
-    float lam = -cc / (sum2 + P.eps_abs); /* eq. 11 */
+    float lam = -cc / (sum2 + P.m.pbf.eps_abs); /* eq. 11 */
     /* lambda still holds the previous iteration's (each work-item reads its own) */
     lam = pbf_chebyshev_lambda(lam, lambda[i], P.chebyshev);
     /* the warm start: lambda holds the previous iteration's, or the previous step's last */
     if (P.lambda_warm != 0.0f)
-        lam = pbf_warm_lambda(lam, lambda[i],
-                              pbf_warm_lambda_factor(P.lambda_warm, P.lambda_carry, P.iteration));
+        lam = pbf_warm_lambda(
+            lam, lambda[i],
+            pbf_warm_lambda_factor(P.lambda_warm, P.m.pbf.lambda_carry, P.iteration));
     lambda[i] = lam;
     if (!isfinite(lam)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
 }
@@ -68,29 +69,30 @@ PBF_KERNEL pbf_k_delta_p(const pbf_gpu_params P, const PBF_GLOBAL float *qx,
     const int in = valid && r2 < k.h2;                                                             \
     const float w = in ? pbf_poly6(&k, r2) : 0.0f;                                                 \
     const float scorr = /* eq. 13 */                                                               \
-        pbf_scorr_split(pbf_scorr_shape(w, P.inv_wdq, (n)), P.s_rest, P.ks, P.ksg);                \
+        pbf_scorr_split(pbf_scorr_shape(w, P.m.pbf.inv_wdq, (n)), P.m.pbf.s_rest, P.m.pbf.ks,      \
+                        P.m.pbf.ksg);                                                              \
     const float f = (li + lambda[j] + scorr) * k.volume * (in ? pbf_spiky(&k, r2) : 0.0f);         \
     ax[l] += in ? f * dx : 0.0f;                                                                   \
     ay[l] += in ? f * dy : 0.0f;                                                                   \
     az[l] += in ? f * dz : 0.0f;
-    if (P.scorr_n == 4) {
+    if (P.m.pbf.scorr_n == 4) {
         #define PBF_NBR_BODY()                                                                     \
             PBF_DELTA_P_LANE(4)
         PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
         #undef PBF_NBR_BODY
     } else {
         #define PBF_NBR_BODY()                                                                     \
-            PBF_DELTA_P_LANE(P.scorr_n)
+            PBF_DELTA_P_LANE(P.m.pbf.scorr_n)
         PBF_FOR_NEIGHBOURS(P, start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
         #undef PBF_NBR_BODY
     }
 #undef PBF_DELTA_P_LANE
     /* over-relaxation of the Jacobi step (SOR): omega = 1 is the paper; the wall's term with its
      * share of s_corr (pbf_scorr_wall_term) */
-    const float lw = li + P.scorr_wall;
-    const float dpx = P.omega * (lw * gw[0] + pbf_gpu_hsum(ax)),
-                dpy = P.omega * (lw * gw[1] + pbf_gpu_hsum(ay)),
-                dpz = P.omega * (lw * gw[2] + pbf_gpu_hsum(az));
+    const float lw = li + P.m.pbf.scorr_wall;
+    const float dpx = P.m.pbf.omega * (lw * gw[0] + pbf_gpu_hsum(ax)),
+                dpy = P.m.pbf.omega * (lw * gw[1] + pbf_gpu_hsum(ay)),
+                dpz = P.m.pbf.omega * (lw * gw[2] + pbf_gpu_hsum(az));
     sx[i] = dpx; /* eq. 14 */
     sy[i] = dpy;
     sz[i] = dpz;

@@ -38,8 +38,8 @@ float pbf_scorr_support_ks(const pbf_world *w, float dt);
 float pbf_scorr_wall_term(const pbf_world *w, float dt);
 
 
-/* The GPU kernels' PBF parameters (pbf_gpu.c). */
-void pbf_pbf_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
+/* The GPU kernels' PBF parameters (pbf_gpu.c): P->m.pbf (pbf_kernels.h) and lambda_warm. */
+void pbf_pbf_fill_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
 
 /* PBF's warm start acts only when every step runs at least this many iterations
  * (solver_iterations, or pbf_min_iterations with pbf_tolerance); with fewer the step solves from

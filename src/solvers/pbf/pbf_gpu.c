@@ -36,17 +36,17 @@ void pbf_pbf_delta_p_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
 }
 
 /* The GPU kernels' PBF parameters (pbf_solver.gpu_params). */
-void pbf_pbf_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
+void pbf_pbf_fill_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
     const pbf_pbf_consts *pc = pbf_pbf_consts_of(w);
-    P->eps_abs = pc->eps_abs;
-    P->ks = -w->def.pbf.scorr_k / w->lattice_grad2;
-    P->ksg = pbf_scorr_support_ks(w, dt);
-    P->s_rest = pc->scorr_s_rest;
-    P->scorr_wall = pbf_scorr_wall_term(w, dt);
-    P->inv_wdq = pc->scorr_inv_wdq;
-    P->omega = w->def.pbf.over_relaxation;
+    P->m.pbf.eps_abs = pc->eps_abs;
+    P->m.pbf.ks = -w->def.pbf.scorr_k / w->lattice_grad2;
+    P->m.pbf.ksg = pbf_scorr_support_ks(w, dt);
+    P->m.pbf.s_rest = pc->scorr_s_rest;
+    P->m.pbf.scorr_wall = pbf_scorr_wall_term(w, dt);
+    P->m.pbf.inv_wdq = pc->scorr_inv_wdq;
+    P->m.pbf.omega = w->def.pbf.over_relaxation;
     P->lambda_warm = pbf_lambda_carried(w) ? w->def.pbf.lambda_warm_start : 0.0f;
-    P->lambda_carry = w->def.pbf.lambda_carry;
-    P->scorr_n = w->def.pbf.scorr_n;
-    P->unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
+    P->m.pbf.lambda_carry = w->def.pbf.lambda_carry;
+    P->m.pbf.scorr_n = w->def.pbf.scorr_n;
+    P->m.pbf.unilateral = w->def.pbf.constraint == PBF_CONSTRAINT_UNILATERAL;
 }

@@ -72,6 +72,6 @@ const pbf_solver pbf_solver_pcisph = {
     .gpu = 1,
     .bounds = bounds,
     .substep_dt = substep_dt,
-    .gpu_params = pbf_pcisph_gpu_params,
+    .gpu_params = pbf_pcisph_fill_gpu_params,
     .check = check,
 };

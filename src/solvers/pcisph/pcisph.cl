@@ -60,7 +60,7 @@ PBF_KERNEL pbf_k_pcisph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float 
     const float e = k.volume * pbf_gpu_hsum(rho) + wall - 1.0f;
     err[i] = e;
     if (!isfinite(e)) PBF_ATOMIC_MIN_I32(&bad[slot], i);
-    const float k0 = kacc[i], kn = pbf_pcisph_k(k0, e, P.pcisph_delta);
+    const float k0 = kacc[i], kn = pbf_pcisph_k(k0, e, P.m.pcisph.delta);
     kk[i] = kn - k0;
     kacc[i] = kn;
 }

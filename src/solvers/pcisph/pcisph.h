@@ -30,8 +30,9 @@ void pbf_pcisph_init_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx
 void pbf_pcisph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* stage "pressure_accel": the shared pressure acceleration with this method's flags */
 void pbf_pcisph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* The GPU kernels' parameters of the method (pbf_solver.gpu_params). */
+/* The GPU kernels' parameters of the method (pbf_solver.gpu_params): P->m.pcisph
+ * (pcisph_kernels.h). */
 struct pbf_gpu_params;
-void pbf_pcisph_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
+void pbf_pcisph_fill_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
 
 #endif

@@ -43,7 +43,7 @@ void pbf_pcisph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
 }
 
 /* The GPU kernels' PCISPH parameters (pbf_solver.gpu_params). */
-void pbf_pcisph_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
+void pbf_pcisph_fill_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
     (void)dt;
-    P->pcisph_delta = pbf_pcisph_delta(w->lattice_grad2);
+    P->m.pcisph.delta = pbf_pcisph_delta(w->lattice_grad2);
 }

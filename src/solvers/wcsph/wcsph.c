@@ -68,5 +68,5 @@ const pbf_solver pbf_solver_wcsph = {
     .gpu = 1,
     .bounds = bounds,
     .substep_dt = substep_dt,
-    .gpu_params = pbf_wcsph_gpu_params,
+    .gpu_params = pbf_wcsph_fill_gpu_params,
 };

@@ -25,7 +25,7 @@ PBF_KERNEL pbf_k_wcsph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *
     const pbf_walls_consts wc = P.wc;
     const float xi = qx[i], yi = qy[i], zi = qz[i];
     const float vxi = vx[i], vyi = vy[i], vzi = vz[i];
-    const float nu = P.wcsph_nu, eps_h2 = 0.01f * k.h2;
+    const float nu = P.m.wcsph.nu, eps_h2 = 0.01f * k.h2;
     float p[3] = {xi, yi, zi}, gw[3];
     const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
     float rho[PBF_LANES], ax[PBF_LANES], ay[PBF_LANES], az[PBF_LANES];
@@ -50,7 +50,8 @@ PBF_KERNEL pbf_k_wcsph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *
     #undef PBF_NBR_BODY
     const float r = k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
     density[i] = r;
-    const float ki = pbf_wcsph_k(r * P.inv_rho0, P.wcsph_b, P.wcsph_gamma, k.rest_density, P.dt);
+    const float ki =
+        pbf_wcsph_k(r * P.inv_rho0, P.m.wcsph.b, P.m.wcsph.gamma, k.rest_density, P.dt);
     kk[i] = ki;
     const float a0 = pbf_gpu_hsum(ax), a1 = pbf_gpu_hsum(ay), a2 = pbf_gpu_hsum(az);
     avx[i] = a0;

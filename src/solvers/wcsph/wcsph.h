@@ -27,8 +27,9 @@ struct pbf_gpu_dev;
 void pbf_wcsph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
 /* stage "pressure_accel": the shared pressure acceleration with this method's flags */
 void pbf_wcsph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
-/* The GPU kernels' parameters of the method (pbf_solver.gpu_params). */
+/* The GPU kernels' parameters of the method (pbf_solver.gpu_params): P->m.wcsph
+ * (wcsph_kernels.h). */
 struct pbf_gpu_params;
-void pbf_wcsph_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
+void pbf_wcsph_fill_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
 
 #endif
