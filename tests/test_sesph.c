@@ -68,7 +68,9 @@ static double column_error(double k, double tension, double seconds, double *hei
         const pbf_particles p = pbf_world_particles(w);
         double sum[2] = {0.0, 0.0}, cnt[2] = {0.0, 0.0};
         for (int i = 0; i < p.count; ++i) {
-            const int l = p.y[i] > 0.06f && p.y[i] < 0.1f ? 0 : p.y[i] > 0.26f && p.y[i] < 0.3f ? 1 : -1;
+            const int l = p.y[i] > 0.06f && p.y[i] < 0.1f   ? 0
+                          : p.y[i] > 0.26f && p.y[i] < 0.3f ? 1
+                                                            : -1;
             if (l < 0 || p.x[i] < 0.04f || p.x[i] > 0.16f || p.z[i] < 0.04f || p.z[i] > 0.16f)
                 continue;
             sum[l] += p.density[i];

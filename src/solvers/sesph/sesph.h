@@ -13,7 +13,7 @@
 
 /* The `solver` key's value, the method's title, and its part of that key's description. */
 #define PBF_SOLVER_INFO_sesph                                                                      \
-    {(pbf_solver_kind)PBF_SESPH_KIND, "sesph", "state-equation SPH (Müller et al. 2003)"}
+    { (pbf_solver_kind) PBF_SESPH_KIND, "sesph", "state-equation SPH (Müller et al. 2003)" }
 #define PBF_SOLVER_KEY_sesph "sesph = state-equation SPH (Müller et al. 2003)"
 
 extern const pbf_solver pbf_solver_sesph;
