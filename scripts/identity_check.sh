@@ -51,7 +51,7 @@ run() { # NAME -- pbf run arguments
     (cd "$tmp/runs" && find "$name" -name 'frame_*' -type f | sort | xargs sha256sum) >>"$tmp/list"
 }
 
-solvers="pbf wcsph pcisph iisph dfsph"
+solvers="pbf wcsph pcisph iisph dfsph sesph"
 variants=(
     "pbf:tol|--set solver=pbf --set pbf_tolerance=0.5 --set pbf_min_iterations=2"
     "pbf:novort|--set solver=pbf --set vorticity=0 --set xsph_viscosity=0"

@@ -12,8 +12,9 @@
  * al. keep (sesph_tension = 1) and which clumps the particles of a free surface (the tensile
  * instability); the default clamps it (0), as WCSPH does.
  *
- * Its parameters live in its slice of pbf_world_def.method_params (pbf/pbf.h): the method adds
- * nothing outside this folder but its line in the registry.
+ * Its parameters live in its slice of pbf_world_def.method_params (pbf/pbf.h), its GPU kernel in
+ * sesph.cl with its list and argument-block member in sesph_kernels.h (gathered by
+ * cmake/solvers.cmake): the method adds nothing outside this folder but its line in the registry.
  */
 #include "solvers/sesph/sesph.h"
 
@@ -43,8 +44,9 @@ static const pbf_param_info params[] = {
 /* clang-format off */
 static const pbf_stage_desc stages[] = {
     PBF_SPH_HEAD,
-    {"sesph_pressure", PBF_TIMING(lambda), 0, D, 0, pbf_sesph_pressure_cpu, NULL, 1, 0, PBF_SPH_K},
-    PBF_SPH_ACCEL(0, 0, pbf_sesph_accel_cpu, NULL),
+    {"sesph_pressure", PBF_TIMING(lambda), 0, D, 0, pbf_sesph_pressure_cpu, pbf_sesph_pressure_gpu, 1, 0,
+     PBF_SPH_K},
+    PBF_SPH_ACCEL(0, 0, pbf_sesph_accel_cpu, pbf_sesph_accel_gpu),
     PBF_SPH_TAIL,
 };
 /* clang-format on */
@@ -71,7 +73,8 @@ const pbf_solver pbf_solver_sesph = {
     .stages = stages,
     .nstages = (int)PBF_COUNT_OF(stages),
     .sph = 1,
-    .gpu = 0,
+    .gpu = 1,
     .bounds = bounds,
     .substep_dt = substep_dt,
+    .gpu_params = pbf_sesph_fill_gpu_params,
 };

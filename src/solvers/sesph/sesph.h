@@ -39,4 +39,14 @@ static inline pbf_sesph_params pbf_sesph_params_of(const pbf_world_def *d) {
 int pbf_sesph_pressure_cpu(pbf_world *w, const pbf_step_ctx *ctx);
 int pbf_sesph_accel_cpu(pbf_world *w, const pbf_step_ctx *ctx);
 
+/* ---- GPU stages (sesph_gpu.c, kernels in sesph.cl) ---- */
+struct pbf_gpu_dev;
+struct pbf_gpu_params;
+/* stage "sesph_pressure": density, the linear pressure, viscosity; measured */
+void pbf_sesph_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+/* stage "pressure_accel": the shared pressure acceleration with the viscosity */
+void pbf_sesph_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c);
+/* The GPU kernels' parameters of the method (pbf_solver.gpu_params). */
+void pbf_sesph_fill_gpu_params(const pbf_world *w, struct pbf_gpu_params *P, float dt);
+
 #endif

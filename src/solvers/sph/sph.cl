@@ -114,3 +114,50 @@ PBF_KERNEL pbf_k_pressure_accel(const pbf_gpu_params P, const PBF_GLOBAL float *
  * pbf_k_pressure_accel applies (the acceleration is linear in k); PCISPH's per-particle error
  * goes to s.x (free until its predicted pressure acceleration writes s), IISPH keeps a_ii in s.x
  * and its error in s.z. */
+
+/* The sums of the state-equation methods' pressure stage (WCSPH, SESPH: their kernels) at
+ * particle i: returns the density (walls included, wall the wall's part) and puts the velocity
+ * change of the artificial viscosity over dt (nu = dt V alpha h c_s, pbf_state_viscosity) into
+ * a; the CPU's pbf_cpu_sph_state_pressure, term for term. */
+PBF_DEVICE_FN float pbf_gpu_state_sums(const pbf_gpu_params *P, const PBF_GLOBAL float *qx,
+                                       const PBF_GLOBAL float *qy, const PBF_GLOBAL float *qz,
+                                       const PBF_GLOBAL unsigned int *cell,
+                                       const PBF_GLOBAL unsigned int *start,
+                                       const PBF_GLOBAL float *q0x, const PBF_GLOBAL float *q0y,
+                                       const PBF_GLOBAL float *q0z, const PBF_GLOBAL float *F,
+                                       const PBF_GLOBAL float *G,
+                                       const PBF_GLOBAL pbf_wall_box *boxes,
+                                       const PBF_GLOBAL float *vx, const PBF_GLOBAL float *vy,
+                                       const PBF_GLOBAL float *vz, int i, float nu, float a[3]) {
+    const pbf_sph_consts k = P->k;
+    const pbf_walls_consts wc = P->wc;
+    const float xi = qx[i], yi = qy[i], zi = qz[i];
+    const float vxi = vx[i], vyi = vy[i], vzi = vz[i];
+    const float eps_h2 = 0.01f * k.h2;
+    float p[3] = {xi, yi, zi}, gw[3];
+    const float wall = pbf_wall_density(&wc, F, G, boxes, p, gw);
+    float rho[PBF_LANES], ax[PBF_LANES], ay[PBF_LANES], az[PBF_LANES];
+    PBF_LANE_ZERO(rho);
+    PBF_LANE_ZERO(ax);
+    PBF_LANE_ZERO(ay);
+    PBF_LANE_ZERO(az);
+    #define PBF_NBR_BODY()                                                                         \
+        const float dx = xi - qx[j], dy = yi - qy[j], dz = zi - qz[j];                             \
+        const float r2 = dx * dx + dy * dy + dz * dz;                                              \
+        const int in = valid && r2 < k.h2;                                                         \
+        rho[l] += in ? pbf_kernel_w(&k, r2) : 0.0f;                                                \
+        /* Pi_ij = -nu min(v_ij . x_ij, 0) / (|x_ij|^2 + 0.01 h^2); a_i = -sum m Pi_ij grad W */   \
+        const float vr =                                                                           \
+            in ? (vxi - vx[j]) * dx + (vyi - vy[j]) * dy + (vzi - vz[j]) * dz : 0.0f;              \
+        const float nvr = 0.0f - vr, mx = nvr > 0.0f ? nvr : 0.0f;                                 \
+        const float f = in ? nu * (0.0f - mx) / (r2 + eps_h2) * pbf_kernel_grad(&k, r2) : 0.0f;    \
+        ax[l] += in ? f * dx : 0.0f;                                                               \
+        ay[l] += in ? f * dy : 0.0f;                                                               \
+        az[l] += in ? f * dz : 0.0f;
+    PBF_FOR_NEIGHBOURS((*P), start, cell, i, q0x, q0y, q0z, q0x[i], q0y[i], q0z[i], PBF_NBR_BODY)
+    #undef PBF_NBR_BODY
+    a[0] = pbf_gpu_hsum(ax);
+    a[1] = pbf_gpu_hsum(ay);
+    a[2] = pbf_gpu_hsum(az);
+    return k.mass * pbf_gpu_hsum(rho) + k.rest_density * wall;
+}
