@@ -24,7 +24,7 @@ const pbf_field_desc pbf_fields[PBF_FIELD_COUNT] = {
     [PBF_F_DENSITY] = {"density", 0, T, 2, 0, "density rho_i (recomputed after the sort)"},
     [PBF_F_LAMBDA] = {"lambda", 0, S, -1, 0, "lambda_i, carried to the next step (PBF's warm start)"},
     [PBF_F_ID] = {"id", 1, S | T, 3, 0, "stable identity"},
-    [PBF_F_CELL] = {"cell", 1, S, -1, 0, "grid cell of x_i*"},
+    [PBF_F_CELL] = {"cell", 1, S | PBF_FIELD_LIVE, -1, 0, "grid cell of x_i*"},
     [PBF_F_WARM] = {"warm", 0, S | PBF_FIELD_WARM, -1, 0,
                     "IISPH: p_i / rho_0, DFSPH: kappa_i of the previous substep (warm start; "
                     "the CPU keeps its sum of k_i and that substep's dt)"},

@@ -50,6 +50,9 @@ typedef enum pbf_field_id {
  * state (pbf_world_add_fluid_block, pbf_world_restore) starts them at 0. */
 #define PBF_FIELD_WARM 16u
 #define PBF_FIELD_WARM_V 32u
+/* live at the end of a step besides the state: read by the next step before any stage writes it
+ * (the cell keys, which a distributed run's migration reads; src/mpi/halo.c) */
+#define PBF_FIELD_LIVE 64u
 
 typedef struct pbf_field_desc {
     const char *name;

@@ -257,6 +257,10 @@ pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err);
  * carried) likewise. */
 int pbf_lambda_carried(const pbf_world *w);
 int pbf_carried_row(const pbf_world *w);
+/* The rows a world carries from one step to the next beyond its state (PBF_FIELD_STATE): its
+ * method's warm rows (pbf_field_in_solver) and its carried row, in registry order, into rows
+ * (room for PBF_FIELD_COUNT); returns their count. */
+int pbf_step_rows(const pbf_world *w, int *rows);
 const float *pbf_world_lambda(const pbf_world *w);
 pbf_status pbf_set_lambda(pbf_world *w, int count, const float *src, pbf_error *err);
 

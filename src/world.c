@@ -124,6 +124,17 @@ pbf_status pbf_world_host_rows(pbf_world *w, pbf_error *err) {
 
 int pbf_lambda_carried(const pbf_world *w) { return pbf_carried_row(w) == PBF_F_LAMBDA; }
 
+int pbf_step_rows(const pbf_world *w, int *rows) {
+    const int carried = pbf_carried_row(w);
+    int n = 0;
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f) {
+        const unsigned fl = pbf_fields[f].flags;
+        const int warm = (fl & (PBF_FIELD_WARM | PBF_FIELD_WARM_V)) && pbf_field_in_solver(f, &w->def);
+        if (f == carried || warm) rows[n++] = f;
+    }
+    return n;
+}
+
 int pbf_carried_row(const pbf_world *w) {
     const pbf_solver *m = pbf_world_solver(w);
     return m->carried_row ? m->carried_row(&w->def) : -1;
@@ -433,10 +444,10 @@ pbf_status pbf_world_add_fluid_block(pbf_world *w, const pbf_fluid_block *b, pbf
     /* The rows a solver carries from step to step keep their values for the particles already
      * there (PBF's lambda with its warm start; the IISPH and DFSPH warm starts' pressures) and
      * start at 0 for the new ones; on a device they travel through their host rows */
-    int rows[3], nrows = 0;
-    if (pbf_lambda_carried(w) && w->lambda) rows[nrows++] = PBF_F_LAMBDA;
-    if (w->field[PBF_F_WARM]) rows[nrows++] = PBF_F_WARM;
-    if (w->field[PBF_F_WARM_V]) rows[nrows++] = PBF_F_WARM_V;
+    int rows[PBF_FIELD_COUNT], nrows = 0, carried[PBF_FIELD_COUNT];
+    const int ncarried = pbf_step_rows(w, carried);
+    for (int k = 0; k < ncarried; ++k)
+        if (w->field[carried[k]]) rows[nrows++] = carried[k];
     const int dev_rows = w->backend->write_rows && nrows > 0;
     if (dev_rows && w->count > 0) {
         pbf_status hs = w->backend->read_rows(w, rows, nrows, err);

@@ -258,12 +258,23 @@ static void drop_ghosts(pbf_mpi_domain *d) {
 }
 
 /* The rows live on a GPU backend at the end of a step's last stage (roles as gpu_steps.h leaves
- * them): the state and the cell keys, which the next step's migration reads; its first stage
- * (predict, gravity) reads x and v and writes x*; plus the warm starts' rows and PBF's carried
- * lambda (end_step_drop). */
-static const int live_rows[] = {PBF_F_PX, PBF_F_PY, PBF_F_PZ, PBF_F_VX, PBF_F_VY,
-                                PBF_F_VZ, PBF_F_DENSITY, PBF_F_ID, PBF_F_CELL};
-#define NLIVE ((int)(sizeof live_rows / sizeof live_rows[0]))
+ * them), from the field registry's declarations: the state (PBF_FIELD_STATE: the next step's
+ * first stage reads x and v and writes x*), the rows declared live (PBF_FIELD_LIVE: the cell
+ * keys, which the next step's migration reads), and the rows the method carries to the next
+ * step (pbf_step_rows: its warm starts' rows, its carried row). */
+static int live_rows(const pbf_world *w, int *rows) {
+    int n = 0;
+    for (int f = 0; f < PBF_FIELD_COUNT; ++f)
+        if (pbf_fields[f].flags & (PBF_FIELD_STATE | PBF_FIELD_LIVE)) rows[n++] = f;
+    int carried[PBF_FIELD_COUNT];
+    const int nc = pbf_step_rows(w, carried);
+    for (int k = 0; k < nc; ++k) {
+        int seen = 0;
+        for (int j = 0; j < n; ++j) seen |= rows[j] == carried[k];
+        if (!seen) rows[n++] = carried[k];
+    }
+    return n;
+}
 
 /* The end of a step: the ghosts dropped, on the host; on a GPU backend through a round trip of
  * the live rows (local: also after a failure, when no process exchanges any more). */
@@ -273,13 +284,8 @@ void pbf_dom_end_step_drop(pbf_mpi_domain *d) {
         d->ghosts_in = 0;
         return;
     }
-    /* the live rows, the warm starts' rows where the method keeps them (read next step) and the
-     * row it carries to the next step (PBF's lambda with its warm start) */
-    int rows[NLIVE + 3], nrows = NLIVE;
-    memcpy(rows, live_rows, sizeof live_rows);
-    if (pbf_field_in_solver(PBF_F_WARM, &d->w->def)) rows[nrows++] = PBF_F_WARM;
-    if (pbf_field_in_solver(PBF_F_WARM_V, &d->w->def)) rows[nrows++] = PBF_F_WARM_V;
-    if (pbf_lambda_carried(d->w)) rows[nrows++] = PBF_F_LAMBDA;
+    int rows[PBF_FIELD_COUNT];
+    const int nrows = live_rows(d->w, rows);
     if (d->gpu && d->ghosts_in && be->merge_rows) {
         /* on the device: the owned particles' indices go there (d->part is free until the next
          * migration), the rows are compacted in place */
