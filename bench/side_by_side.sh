@@ -44,7 +44,9 @@
 # the tolerance). Writes bench/results/side_by_side_methods_<date>_<host>.json.
 #
 # The peer is pysplishsplash (PyPI) in a virtual environment bench/.venv, created on first use
-# (never installed globally; pip needs PyPI). Its ms/step is the mean wall-clock interval between
+# (never installed globally; pip needs PyPI), or the Python named by PBF_SPLASH_PYTHON, which
+# must have it already (its volume maps are cached in PBF_SPLASH_CACHE, default
+# bench/.venv/splash-cache). Its ms/step is the mean wall-clock interval between
 # its per-step callbacks after the warm-up (bench/splash_timing.py), so scene loading and the
 # volume-map construction (tens of seconds the first time; cached in bench/.venv/splash-cache)
 # are excluded. pbf's is `pbf bench` (wall time of each pbf_world_step after the warm-up).
@@ -52,6 +54,15 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${root}"
+
+# Every program this script starts ends with it, however the script is stopped (SIGTERM, SIGINT,
+# SIGKILL): `child` starts it through `setpriv --pdeathsig TERM` (util-linux), so that the kernel
+# sends it SIGTERM when the script ends; pbf's own forked jobs end with pbf (app/run/jobs.c).
+if setpriv --pdeathsig TERM true 2> /dev/null; then
+    child() { setpriv --pdeathsig TERM -- "$@"; }
+else
+    child() { "$@"; }
+fi
 
 cases="small,medium"
 steps=30
@@ -92,15 +103,15 @@ done
 
 # ---- the peer's virtual environment ---------------------------------------------------------
 venv="${root}/bench/.venv"
-py="${venv}/bin/python"
-if [[ ! -x "${py}" ]]; then
+py="${PBF_SPLASH_PYTHON:-${venv}/bin/python}"
+if [[ -z "${PBF_SPLASH_PYTHON:-}" && ! -x "${py}" ]]; then
     base_py="$(command -v python3.11 || command -v python3)"
     echo "side_by_side: creating ${venv} with ${base_py} ($("${base_py}" --version))"
-    "${base_py}" -m venv "${venv}"
+    child "${base_py}" -m venv "${venv}"
 fi
-if ! "${py}" -m pip show pysplishsplash >/dev/null 2>&1; then
+if [[ -z "${PBF_SPLASH_PYTHON:-}" ]] && ! "${py}" -m pip show pysplishsplash >/dev/null 2>&1; then
     echo "side_by_side: pip install pysplishsplash==${splash_version} into ${venv}"
-    "${py}" -m pip install --quiet --disable-pip-version-check "pysplishsplash==${splash_version}"
+    child "${py}" -m pip install --quiet --disable-pip-version-check "pysplishsplash==${splash_version}"
 fi
 
 # The wheel bundles its own libGLdispatch but links the system's libGL.so.1, whose libGLX then
@@ -123,16 +134,17 @@ fi
 # ---- pbf -------------------------------------------------------------------------------------
 if [[ ! -x "${build}/pbf" ]]; then
     echo "side_by_side: building pbf (README default: Release) in ${build}/"
-    cmake -S . -B "${build}" -DCMAKE_BUILD_TYPE=Release >/dev/null
-    cmake --build "${build}" -j2 >/dev/null
+    child cmake -S . -B "${build}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+    child cmake --build "${build}" -j2 >/dev/null
 fi
 
 # ---- run ---------------------------------------------------------------------------------------
 work="$(mktemp -d)"
 trap 'rm -rf "${work}"' EXIT
 cp "${peer_dir}"/*.json "${peer_dir}"/UnitBox.obj "${work}/"
-mkdir -p "${venv}/splash-cache"
-ln -s "${venv}/splash-cache" "${work}/Cache" # the peer caches volume maps in SCENE_DIR/Cache
+cache="${PBF_SPLASH_CACHE:-${venv}/splash-cache}"
+mkdir -p "${cache}"
+ln -s "${cache}" "${work}/Cache" # the peer caches volume maps in SCENE_DIR/Cache
 
 # ---- --methods: each pressure solver on both programs -----------------------------------------
 if [[ -n "${methods}" ]]; then
@@ -190,21 +202,21 @@ if [[ -n "${methods}" ]]; then
         peer_runs=""
         for ((rep = 1; rep <= repeat; ++rep)); do
             echo "side_by_side: ${m}: [${rep}/${repeat}] SPlisHSPlasH, ${cases}, dt ${dt} s, OMP_NUM_THREADS=${threads}, ${m_warmup} + ${m_steps} steps ..."
-            env "${peer_env[@]}" OMP_NUM_THREADS="${threads}" "${py}" "${root}/bench/splash_timing.py" \
+            child env "${peer_env[@]}" OMP_NUM_THREADS="${threads}" "${py}" "${root}/bench/splash_timing.py" \
                 --scene "${work}/${scene}" --warmup "${m_warmup}" --steps "${m_steps}" \
                 --method "${m}" --dt "${dt}" "${peer_p[@]}" \
                 --json "${work}/peer_${m}_r${rep}.json" --out-dir "${work}/out_${m}" \
                 >"${work}/peer_${m}.log" 2>&1 \
                 || { tail -n 20 "${work}/peer_${m}.log" >&2; echo "side_by_side: SPlisHSPlasH (${m}) failed" >&2; exit 1; }
             echo "side_by_side: ${m}: [${rep}/${repeat}] pbf bench --case ${cases} --set solver=${m} --dt ${dt} ${pbf_p[*]} --set vorticity=0 (SPlisHSPlasH's physics)"
-            "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
+            child "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
                 --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" --set vorticity=0 \
                 --no-limits -q --json "${work}/pbf_${m}_r${rep}.json" >/dev/null
             pbf_runs+="${pbf_runs:++}${work}/pbf_${m}_r${rep}.json"
             peer_runs+="${peer_runs:++}${work}/peer_${m}_r${rep}.json"
         done
         echo "side_by_side: ${m}: pbf bench with pbf's defaults (vorticity confinement)"
-        "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
+        child "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
             --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" --no-limits -q \
             --json "${work}/pbf_${m}_default.json" >/dev/null
         pair_args+=(--method "${m}=${pbf_runs},${peer_runs},${work}/pbf_${m}_default.json")
@@ -217,7 +229,7 @@ if [[ -n "${methods}" ]]; then
                 lp=(--set "${m}_tolerance=${lt}")
                 [[ "${m}" == dfsph ]] && lp+=(--set "dfsph_divergence_tolerance=${lt}")
                 echo "side_by_side: ${m}: pbf at tolerance ${lt} % (matched-error ladder)"
-                "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
+                child "${build}/pbf" bench --case "${cases}" --threads "${threads}" --warmup "${m_warmup}" \
                     --steps "${m_steps}" --dt "${dt}" --set "solver=${m}" "${pbf_p[@]}" \
                     "${same_physics[@]}" "${lp[@]}" --no-limits -q \
                     --json "${work}/pbf_${m}_tol${lt}.json" >/dev/null
@@ -228,7 +240,7 @@ if [[ -n "${methods}" ]]; then
     mkdir -p "${root}/bench/results"
     host="$(hostname -s 2>/dev/null || uname -n)"
     out="${root}/bench/results/side_by_side_methods_$(date -u +%Y%m%dT%H%M%SZ)_${host}.json"
-    "${py}" "${root}/bench/side_by_side_report.py" "${pair_args[@]}" --tolerance "${tolerance}" \
+    child "${py}" "${root}/bench/side_by_side_report.py" "${pair_args[@]}" --tolerance "${tolerance}" \
         --ladder-text "${ladder// //}" --out "${out}"
     exit 0
 fi
@@ -256,7 +268,7 @@ for ((rep = 1; rep <= repeat; ++rep)); do
         scene="$(scene_of "${c}")"
         [[ -f "${work}/${scene}" ]] || { echo "side_by_side.sh: ${peer_dir}/${scene} missing" >&2; exit 2; }
         echo "side_by_side: [${rep}/${repeat}] SPlisHSPlasH, ${c} (${scene}), OMP_NUM_THREADS=${threads}, ${warmup} + ${steps} steps ..."
-        env "${peer_env[@]}" OMP_NUM_THREADS="${threads}" "${py}" "${root}/bench/splash_timing.py" \
+        child env "${peer_env[@]}" OMP_NUM_THREADS="${threads}" "${py}" "${root}/bench/splash_timing.py" \
             --scene "${work}/${scene}" --warmup "${warmup}" --steps "${steps}" \
             --json "${work}/peer_${c}_${rep}.json" --out-dir "${work}/out_${c}" >"${work}/peer_${c}.log" 2>&1 \
             || { tail -n 20 "${work}/peer_${c}.log" >&2; echo "side_by_side: SPlisHSPlasH failed" >&2; exit 1; }
@@ -268,10 +280,10 @@ for ((rep = 1; rep <= repeat; ++rep)); do
     limits=()
     [[ "${rep}" -gt 1 ]] && limits=(--no-limits) # the machine's limits: measured once
     echo "side_by_side: [${rep}/${repeat}] pbf bench --case ${cases} --threads ${pbf_threads} --warmup ${warmup} --steps ${steps} --set vorticity=0 (SPlisHSPlasH's physics)"
-    "${build}/pbf" bench --case "${cases}" --threads "${pbf_threads}" --warmup "${warmup}" \
+    child "${build}/pbf" bench --case "${cases}" --threads "${pbf_threads}" --warmup "${warmup}" \
         --steps "${steps}" --set vorticity=0 "${limits[@]}" --json "${work}/pbf_same_${rep}.json"
     echo "side_by_side: [${rep}/${repeat}] pbf bench --case ${cases} --threads ${pbf_threads} --warmup ${warmup} --steps ${steps} (pbf's defaults: vorticity confinement)"
-    "${build}/pbf" bench --case "${cases}" --threads "${pbf_threads}" --warmup "${warmup}" \
+    child "${build}/pbf" bench --case "${cases}" --threads "${pbf_threads}" --warmup "${warmup}" \
         --steps "${steps}" --no-limits -q --json "${work}/pbf_default_${rep}.json" >/dev/null
     pbf_args+=(--pbf "${work}/pbf_same_${rep}.json" --pbf-default "${work}/pbf_default_${rep}.json")
 done
@@ -285,19 +297,19 @@ if [[ "${targets}" == 1 ]]; then
         [[ "${rep}" -gt 1 ]] && limits=(--no-limits -q)
         echo "side_by_side: [${rep}/${repeat}] pbf bench --particles 1000000 --threads ${pbf_threads} --warmup 1 --steps 5 --set vorticity=0 (SPlisHSPlasH's physics)"
         if [[ "${rep}" -gt 1 ]]; then
-            "${build}/pbf" bench --particles 1000000 --threads "${pbf_threads}" --warmup 1 --steps 5 \
+            child "${build}/pbf" bench --particles 1000000 --threads "${pbf_threads}" --warmup 1 --steps 5 \
                 --set vorticity=0 "${limits[@]}" --json "${work}/pbf_1m_${rep}.json" >/dev/null
         else
-            "${build}/pbf" bench --particles 1000000 --threads "${pbf_threads}" --warmup 1 --steps 5 \
+            child "${build}/pbf" bench --particles 1000000 --threads "${pbf_threads}" --warmup 1 --steps 5 \
                 --set vorticity=0 --json "${work}/pbf_1m_${rep}.json"
         fi
         echo "side_by_side: [${rep}/${repeat}] pbf bench --particles 1000000 --threads ${pbf_threads} --warmup 1 --steps 5 (pbf's defaults)"
-        "${build}/pbf" bench --particles 1000000 --threads "${pbf_threads}" --warmup 1 --steps 5 \
+        child "${build}/pbf" bench --particles 1000000 --threads "${pbf_threads}" --warmup 1 --steps 5 \
             --no-limits -q --json "${work}/pbf_1m_default_${rep}.json" >/dev/null
         big_args+=(--pbf-1m "${work}/pbf_1m_${rep}.json" --pbf-1m-default "${work}/pbf_1m_default_${rep}.json")
     done
     echo "side_by_side: pbf bench --particles 10000000 --threads ${threads} --warmup 0 --steps 1"
-    "${build}/pbf" bench --particles 10000000 --threads "${threads}" --warmup 0 --steps 1 \
+    child "${build}/pbf" bench --particles 10000000 --threads "${threads}" --warmup 0 --steps 1 \
         --json "${work}/pbf_10m.json" || true
     target_args=(--targets "${big_args[@]}" --pbf-10m "${work}/pbf_10m.json")
 fi
@@ -305,5 +317,5 @@ fi
 mkdir -p "${root}/bench/results"
 host="$(hostname -s 2>/dev/null || uname -n)"
 out="${root}/bench/results/side_by_side_$(date -u +%Y%m%dT%H%M%SZ)_${host}.json"
-"${py}" "${root}/bench/side_by_side_report.py" "${pbf_args[@]}" "${peer_args[@]}" \
+child "${py}" "${root}/bench/side_by_side_report.py" "${pbf_args[@]}" "${peer_args[@]}" \
     "${log_args[@]}" "${target_args[@]}" --out "${out}"

@@ -71,7 +71,6 @@ ck_write() {
         printf "$3" | dd of="${f}" bs=1 seek="$2" conv=notrunc 2> /dev/null
     done
 }
-ck_copy ck_none && rm -f "${tmp}/ck_none"/checkpoint_*
 ck_copy ck_no_scene && rm -f "${tmp}/ck_no_scene/scene.json"
 ck_copy ck_scene_dir && rm -f "${tmp}/ck_scene_dir/scene.json" && mkdir "${tmp}/ck_scene_dir/scene.json"
 ck_copy ck_scene_bad && echo '{"frames": 1,' > "${tmp}/ck_scene_bad/scene.json"
@@ -89,8 +88,6 @@ ck_copy ck_count_huge && ck_write ck_count_huge 20 '\xff\xff\xff\x7f'
 ck_copy ck_count_negative && ck_write ck_count_negative 20 '\xff\xff\xff\xff'
 ck_copy ck_garbage && for f in "${tmp}/ck_garbage"/checkpoint_*; do head -c 4000 /dev/urandom > "${f}"; done
 ck_copy ck_dir && rm -f "${tmp}/ck_dir"/checkpoint_* && mkdir "${tmp}/ck_dir/checkpoint_00002.pbfck"
-ck_copy ck_bad_name && for f in "${tmp}/ck_bad_name"/checkpoint_*; do mv "${f}" "${f%.pbfck}.pbfck.bak"; done &&
-    cp "${tmp}/ck_good/checkpoint_00002.pbfck" "${tmp}/ck_bad_name/checkpoint_123456789012.pbfck"
 ck_copy ck_stats_dir && rm -f "${tmp}/ck_stats_dir/stats.jsonl" && mkdir "${tmp}/ck_stats_dir/stats.jsonl"
 # checkpoints of another scene (particle_radius 0.025) next to this scene.json
 "${pbf}" run "${dir}/base_valid.json" --out "${tmp}/ck_other_src" --frames 2 --checkpoint-every 1 \

@@ -68,13 +68,13 @@ for mode in spheres fluid; do
         fail "${mode}: no screenshot written"
     else
         "${py}" "${here}/viewer_png_check.py" "${png}" 320 240 || fail "${mode}: ${png}"
-        # The overlay read back glyph by glyph: the text reads right (descenders) and shows the
-        # measured frame rate after 10 frames (t = 10 / fps of the scene), not 0.
-        fps=$(sed -n 's/.* frames drawn in .* s: \([0-9.]*\) fps.*/\1/p' "${work}/${mode}.log")
+        # The overlay read back glyph by glyph: the text reads right (descenders) and shows a
+        # measured frame rate and step time (their values depend on the machine's load: not
+        # compared) at t = 10 / fps of the scene after 10 frames.
         t=$("${py}" -c 'import json, sys; print("%.3f" % (10 / json.load(open(sys.argv[1])).get("fps", 60)))' "${scene}")
         name=$("${py}" -c 'import json, sys; print(json.load(open(sys.argv[1]))["name"])' "${scene}")
         "${py}" "${here}/viewer_overlay_check.py" "${png}" "${here}/../app/render/font5x9.h" "${name}" \
-            "${t}" "${fps:-0}" || fail "${mode}: overlay of ${png}"
+            "${t}" || fail "${mode}: overlay of ${png}"
     fi
 done
 

@@ -116,11 +116,12 @@ static void print_run_help(FILE *f) {
             "  --checkpoint-every N  write DIR/checkpoint_NNNNN.pbfck every N frames (the last 2\n"
             "                      are kept; same as --set checkpoint_every=N)\n"
             "  --resume DIR        continue the run whose output is DIR from its newest valid\n"
-            "                      checkpoint, with the scene DIR/scene.json written at its start\n"
-            "                      (no SCENE, no --out; --set may change only parameters that do\n"
-            "                      not change the simulation: frames, threads, device,\n"
-            "                      guard_density_error, checkpoint_every, adaptive; a checkpoint\n"
-            "                      written on one device resumes on any other)\n"
+            "                      checkpoint (none yet: start it over from frame 0), with the\n"
+            "                      scene DIR/scene.json written at its start (no SCENE, no --out;\n"
+            "                      --set may change only parameters that do not change the\n"
+            "                      simulation: frames, threads, device, guard_density_error,\n"
+            "                      checkpoint_every, adaptive; a checkpoint written on one device\n"
+            "                      resumes on any other)\n"
             "  --adaptive          retry an unstable frame from its start with 2x, 4x, 8x\n"
             "                      substeps (same as --set adaptive=1)\n"
             "  -q, --quiet         no progress and no summary, only errors\n"
@@ -168,10 +169,11 @@ static void print_run_help(FILE *f) {
             "into boxes among the N processes by recursive coordinate bisection on particle\n"
             "counts (see mpi_decomposition, rank_imbalance); each process runs its own device:\n"
             "cpu threads, or with device opencl or cuda one GPU per process (its local rank\n"
-            "modulo the node's GPUs); process 0 writes the same files as a single-process run\n"
-            "(mpi_output = pieces: every process writes its piece of each frame, process 0 a\n"
-            ".pvtp index), stats.jsonl adds ranks, rank_particles_min and rank_particles_max,\n"
-            "and --resume takes any N.\n"
+            "modulo the node's GPUs); process 0 writes the same files as a single-process run,\n"
+            "--mesh meshes included (mpi_output = pieces: every process writes its piece of each\n"
+            "frame, process 0 a .pvtp index), stats.jsonl adds ranks, rank_particles_min and\n"
+            "rank_particles_max, and --resume takes any N; --render, --video and --adaptive are\n"
+            "refused.\n"
             "\n"
             "exit status: 0 success; 1 runtime error (I/O, disk full: the message names the file);\n"
             "  2 usage, scene or checkpoint error; 3 unstable simulation; 130 stopped by SIGINT;\n"
@@ -384,9 +386,14 @@ static int run_command(int argc, char **argv) {
         if (opt.resume) opt.out = opt.resume;
         if (!opt.scene) opt.scene = default_scene();
         if (pbfapp_mpi_launched()) { /* mpirun -np N pbf run: app/cli/mpi_run.c */
-            pbfapp_mpi_run_options mo = {opt.scene, opt.out, opt.resume, opt.quiet,
-                                         opt.render.png || opt.render.video, opt.overrides,
-                                         opt.override_count};
+            pbfapp_mpi_run_options mo = {opt.scene,
+                                         opt.out,
+                                         opt.resume,
+                                         opt.quiet,
+                                         opt.render.png || opt.render.video,
+                                         opt.overrides,
+                                         opt.override_count,
+                                         &opt.mesh};
             rc = pbfapp_mpi_run(&mo);
         } else {
             rc = simulate(&opt);
@@ -418,6 +425,7 @@ typedef struct run_state {
     pbfapp_mesher *mesher;
     uint64_t scene_hash;
     int start_frame;          /* the last frame already on disk (resume) */
+    int resumed;              /* 1: continued from a checkpoint (--resume found one) */
     int64_t last_checkpoint;  /* frame of the newest checkpoint on disk */
     char checkpoint_path[4400];
 } run_state;
@@ -475,12 +483,28 @@ static int load_run(run_state *s, pbf_error *err) {
 }
 
 /* --resume: the world from the newest valid checkpoint, stats.jsonl cut to it, the output opened
- * for appending; a fresh run: the output opened (an unfinished run's directory refused). */
+ * for appending (none yet: a fresh run); a fresh run: the output opened (an unfinished run's
+ * directory refused). */
 static int open_output(run_state *s, pbf_error *err) {
     const run_options *opt = s->opt;
     const pbfapp_run *run = &s->scene.run;
     pbf_status st;
-    if (opt->resume) {
+    if (opt->resume) { /* from a checkpoint, from frame 0 (none yet), or nothing to do */
+        char msg[5000];
+        const int plan = pbfapp_resume_plan(opt->out, run->frames, msg, sizeof msg, err);
+        if (plan < 0) fprintf(stderr, "pbf: --resume: %s\n", err->message);
+        if (plan < 0) return abandon_run(s, EXIT_RUNTIME);
+        if (plan == PBFAPP_RESUME_COMPLETE && !opt->quiet) printf("pbf: %s\n", msg);
+        if (plan == PBFAPP_RESUME_COMPLETE) return abandon_run(s, 0);
+        if (plan == PBFAPP_RESUME_START_OVER) fprintf(stderr, "pbf: %s\n", msg);
+        if (plan == PBFAPP_RESUME_CHECKPOINT &&
+            pbfapp_resume_locked(opt->out, &s->scene, msg, sizeof msg) > 0) {
+            fprintf(stderr, "pbf: %s\n", msg);
+            return abandon_run(s, EXIT_USAGE);
+        }
+        s->resumed = plan == PBFAPP_RESUME_CHECKPOINT;
+    }
+    if (s->resumed) {
         pbfapp_checkpoint ck;
         st = pbfapp_checkpoint_find(opt->out, s->scene_hash, s->scene.particles, stderr, &ck,
                                     s->checkpoint_path, sizeof s->checkpoint_path, err);
@@ -554,7 +578,7 @@ static int open_consumers(run_state *s, pbf_error *err) {
     /* The directory is this run's: the frames, images and indexes of an earlier run go (after a
      * checkpoint: those of later frames), now that nothing can refuse the run any more. */
     int removed = 0;
-    st = pbfapp_output_claim(s->out, opt->resume ? s->start_frame : -1, &removed, err);
+    st = pbfapp_output_claim(s->out, s->resumed ? s->start_frame : -1, &removed, err);
     if (st != PBF_OK) {
         fprintf(stderr, "pbf: %s\n", err->message);
         return abandon_run(s, EXIT_RUNTIME);
@@ -641,7 +665,7 @@ static void print_run_header(const run_state *s) {
     const pbfapp_run *run = &s->scene.run;
     const float dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));
     pbf_stats stats = pbf_world_stats(s->world);
-    if (opt->resume)
+    if (s->resumed)
         printf("pbf: resuming %s from %s: frame %d of %d, t = %.4f s\n", opt->out,
                s->checkpoint_path, s->start_frame, run->frames, stats.time);
     printf("pbf: %s: %s%s%d particles on %s, %d frames at %g fps (%g s), %d substeps of "
@@ -673,12 +697,11 @@ static int simulate(const run_options *opt) {
     pbfapp_progress progress;
     pbfapp_progress_init(&progress, stderr, run->frames, opt->quiet, -1);
     double t_start = pbfapp_now();
-    if (opt->resume && s.start_frame >= run->frames && !opt->quiet)
+    if (s.resumed && s.start_frame >= run->frames && !opt->quiet)
         printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
                s.start_frame, run->frames);
     pbfapp_run_driver d;
-    pbfapp_run_driver_init(&d, s.world, run, s.start_frame, opt->resume != NULL, &guard,
-                           &progress);
+    pbfapp_run_driver_init(&d, s.world, run, s.start_frame, s.resumed, &guard, &progress);
     d.sinks.ctx = &s;
     d.sinks.frame = run_frame;
     d.sinks.unstable = run_unstable;

@@ -156,14 +156,14 @@ static int save_checkpoint(const mpi_ctx *c, pbf_mpi_domain *dom, pbfapp_output 
     return rc;
 }
 
-/* Writes a frame, its stats line and (when due) a checkpoint: gathered on process 0 (mpi_output
- * = gather), or each process its piece and process 0 the index once every piece is there
- * (pieces; a checkpoint is still gathered). Collective; returns the exit status agreed by every
- * process. */
+/* Writes a frame, its stats line, its mesh (`mesh`: process 0's mesher meshes the frame gathered
+ * on it) and (when due) a checkpoint: gathered on process 0 (mpi_output = gather), or each
+ * process its piece and process 0 the index once every piece is there (pieces; a checkpoint is
+ * still gathered). Collective; returns the exit status agreed by every process. */
 static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, pbfapp_output *out,
-                       const char *dir, int pieces, int frame, double ms, int64_t clamps,
-                       int checkpoint, uint64_t hash, int64_t *last, char *path,
-                       size_t path_size) {
+                       const char *dir, int pieces, int mesh, pbfapp_mesher *mesher, int frame,
+                       double ms, int64_t clamps, int checkpoint, uint64_t hash, int64_t *last,
+                       char *path, size_t path_size) {
     pbf_error err;
     memset(&err, 0, sizeof err);
     pbf_snapshot s;
@@ -180,7 +180,7 @@ static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, 
             return rc;
         }
     }
-    if (!pieces) st = pbf_mpi_gather(dom, 0, &s, &err);
+    if (!pieces || mesh) st = pbf_mpi_gather(dom, 0, &s, &err);
     if (st == PBF_OK && c->root) {
         pbf_stats stats = pbf_world_stats(world);
         stats.speed_clamps = clamps; /* the frame's, every step */
@@ -204,6 +204,8 @@ static int write_frame(const mpi_ctx *c, pbf_mpi_domain *dom, pbf_world *world, 
         st = pieces ? pbfapp_output_pieces(out, frame, stats.time, c->size, &err)
                     : pbfapp_output_frame(out, frame, stats.time, &p, &err);
         if (st == PBF_OK) st = pbfapp_output_stats(out, frame, &stats, ms, &err);
+        if (st == PBF_OK && mesher)
+            st = pbfapp_mesher_frame(mesher, frame, s.x, s.y, s.z, s.count, &err);
     }
     int rc = exit_for(st);
     if (rc) {
@@ -241,8 +243,8 @@ static pbf_status bcast_index(const mpi_ctx *c, const char *path, uint64_t hash,
                              (long long)ix->frame);
         else if (st == PBF_OK && !*single && ix->scene_hash != hash)
             st = pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
-                             "%s: written for another scene (scene hash %016llx; the scene of this "
-                             "run, after --set overrides, hashes to %016llx); refused",
+                             "%s: written for another scene (its scene hash %016llx, this "
+                             "run's %016llx)",
                              path, (unsigned long long)ix->scene_hash, (unsigned long long)hash);
         else if (st == PBF_OK && !*single && ix->count != particles)
             st = pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
@@ -398,10 +400,13 @@ typedef struct mpi_run_state {
     pbf_mpi_domain *dom;
     pbf_mpi_options mo;
     pbfapp_output *out;               /* process 0's */
+    pbfapp_mesher *mesher;            /* --mesh: process 0's */
+    int mesh;                         /* --mesh given (every process) */
     char asked[PBF_DEVICE_NAME_MAX];  /* the scene's device */
     int pieces;                       /* mpi_output = pieces */
     uint64_t hash;
     int start_frame;
+    int resumed; /* continued from a checkpoint (--resume found one) */
     int64_t last_checkpoint;
     char checkpoint_path[4400];
     float dt;
@@ -480,13 +485,34 @@ static int load_world(mpi_run_state *s, pbf_error *err) {
     s->mo = pbf_mpi_default_options();
     s->mo.imbalance = run->rank_imbalance;
     s->mo.decomposition = run->mpi_decomposition == 1 ? PBF_MPI_SLABS : PBF_MPI_BISECTION;
-    if (rc == 0 && !opt->resume) { /* before any output: a bad block leaves the directory */
+    /* --resume: from a checkpoint, from frame 0 when there is none yet, or nothing to do
+     * (decided by process 0) */
+    int plan = PBFAPP_RESUME_CHECKPOINT;
+    if (rc == 0 && opt->resume) {
+        if (c->root) plan = pbfapp_resume_plan(opt->out, run->frames, msg, msg_size, err);
+        if (c->root && plan < 0) snprintf(msg, msg_size, "--resume: %s", err->message);
+        if (c->root && plan == PBFAPP_RESUME_CHECKPOINT &&
+            pbfapp_resume_locked(opt->out, scene, msg, msg_size) > 0)
+            plan = -2;
+        MPI_Bcast(&plan, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (plan == PBFAPP_RESUME_START_OVER) report(c, msg);
+        if (plan == PBFAPP_RESUME_COMPLETE && c->root && !opt->quiet) printf("pbf: %s\n", msg);
+        rc = plan == -1 ? EXIT_RUNTIME : plan == -2 ? EXIT_USAGE : 0;
+        if (rc) report(c, msg);
+        if (plan == PBFAPP_RESUME_COMPLETE || rc) {
+            pbf_world_destroy(s->world);
+            pbfapp_scene_free(scene);
+            return rc;
+        }
+        s->resumed = plan == PBFAPP_RESUME_CHECKPOINT;
+    }
+    if (rc == 0 && !s->resumed) { /* before any output: a bad block leaves the directory */
         st = pbf_mpi_domain_create_blocks(s->world, MPI_COMM_WORLD, &s->mo, scene->blocks,
                                           scene->block_count, &s->dom, err);
         rc = exit_for(st); /* agreed inside */
     }
     if (rc) {
-        if (st != PBF_OK && s->dom == NULL && !opt->resume)
+        if (st != PBF_OK && s->dom == NULL && !s->resumed)
             snprintf(msg, msg_size, "%s: %s", scene->path, err->message);
         else
             snprintf(msg, msg_size, "%s",
@@ -513,7 +539,7 @@ static int open_output(mpi_run_state *s, pbf_error *err) {
     msg[0] = '\0';
     resume_part part;
     memset(&part, 0, sizeof part);
-    if (opt->resume) {
+    if (s->resumed) {
         /* a checkpoint in pieces: each process reads some of them; version 1: every process
          * reads the whole state */
         st = resume_state(c, opt->out, s->hash, s->scene.particles, s->world, &part,
@@ -573,13 +599,35 @@ static int open_output(mpi_run_state *s, pbf_error *err) {
     return -1;
 }
 
+/* --mesh: process 0's mesher (app/render/mesh.c), for the frames gathered on it. -1 or the exit
+ * status (agreed by every process). */
+static int open_mesher(mpi_run_state *s, pbf_error *err) {
+    const mpi_ctx *c = s->c;
+    s->mesh = s->opt->mesh && s->opt->mesh->enabled;
+    if (!s->mesh) return -1;
+    pbf_status st = PBF_OK;
+    if (c->root) st = pbfapp_mesher_open(&s->scene, s->opt->mesh, s->opt->out, &s->mesher, err);
+    if (st != PBF_OK) {
+        fprintf(stderr, "pbf: --mesh: %s\n", err->message);
+        fflush(stderr);
+    }
+    int rc = agree(st == PBF_OK ? 0 : st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME);
+    if (rc == 0) return -1;
+    pbfapp_mesher_close(s->mesher);
+    pbfapp_output_close(s->out, NULL);
+    pbf_mpi_domain_destroy(s->dom);
+    pbf_world_destroy(s->world);
+    pbfapp_scene_free(&s->scene);
+    return rc;
+}
+
 /* The header line of the run (and of a resumed one), on process 0. */
 static void print_header(const mpi_run_state *s) {
     const pbfapp_mpi_run_options *opt = s->opt;
     const pbfapp_run *run = &s->scene.run;
     pbf_stats stats = pbf_world_stats(s->world);
     pbf_mpi_info info = pbf_mpi_domain_info(s->dom);
-    if (opt->resume)
+    if (s->resumed)
         printf("pbf: resuming %s from %s: frame %d of %d, t = %.4f s\n", opt->out,
                s->checkpoint_path, s->start_frame, run->frames, stats.time);
     char how[64];
@@ -637,8 +685,8 @@ static int mpi_frame(void *ctx, pbfapp_run_driver *d, const pbfapp_run_frame *f)
     mpi_run_state *s = ctx;
     (void)d;
     if (f->report) s->last_clamps = f->report->speed_clamps;
-    return write_frame(s->c, s->dom, s->world, s->out, s->opt->out, s->pieces, f->frame, f->ms,
-                       s->last_clamps, f->checkpoint, s->hash, &s->last_checkpoint,
+    return write_frame(s->c, s->dom, s->world, s->out, s->opt->out, s->pieces, s->mesh, s->mesher,
+                       f->frame, f->ms, s->last_clamps, f->checkpoint, s->hash, &s->last_checkpoint,
                        s->checkpoint_path, sizeof s->checkpoint_path);
 }
 
@@ -647,9 +695,9 @@ static int mpi_stopped(void *ctx, pbfapp_run_driver *d, int sig) {
     mpi_run_state *s = ctx;
     int rc = 0;
     if (s->last_checkpoint != d->frames_done)
-        rc = write_frame(s->c, s->dom, s->world, s->out, s->opt->out, s->pieces, d->frames_done,
-                         0.0, s->last_clamps, 1, s->hash, &s->last_checkpoint, s->checkpoint_path,
-                         sizeof s->checkpoint_path);
+        rc = write_frame(s->c, s->dom, s->world, s->out, s->opt->out, s->pieces, 0, NULL,
+                         d->frames_done, 0.0, s->last_clamps, 1, s->hash, &s->last_checkpoint,
+                         s->checkpoint_path, sizeof s->checkpoint_path);
     if (rc == 0) {
         char line[4800];
         snprintf(line, sizeof line,
@@ -746,6 +794,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     s.last_checkpoint = -1;
     int rc = load_world(&s, &err);
     if (rc < 0) rc = open_output(&s, &err);
+    if (rc < 0) rc = open_mesher(&s, &err);
     if (rc >= 0) return rc;
     const pbfapp_run *run = &s.scene.run;
     s.dt = (float)(1.0 / ((double)run->fps * (double)run->substeps));
@@ -756,12 +805,11 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     pbfapp_progress progress;
     pbfapp_progress_init(&progress, stderr, run->frames, opt->quiet || !c->root, -1);
     double t_start = pbfapp_now();
-    if (opt->resume && s.start_frame >= run->frames && !opt->quiet && c->root)
+    if (s.resumed && s.start_frame >= run->frames && !opt->quiet && c->root)
         printf("pbf: the run is complete (frame %d of %d); raise --frames to continue it\n",
                s.start_frame, run->frames);
     pbfapp_run_driver d;
-    pbfapp_run_driver_init(&d, s.world, run, s.start_frame, opt->resume != NULL, &guard,
-                           &progress);
+    pbfapp_run_driver_init(&d, s.world, run, s.start_frame, s.resumed, &guard, &progress);
     d.sinks.ctx = &s;
     d.sinks.step = mpi_step;
     d.sinks.stop = mpi_stop;
@@ -772,6 +820,7 @@ static int run(const pbfapp_mpi_run_options *opt, const mpi_ctx *c) {
     d.sinks.warning = mpi_warning;
     rc = pbfapp_run_frames(&d);
     pbfapp_guard_free(&guard);
+    pbfapp_mesher_close(s.mesher);
     if (c->root) {
         pbf_status cst = pbfapp_output_close(s.out, &err);
         if (cst != PBF_OK && rc == 0) {

@@ -10,8 +10,9 @@
  * pieces). Checkpoints are written by every process (app/io/checkpoint.h: a piece per process with
  * the keys that give the single-process memory order, then process 0's index), so `--resume`
  * continues on any number of processes, each reading its share of the pieces
- * (pbf_mpi_domain_create_parts), or without MPI (the pieces merged). Not supported under MPI yet:
- * --render/--video, --adaptive, devices other than the CPU.
+ * (pbf_mpi_domain_create_parts), or without MPI (the pieces merged). --mesh: process 0 meshes
+ * each frame gathered on it (also with mpi_output = pieces), the same meshes as the
+ * single-process run's. Not supported under MPI yet: --render/--video, --adaptive.
  */
 #ifndef PBFAPP_MPI_RUN_H
 #define PBFAPP_MPI_RUN_H
@@ -19,6 +20,7 @@
 #include <stddef.h>
 
 #include "io/scene.h"
+#include "render/mesh.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,6 +37,7 @@ typedef struct pbfapp_mpi_run_options {
     int render;         /* --render or --video was given (refused) */
     const pbfapp_override *overrides;
     size_t override_count;
+    const pbfapp_mesh_options *mesh; /* --mesh: process 0 meshes each gathered frame */
 } pbfapp_mpi_run_options;
 
 /* `pbf run` over MPI: initialises and finalises MPI around the run. Returns the exit status of

@@ -125,6 +125,88 @@ uint64_t pbfapp_scene_hash(const pbfapp_scene *s) {
     return h;
 }
 
+/* The shortest of %.6g .. %.9g that reads back as the same float. */
+static void float_text(char *buf, size_t size, double value) {
+    for (int digits = 6; digits <= 9; ++digits) {
+        snprintf(buf, size, "%.*g", digits, value);
+        if (strtof(buf, NULL) == (float)value) break;
+    }
+}
+
+/* One parameter's value as --set writes it: a number, "x,y,z", a choice, a string. */
+static void param_text(char *buf, size_t size, const pbf_param_info *p, const void *base) {
+    switch (p->type) {
+    case PBF_PARAM_FLOAT:
+    case PBF_PARAM_INT: float_text(buf, size, pbf_param_get_number(p, base, 0)); return;
+    case PBF_PARAM_VEC3: {
+        char c[3][32];
+        for (int k = 0; k < 3; ++k) float_text(c[k], sizeof c[k], pbf_param_get_number(p, base, k));
+        snprintf(buf, size, "%s,%s,%s", c[0], c[1], c[2]);
+        return;
+    }
+    case PBF_PARAM_ENUM: {
+        int k = (int)pbf_param_get_number(p, base, 0);
+        snprintf(buf, size, "%s", p->choices ? p->choices[k] : "?");
+        return;
+    }
+    case PBF_PARAM_STRING: snprintf(buf, size, "\"%s\"", pbf_param_get_string(p, base)); return;
+    }
+    buf[0] = '\0';
+}
+
+/* Appends "KEY = A, now B" of one hashed parameter that differs between `was` and `now`. */
+static int param_diff(char *buf, size_t size, size_t *used, const pbf_param_info *p,
+                      const void *was, const void *now) {
+    if (hash_param(PBFAPP_FNV_OFFSET, p, was) == hash_param(PBFAPP_FNV_OFFSET, p, now)) return 0;
+    char a[96], b[96];
+    param_text(a, sizeof a, p, was);
+    param_text(b, sizeof b, p, now);
+    if (*used < size)
+        *used += (size_t)snprintf(buf + *used, size - *used, "%s%s (%s in the checkpoints, %s now)",
+                                  *used ? ", " : "", p->name, a, b);
+    return 1;
+}
+
+int pbfapp_scene_hash_diff(const pbfapp_scene *was, const pbfapp_scene *now, char *buf,
+                           size_t size) {
+    size_t used = 0;
+    int n = 0;
+    if (size) buf[0] = '\0';
+    const pbf_param_info *wtables[PBF_MAX_PARAM_TABLES];
+    size_t wcounts[PBF_MAX_PARAM_TABLES];
+    int nt = pbf_world_param_tables(wtables, wcounts, PBF_MAX_PARAM_TABLES);
+    for (int t = 0; t < nt; ++t)
+        for (size_t i = 0; i < wcounts[t]; ++i)
+            if (strcmp(wtables[t][i].name, "threads") != 0 &&
+                strcmp(wtables[t][i].name, "device") != 0)
+                n += param_diff(buf, size, &used, &wtables[t][i], &was->def, &now->def);
+    size_t rn = 0;
+    const pbf_param_info *rt = pbfapp_run_params(&rn);
+    for (size_t i = 0; i < rn; ++i)
+        if (run_param_hashed(rt[i].name))
+            n += param_diff(buf, size, &used, &rt[i], &was->run, &now->run);
+    return n;
+}
+
+void pbfapp_resume_free_keys(char *buf, size_t size) {
+    size_t used = 0;
+    if (size) buf[0] = '\0';
+    size_t rn = 0;
+    const pbf_param_info *rt = pbfapp_run_params(&rn);
+    const char *names[64];
+    size_t n = 0;
+    names[n++] = "threads";
+    names[n++] = "device";
+    for (size_t i = 0; i < rn && n < 64; ++i)
+        if (!run_param_hashed(rt[i].name)) names[n++] = rt[i].name;
+    for (size_t i = 0; i < n && used < size; ++i)
+        used += (size_t)snprintf(buf + used, size - used, "%s%s",
+                                 i == 0       ? ""
+                                 : i + 1 == n ? " and "
+                                              : ", ",
+                                 names[i]);
+}
+
 /* ---- atomic files ------------------------------------------------------------------------- */
 
 pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t length,
@@ -634,10 +716,10 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
             st = PBF_ERR_INVALID_ARGUMENT;
         }
         if (st == PBF_OK && c.scene_hash != scene_hash) {
-            pbfapp_fail(&e1, PBF_ERR_INVALID_ARGUMENT,
-                 "%s: written for another scene (scene hash %016llx; the scene of this run, "
-                 "after --set overrides, hashes to %016llx); refused",
-                 path, (unsigned long long)c.scene_hash, (unsigned long long)scene_hash);
+            pbfapp_fail(
+                &e1, PBF_ERR_INVALID_ARGUMENT,
+                "%s: written for another scene (its scene hash %016llx, this run's %016llx)", path,
+                (unsigned long long)c.scene_hash, (unsigned long long)scene_hash);
             pbfapp_checkpoint_free(&c);
             st = PBF_ERR_INVALID_ARGUMENT;
         }
@@ -671,7 +753,7 @@ pbf_status pbfapp_checkpoint_find(const char *dir, uint64_t scene_hash, int64_t 
         size_t pl = strlen(path);
         if (strncmp(why, path, pl) == 0 && why[pl] == ':') why += pl + 2;
         if (used < sizeof reasons)
-            used += (size_t)snprintf(reasons + used, sizeof reasons - used, "%s%s: %.120s",
+            used += (size_t)snprintf(reasons + used, sizeof reasons - used, "%s%s: %.160s",
                                      used ? "; " : "", base, why);
     }
     free(frames);
@@ -768,4 +850,63 @@ pbf_status pbfapp_stats_truncate(const char *dir, int64_t frame, pbf_error *err)
                     "%s: has the lines of frames 0 to %lld only, the checkpoint is of frame %lld",
                     path, next - 1, (long long)frame);
     return PBF_OK;
+}
+
+/* The number of complete lines of frames 0, 1, ... at the start of DIR/stats.jsonl (0 when it
+ * is absent or unreadable). */
+static long long stats_frames(const char *dir) {
+    char path[4400];
+    snprintf(path, sizeof path, "%s/stats.jsonl", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    long long next = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strlen(line);
+        if (len == 0 || line[len - 1] != '\n' || line_frame(line, len - 1) != next) break;
+        ++next;
+    }
+    fclose(f);
+    return next;
+}
+
+int pbfapp_resume_plan(const char *dir, int frames, char *msg, size_t size, pbf_error *err) {
+    int64_t *list = NULL;
+    size_t n = 0;
+    pbf_status st = pbfapp_checkpoint_frames(dir, &list, &n, err);
+    free(list);
+    if (st != PBF_OK) return -1;
+    if (n > 0) return PBFAPP_RESUME_CHECKPOINT;
+    const long long done = stats_frames(dir) - 1; /* the last frame written */
+    if (done >= frames) {
+        snprintf(msg, size,
+                 "the run is complete (frame %lld of %d) and has no checkpoint to continue from "
+                 "(a larger --frames starts it over from frame 0)",
+                 done, frames);
+        return PBFAPP_RESUME_COMPLETE;
+    }
+    snprintf(msg, size,
+             "--resume %s: no checkpoint yet (the run stopped before its first): starting over "
+             "from frame 0",
+             dir);
+    return PBFAPP_RESUME_START_OVER;
+}
+
+int pbfapp_resume_locked(const char *dir, const pbfapp_scene *now, char *msg, size_t size) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/scene.json", dir);
+    pbfapp_scene was;
+    pbf_error err;
+    if (pbfapp_scene_load(path, NULL, 0, &was, &err) != PBF_OK) return 0;
+    char keys[1200], free_keys[400];
+    const int n = pbfapp_scene_hash_diff(&was, now, keys, sizeof keys);
+    pbfapp_scene_free(&was);
+    if (n == 0) return 0;
+    pbfapp_resume_free_keys(free_keys, sizeof free_keys);
+    snprintf(msg, size,
+             "--resume %s: %s may not change on resume: the checkpoints hold a state simulated "
+             "with the run's value%s; a resume may change only %s (to change %s, start a new "
+             "run: pbf run %s --out NEWDIR --set ...)",
+             dir, keys, n > 1 ? "s" : "", free_keys, n > 1 ? "them" : "it", path);
+    return n;
 }

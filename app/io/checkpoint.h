@@ -124,6 +124,17 @@ uint64_t pbfapp_fnv1a64(uint64_t h, const void *data, size_t n);
  * device, guard_density_error, adaptive, checkpoint_every, name, description. */
 uint64_t pbfapp_scene_hash(const pbfapp_scene *scene);
 
+/* The parameters of the scene hash whose values differ between `was` (the scene a run's
+ * checkpoints were written for: its DIR/scene.json) and `now` (the same after --set overrides):
+ * "KEY (A in the checkpoints, B now)" for each, separated by ", ", into buf. Returns their number (0
+ * when only the geometry differs, or nothing). */
+int pbfapp_scene_hash_diff(const pbfapp_scene *was, const pbfapp_scene *now, char *buf,
+                           size_t size);
+
+/* The keys a resume may change (those outside the scene hash), as "threads, device, ... and
+ * adaptive", into buf. */
+void pbfapp_resume_free_keys(char *buf, size_t size);
+
 /* Writes `length` bytes to `path` atomically (PATH.tmp, fsync, rename, fsync of the directory).
  * On failure nothing is left behind and the message names the file. */
 pbf_status pbfapp_write_file_atomic(const char *path, const void *data, size_t length,
@@ -267,6 +278,22 @@ pbf_status pbfapp_checkpoint_frames(const char *dir, int64_t **frames, size_t *n
  * without duplicates. Returns PBF_ERR_INVALID_ARGUMENT, after rewriting, when lines of frames
  * 0..frame are missing (the caller may warn and go on). */
 pbf_status pbfapp_stats_truncate(const char *dir, int64_t frame, pbf_error *err);
+
+/* What `pbf run --resume DIR` does with a run of `frames` frames (after --frames): continue from
+ * its newest checkpoint; start over from frame 0 when it has none yet (stopped before its first:
+ * nothing is lost, and the frames come out as a fresh run's); nothing when it has none and
+ * stats.jsonl lists every frame. The last two put one line for the user into msg. -1 (err set)
+ * when DIR cannot be listed. */
+#define PBFAPP_RESUME_CHECKPOINT 0
+#define PBFAPP_RESUME_START_OVER 1
+#define PBFAPP_RESUME_COMPLETE 2
+int pbfapp_resume_plan(const char *dir, int frames, char *msg, size_t size, pbf_error *err);
+
+/* --resume DIR with --set overrides: the number of keys of the scene hash that `now` (DIR/scene.json
+ * with the overrides) changes, with a message into msg naming each key, its value in the
+ * checkpoints' scene and the new one, and the keys a resume may change. 0 when none (or when
+ * DIR/scene.json cannot be read: its loader says why elsewhere). */
+int pbfapp_resume_locked(const char *dir, const pbfapp_scene *now, char *msg, size_t size);
 
 #ifdef __cplusplus
 }

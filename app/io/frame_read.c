@@ -157,11 +157,18 @@ static pbf_status read_vtp(const char *path, const char *buf, size_t size, pbfap
                     path);
     for (int k = 0; k < 4; ++k) {
         uint64_t want = (uint64_t)n * 4u * (uint64_t)comps[k];
-        if (off[k] > size || base + off[k] + 8 + want > size ||
-            le64((const unsigned char *)buf + base + off[k]) != want)
+        const uint64_t at = (uint64_t)base + off[k] + 8; /* the array's first value */
+        if (at > size || at + want > size) {
+            const uint64_t held = at > size ? 0 : (size - at) / (4u * (uint64_t)comps[k]);
             return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
-                        "%s: array %s: the data is truncated or its size is not %llu x %d values",
-                        path, names[k], n, comps[k]);
+                               "%s: truncated: NumberOfPoints %llu in its header, but array %s "
+                               "holds the values of %llu points only",
+                               path, n, names[k], (unsigned long long)held);
+        }
+        if (le64((const unsigned char *)buf + base + off[k]) != want)
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                               "%s: array %s: its size is not NumberOfPoints %llu x %d values",
+                               path, names[k], n, comps[k]);
     }
     pbf_status st = alloc_arrays(f, (size_t)n, path, err);
     if (st != PBF_OK) return st;
@@ -202,8 +209,11 @@ static pbf_status read_ply(const char *path, const char *buf, size_t size, pbfap
     unsigned long long n = strtoull(vert + strlen("element vertex "), NULL, 10);
     size_t data = (size_t)(end - buf) + strlen("end_header\n");
     if (n > 0x7fffffffULL || data + (size_t)n * 32 > size)
-        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: truncated: %llu vertices need %llu bytes",
-                    path, n, (unsigned long long)(data + n * 32));
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "%s: truncated: element vertex %llu in its header, but the file holds "
+                           "%llu vertices only (%llu vertices need %llu bytes, it has %zu)",
+                           path, n, (unsigned long long)(size > data ? (size - data) / 32 : 0), n,
+                           (unsigned long long)(data + n * 32), size);
     const char *tc = strstr(buf, " time ");
     double time = 0;
     int has_time = 0;
@@ -230,6 +240,34 @@ static pbf_status read_ply(const char *path, const char *buf, size_t size, pbfap
     return PBF_OK;
 }
 
+/* The particles of the frame of `path` (DIR/frame_NNNNN.EXT) as DIR/stats.jsonl of its run gives
+ * them: 1 with *frame and *particles set, 0 when there is no such file, name or line. */
+static int stats_particles(const char *path, long long *frame, long long *particles) {
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    char *end = NULL;
+    if (strncmp(name, "frame_", 6) != 0 || name[6] < '0' || name[6] > '9') return 0;
+    const long long k = strtoll(name + 6, &end, 10);
+    if (!end || *end != '.') return 0;
+    char stats[4200];
+    snprintf(stats, sizeof stats, "%.*sstats.jsonl", slash ? (int)(slash - path) + 1 : 0, path);
+    FILE *f = fopen(stats, "rb");
+    if (!f) return 0;
+    char line[4096], key[64];
+    snprintf(key, sizeof key, "\"frame\":%lld,", k); /* after the line's opening brace */
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
+        const char *at = strstr(line, "\"particles\":");
+        if (line[0] && strncmp(line + 1, key, strlen(key)) == 0 && at) {
+            *particles = strtoll(at + 12, &end, 10);
+            found = end != at + 12;
+        }
+    }
+    fclose(f);
+    *frame = k;
+    return found;
+}
+
 /* .csv: the header x,y,z,vx,vy,vz,density,id (ids in the last column), or that of earlier pbf
  * versions without the id column (ids are then the row numbers). */
 static pbf_status read_csv(const char *path, char *buf, pbfapp_frame_data *f, pbf_error *err) {
@@ -241,9 +279,26 @@ static pbf_status read_csv(const char *path, char *buf, pbfapp_frame_data *f, pb
                     "%s: the first line is not the header x,y,z,vx,vy,vz,density,id", path);
     char *p = buf + strlen(has_id ? head_id : head_old);
     size_t n = 0;
+    char *last = p; /* the start of the last line */
     for (char *c = p; *c; ++c)
-        if (*c == '\n') ++n;
+        if (*c == '\n') {
+            ++n;
+            last = c + 1;
+        }
     if (n > 0x7fffffffu) return pbfapp_fail(err, PBF_ERR_LIMIT, "%s: too many lines", path);
+    /* no count in the file: its end (every row ends with a line break) and its run's stats.jsonl,
+     * which gives the frame's particles */
+    long long want = -1, frame = -1;
+    const int known = stats_particles(path, &frame, &want);
+    if (*last != '\0' || (known && want != (long long)n)) {
+        char of[120] = "";
+        if (known)
+            snprintf(of, sizeof of, " of the %lld particles stats.jsonl gives for frame %lld", want,
+                     frame);
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: %zu complete rows%s%s", path,
+                           *last ? "truncated" : "rows missing", n, of,
+                           *last ? " (the last row ends without a line break)" : "");
+    }
     pbf_status st = alloc_arrays(f, n, path, err);
     if (st != PBF_OK) return st;
     const int ncol = has_id ? 8 : 7;
@@ -302,14 +357,16 @@ static pbf_status read_geo(const char *path, char *buf, pbfapp_frame_data *f, pb
                            "%s: not a Houdini PGEOMETRY V5 file of points only with the %s as "
                            "`pbf run` writes",
                            path, geo_layout);
-    /* a point line is at least 18 characters ("0 0 0 1 (0 0 0 0 0)") */
-    if (n > 0x7fffffffULL || n > strlen(buf) / 18)
+    p += strlen(rest);
+    size_t held = 0; /* point lines: one "(" each */
+    for (const char *c = p; *c; ++c) held += *c == '(';
+    if (n > 0x7fffffffULL || n > held)
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
-                           "%s: NPoints %llu, but the file is too short for that many points",
-                           path, n);
+                           "%s: truncated: NPoints %llu in its header, but the file holds %zu "
+                           "points only",
+                           path, n, held);
     pbf_status st = alloc_arrays(f, (size_t)n, path, err);
     if (st != PBF_OK) return st;
-    p += strlen(rest);
     for (size_t i = 0; i < (size_t)n; ++i) {
         float v[8];
         char *stop = NULL;
@@ -339,6 +396,11 @@ static pbf_status read_geo(const char *path, char *buf, pbfapp_frame_data *f, pb
         f->id[i] = (uint32_t)id;
         continue;
     bad:
+        if (!strchr(p - (*p == '\0'), '\n')) /* the file ends inside this point */
+            return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                               "%s: truncated: NPoints %llu in its header, but the file ends "
+                               "inside point %zu (after %zu complete points)",
+                               path, n, i, i);
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
                            "%s: point %zu: expected \"x y z w (vx vy vz density id)\"", path, i);
     }
@@ -368,8 +430,11 @@ static pbf_status read_bgeo(const char *path, const char *buf, size_t size, pbfa
     uint32_t n = be32(b + 9);
     const size_t data = head + sizeof dict;
     if (n > 0x7fffffffu || data + (size_t)n * 36 + 2 > size)
-        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: truncated: %u points need %zu bytes",
-                           path, (unsigned)n, data + (size_t)n * 36 + 2);
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT,
+                           "%s: truncated: NPoints %u in its header, but the file holds %zu "
+                           "points only (%u points need %zu bytes, it has %zu)",
+                           path, (unsigned)n, size > data ? (size - data) / 36 : 0, (unsigned)n,
+                           data + (size_t)n * 36 + 2, size);
     pbf_status st = alloc_arrays(f, n, path, err);
     if (st != PBF_OK) return st;
     const unsigned char *d = b + data;
@@ -447,7 +512,20 @@ static pbf_status read_pvtp(const char *path, const char *buf, pbfapp_frame_data
     }
     if (st == PBF_OK && pieces == 0)
         return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: names no <Piece Source=...>", path);
-    return st;
+    if (st != PBF_OK) return st;
+    const char *tail = strstr(buf, "</PPolyData>");
+    long long want = -1, frame = -1;
+    const int known = stats_particles(path, &frame, &want);
+    if (!tail || (known && want != f->count)) {
+        char of[120] = "";
+        if (known)
+            snprintf(of, sizeof of, " of the %lld particles stats.jsonl gives for frame %lld", want,
+                     frame);
+        return pbfapp_fail(err, PBF_ERR_INVALID_ARGUMENT, "%s: %s: %d particles in %d pieces%s",
+                           path, tail ? "particles missing" : "truncated (no </PPolyData>)",
+                           f->count, pieces, of);
+    }
+    return PBF_OK;
 }
 
 pbf_status pbfapp_read_frame(const char *path, pbfapp_frame_data *f, pbf_error *err) {

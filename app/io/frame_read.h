@@ -5,7 +5,9 @@
  * the id column as earlier versions wrote it), .geo and .bgeo (Houdini classic geometry with the
  * point attributes v, density, id), .pvtp (the index of a frame written in pieces under MPI:
  * its pieces, concatenated). Used by `pbf render DIR` and `pbf mesh DIR`. Files written by other programs are
- * rejected with a message naming the file.
+ * rejected with a message naming the file. A file cut short is refused with the count its header
+ * gives and the count it holds; a .csv, which has no count, against the frame's line in the
+ * run's stats.jsonl beside it (and a last row without its line break), a .pvtp against it too.
  */
 #ifndef PBFAPP_FRAME_READ_H
 #define PBFAPP_FRAME_READ_H

@@ -3,7 +3,8 @@
 `pip install ./python` calls build_wheel, which
 
 1. gets the shared library libpbf: the file named by the environment variable PBF_LIBRARY if
-   set (e.g. build/libpbf.so of a CMake build), else it configures the repository around this
+   set (e.g. build/libpbf.so of a CMake build; a relative path is taken from the directory pip
+   was started in), else it configures the repository around this
    folder with CMake in a temporary folder and builds the target pbf_shared (extra CMake
    arguments from PBF_CMAKE_ARGS, e.g. "-DPBF_CUDA=OFF"; parallel jobs from PBF_BUILD_JOBS);
 2. writes a wheel of python/pbf/ with the library inside (pbf/libpbf.so) and the version of
@@ -68,14 +69,34 @@ def _log(message):
     print(f"pbf build: {message}", file=sys.stderr, flush=True)
 
 
+def _given_library(given):
+    """PBF_LIBRARY as its user meant it. pip runs this backend in the package's folder (python/),
+    not where pip was started, so a relative path is looked up first from the caller's working
+    directory (the environment's PWD, which the shell sets and pip passes on), then from this
+    process's and from the repository's top."""
+    if os.path.isabs(given):
+        candidates = [given]
+    else:
+        candidates = []
+        caller = os.environ.get("PWD")
+        if caller and os.path.isabs(caller) and os.path.isdir(caller):
+            candidates.append(os.path.join(caller, given))
+        candidates += [os.path.abspath(given), os.path.join(REPO_ROOT, given)]
+        candidates = list(dict.fromkeys(os.path.normpath(c) for c in candidates))
+    for path in candidates:
+        if os.path.isfile(path):
+            return path
+    raise RuntimeError(f"PBF_LIBRARY={given}: no such file (a built libpbf.so; looked for "
+                       f"{', '.join(candidates)})")
+
+
 def _build_library(workdir):
     """Path of a built libpbf: PBF_LIBRARY, or a CMake build of the repository in workdir."""
     given = os.environ.get("PBF_LIBRARY")
     if given:
-        if not os.path.isfile(given):
-            raise RuntimeError(f"PBF_LIBRARY={given}: no such file (a built libpbf.so)")
-        _log(f"bundling {given} (PBF_LIBRARY)")
-        return given
+        path = _given_library(given)
+        _log(f"bundling {path} (PBF_LIBRARY={given})")
+        return path
     cmakelists = os.path.join(REPO_ROOT, "CMakeLists.txt")
     try:
         with open(cmakelists, encoding="utf-8") as f:
