@@ -58,7 +58,7 @@ static const pbf_param_info world_params[] = {
     {"solver", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, pbf_solver_choice_names, F(solver),
      pbf_solver_key_description},
     {"sph_kernel", PBF_PARAM_ENUM, "-", 0, {0}, 0, 0, 0, sph_kernel_names, F(sph_kernel),
-     "kernel of the SPH solvers (wcsph, pcisph, iisph, dfsph): cubic = the cubic spline "
+     "kernel of the SPH family's methods (every solver but pbf): cubic = the cubic spline "
      "(Monaghan 1992) for the density and its gradient, as SPlisHSPlasH; poly6_spiky = poly6 "
      "density with the spiky gradient (Mueller et al. 2003), whose pressure forces are not the "
      "density's gradient and feed energy into the fluid; pbf always uses poly6 / spiky "

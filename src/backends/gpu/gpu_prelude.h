@@ -114,12 +114,12 @@ typedef struct pbf_gpu_params {
     float vmax;     /* CFL speed limit */
     float inv_rho0; /* 1 / rho_0 */
     float chebyshev; /* this iteration's Chebyshev weight (pbf_chebyshev_omega): of PBF's lambda,
-                        of DFSPH's k_i (pbf_dfsph_k) */
+                        of a solve's k_i (the methods' Chebyshev-accelerated Jacobi) */
     float lambda_warm; /* lambda_warm_start: PBF's warm start of lambda (pbf_warm_lambda), read
                           by the curl too; 0: none */
     float vorticity, xsph;
-    float dfsph_eps; /* DFSPH factor, IISPH's diagonal: denominators below this give 0 */
-    float warm;      /* IISPH, DFSPH: the warm start's fraction (pbf_warm_start), 0: off */
+    float factor_eps; /* the SPH methods' factors and diagonals: denominators below this give 0 */
+    float warm;      /* the warm start's fraction of a method that has one (pbf_warm_start), 0: off */
     int iteration;  /* the iteration of a solve (pbf_step_ctx.iteration) */
     int clamp_at;   /* index in `bad` of the step's count of speed-limit cuts */
     /* what one method's kernels alone read: its member, P.m.<folder>, defined in its folder

@@ -24,7 +24,7 @@ PBF_KERNEL pbf_k_dfsph_factor(const pbf_gpu_params P, const PBF_GLOBAL float *qx
     pbf_gpu_density_grad_sums(&P, qx, qy, qz, cell, start, q0x, q0y, q0z, i, &rho, g, &s2);
     const float gix = gw[0] + g[0], giy = gw[1] + g[1], giz = gw[2] + g[2];
     const float r = P.k.mass * rho + P.k.rest_density * wall;
-    const float a = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, P.dfsph_eps);
+    const float a = pbf_dfsph_factor(gix * gix + giy * giy + giz * giz, s2, P.factor_eps);
     density[i] = r;
     factor[i] = a;
     if (!isfinite(r + a)) PBF_ATOMIC_MIN_I32(&bad[slot], i);

@@ -76,7 +76,7 @@ void pbf_dfsph_fill_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) 
     P->m.dfsph.warm_first = first;
     P->m.dfsph.chebyshev_v = pbf_chebyshev_omega(w->def.dfsph.chebyshev_rho,
                                                  pbf_dfsph_cheb_iteration(P->iteration, first));
-    P->dfsph_eps = 1e-6f * w->lattice_grad2;
+    P->factor_eps = 1e-6f * w->lattice_grad2;
     P->m.dfsph.full = 2.0f / w->lattice_grad2;
     P->m.dfsph.min_rel = w->def.dfsph.divergence_min_density;
 }

@@ -65,7 +65,7 @@ PBF_KERNEL pbf_k_iisph_pressure(const pbf_gpu_params P, const PBF_GLOBAL float *
     const float d =
         pbf_gpu_density_rate(&P, qx, qy, qz, cell, start, q0x, q0y, q0z, vx, vy, vz, i, gw);
     const float rel = density[i] * P.inv_rho0 + P.dt * d;
-    const float k0 = kacc[i], kn = pbf_iisph_k(k0, rel, aii[i], P.m.iisph.omega, P.dfsph_eps);
+    const float k0 = kacc[i], kn = pbf_iisph_k(k0, rel, aii[i], P.m.iisph.omega, P.factor_eps);
     const float dk = kn - k0;
     if (P.warm > 0.0f) warm[i] = pbf_iisph_warm_keep(kn, density[i] * P.inv_rho0, P.dt);
     err[i] = rel - 1.0f;

@@ -50,6 +50,6 @@ void pbf_iisph_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
 /* The GPU kernels' IISPH parameters (pbf_solver.gpu_params). */
 void pbf_iisph_fill_gpu_params(const pbf_world *w, pbf_gpu_params *P, float dt) {
     (void)dt;
-    P->dfsph_eps = 1e-6f * w->lattice_grad2; /* the diagonal's denominators, as DFSPH's factor */
+    P->factor_eps = 1e-6f * w->lattice_grad2; /* the diagonal's denominators, as DFSPH's factor */
     P->m.iisph.omega = w->def.iisph.omega;
 }
