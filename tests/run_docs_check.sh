@@ -375,6 +375,14 @@ else
     else
         fail "README.md says the default run writes about ${said_mb} MB; $((frames + 1)) frames of ${one} bytes are ${total_mb} MB"
     fi
+    # and what `du -sh out` prints: the frames' MiB (du counts 4 KiB blocks: within 2)
+    said_du="$(tr '\n' ' ' < "${readme}" | grep -o 'du -sh out` prints [0-9]*M' | head -n 1 | tr -dc '0-9')"
+    total_mib=$(((frames + 1) * one / 1048576))
+    if [[ -n "${said_du}" ]] && ((said_du >= total_mib - 2 && said_du <= total_mib + 2)); then
+        ok "README.md's du -sh out (${said_du}M) is the frames' ${total_mib} MiB"
+    else
+        fail "README.md's du -sh out: \"${said_du}M\"; the frames are ${total_mib} MiB"
+    fi
 fi
 
 echo "docs_check: ${failed} failed"
