@@ -5,7 +5,8 @@
 #   cc example.c $(pkg-config --cflags --libs pbf) -o example
 # and with its CMakeLists.txt (find_package(pbf), pbf::pbf), both run, and their output checked
 # for physical sense: same particle count before and after, the column's mean height falls and
-# its front runs along the floor, inside the box, near rest density; both builds print the same.
+# its front runs along the floor, inside the box, near rest density; both builds print the same,
+# and what they print is the output docs/library.md shows, character for character.
 # The installed prefix also works after being moved (pbf.pc and the package are relocatable),
 # and the installed `pbf` finds its scenes beside it (and, given a relative scene path that is
 # not there, says where they are).
@@ -103,6 +104,16 @@ expect "pbf::pbf carries OpenMP (-fopenmp)" grep -q "fopenmp" \
     "${ex}/build/CMakeFiles/example.dir/flags.make"
 cat "${out}/pkgconfig.out"
 expect "both builds print the same" cmp -s "${out}/pkgconfig.out" "${out}/cmake.out"
+# docs/library.md shows what the example prints: the fenced block of "t = ..." lines, which must be
+# what it printed, character for character.
+awk '/^```/ { if (!inside) { inside = 1; n = 0; ok = 1; next }
+              inside = 0; if (ok && n > 0) { for (i = 1; i <= n; ++i) print line[i]; exit } next }
+     inside { line[++n] = $0; if (index($0, "t = ") != 1) ok = 0 }' "${readme}" > "${out}/shown.out"
+if [[ -s "${out}/shown.out" ]] && cmp -s "${out}/shown.out" "${out}/pkgconfig.out"; then
+    check "docs/library.md shows what example.c prints" 0
+else
+    check "docs/library.md shows what example.c prints (- shown, + printed): $(diff "${out}/shown.out" "${out}/pkgconfig.out" | tr '\n' ' ')" 1
+fi
 
 # "t = T s: N particles, mean height H m, front at x = F m, density error E % avg"
 physics="$(awk '

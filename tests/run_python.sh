@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The Python package (python/) as docs/library.md ("From Python") installs it: a virtual environment that
+# The Python package (python/) as docs/library.md ("From Python") installs it: its command as
+# written (with another python3 first in PATH), a virtual environment that
 # sees Debian's NumPy and Matplotlib, `pip install ./python` from the top of the repository with
 # no package index (its build backend builds libpbf with CMake and bundles it), then
 # tests/python_check.py on the installed package, and docs/library.md's plot_frame.py example run as
@@ -40,17 +41,31 @@ source "${here}/readme_example.sh"
 rm -rf "${out}"
 mkdir -p "${out}"
 venv="${out}/venv"
-start=${SECONDS}
-"${python}" -m venv --system-site-packages "${venv}" > "${out}/venv.log" 2>&1
-rc=$?
-check "python3 -m venv --system-site-packages ($((SECONDS - start)) s): $(tail -n 2 "${out}/venv.log" | tr '\n' ' ')" "${rc}"
 
-# docs/library.md's command; no package index (offline CI), no version check.
+# docs/library.md's command as written, from the top of the repository, its .venv here instead;
+# no package index (offline CI), no version check. Run with a `python3` first in PATH that is not
+# the system's (as a conda or pyenv one would be): the command must not depend on which python3
+# PATH finds.
+command="$(awk '/^```sh$/{b=1; next} b&&/^```$/{b=0} b&&/ -m venv /' "${root}/docs/library.md")"
+interpreter="${command%% *}"
+if [[ "$(grep -c . <<< "${command}")" -ne 1 ]]; then
+    check "docs/library.md has one venv command (found: ${command})" 1
+    exit 1
+fi
+if [[ "${interpreter}" == /* && ! -x "${interpreter}" ]]; then
+    echo "SKIP: docs/library.md's venv command names ${interpreter}, which this system has not"
+    exit 77
+fi
+mkdir -p "${out}/other_python"
+printf '#!/bin/sh\necho "a python3 that is not the system'"'"'s: $0 $*" >&2\nexit 1\n' \
+    > "${out}/other_python/python3"
+chmod +x "${out}/other_python/python3"
+command="${command//.venv/${venv}}"
 start=${SECONDS}
-(cd "${root}" && PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 "${venv}/bin/pip" install ./python) \
-    > "${out}/pip.log" 2>&1
+(cd "${root}" && PATH="${out}/other_python:${PATH}" PIP_NO_INDEX=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 bash -ec "${command}") > "${out}/pip.log" 2>&1
 rc=$?
-check "pip install ./python ($((SECONDS - start)) s): $(tail -n 3 "${out}/pip.log" | tr '\n' ' ')" "${rc}"
+check "docs/library.md's ${command//${venv}/.venv} ($((SECONDS - start)) s), another python3 first in PATH: $(tail -n 3 "${out}/pip.log" | tr '\n' ' ')" "${rc}"
 if [[ ${rc} -ne 0 ]]; then
     cat "${out}/pip.log"
     exit 1

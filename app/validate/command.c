@@ -1,7 +1,9 @@
 /*
  * `pbf validate`: the command. See validate.h; the parts are listed in validate_internal.h. The
- * report is docs/validation.md (OUT.md for --out OUT); with --solver, the per-method suite's
- * docs/validation_solvers.md.
+ * report is OUT.md beside the folder OUT (--out OUT); without --out OUT is a new folder
+ * validation-YYYYMMDD-HHMMSS (validation_solvers-... with --solver) in the current directory,
+ * refused if it or its report exists: the tracked docs/validation.md and
+ * docs/validation_solvers.md are rewritten only when --out names them.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -14,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Creates path and its parents; 1 when it is a folder. */
@@ -42,7 +45,8 @@ void pbfapp_validate_print_help(FILE *f) {
         f, "usage: pbf validate [--out DIR] [--fast] [options]\n"
            "\n"
            "Validates pbf against physics and experiment and writes the report DIR.md with\n"
-           "tables and PNG plots in DIR (default DIR: docs/validation, so docs/validation.md):\n"
+           "tables and PNG plots in DIR (default: a new folder validation-YYYYMMDD-HHMMSS\n"
+           "here; `--out docs/validation` regenerates docs/validation.md):\n"
            "  1. a hydrostatic column settling: density error, free-surface height, residual\n"
            "     speed, density profile;\n"
            "  2. the dam break of Koshizuka & Oka (1996): surge front against that experiment,\n"
@@ -59,7 +63,9 @@ void pbfapp_validate_print_help(FILE *f) {
            "scripts DIR/NAME.gp redraw them from the DIR/*.dat files.\n"
            "\n"
            "options:\n"
-           "  --out DIR     output folder (default docs/validation); the report is DIR.md\n"
+           "  --out DIR     output folder, created or updated; the report is DIR.md (default:\n"
+           "                validation-YYYYMMDD-HHMMSS, validation_solvers-... with --solver,\n"
+           "                from the start time, refused if it or its report exists)\n"
            "  --report FILE write the report here instead of DIR.md\n"
            "  --fast        only the coarse resolution (n = 18), the CI subset (ctest -L\n"
            "                validation): " FAST_RUN_TIME "; the full run takes\n"
@@ -81,8 +87,9 @@ void pbfapp_validate_print_help(FILE *f) {
            "  --solver NAME the per-method suite instead, for one pressure solver (pbf, wcsph,\n"
            "                pcisph, iisph, dfsph) or all: hydrostatic column, dam break,\n"
            "                energy, column release, wall time, stability envelope over time\n"
-           "                steps; one table per method in DIR.md (default DIR:\n"
-           "                docs/validation_solvers); --fast: n = 18, no envelope (CI)\n"
+           "                steps; one table per method in DIR.md (`--out\n"
+           "                docs/validation_solvers` regenerates docs/validation_solvers.md);\n"
+           "                --fast: n = 18, no envelope (CI)\n"
            "  -q, --quiet   no progress lines, no progress bar (drawn only on a terminal)\n"
            "  -h, --help    this help\n"
            "\n"
@@ -127,7 +134,7 @@ static int finish_run(int rc, int quiet, double t0, const char *report, spec *sp
 /* Reads the options into o; -1 to go on, else the exit status (--help: 0, a usage error: 2). */
 static int parse_options(validate_options *o, int argc, char **argv, int *out_given) {
     memset(o, 0, sizeof *o);
-    o->out = "docs/validation";
+    o->out = NULL; /* a fresh folder: default_out */
     o->plots = 1;
     o->threads = -1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -344,15 +351,44 @@ static int validate_methods(validate_options *o, int argc, char **argv) {
     return finish_run(rc, o->quiet, t0, report, specs, res, count);
 }
 
+/* Without --out: PREFIX-YYYYMMDD-HHMMSS (local time) in the current directory, new: refused (exit
+ * 2) when that folder or its report PREFIX-....md already exists, so that no earlier run, and no
+ * tracked report, is overwritten. -1 when buf holds the name. */
+static int default_out(char *buf, size_t size, const char *prefix) {
+    time_t now = time(NULL);
+    struct tm tm;
+    char stamp[32], report[160];
+    if (!localtime_r(&now, &tm) || !strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm)) {
+        fputs("pbf validate: cannot read the clock for the output folder's name; give --out\n",
+              stderr);
+        return EXIT_RUNTIME;
+    }
+    snprintf(buf, size, "%s-%s", prefix, stamp);
+    snprintf(report, sizeof report, "%s.md", buf);
+    struct stat sb;
+    const char *taken = lstat(buf, &sb) == 0 ? buf : lstat(report, &sb) == 0 ? report : NULL;
+    if (taken) {
+        fprintf(stderr,
+                "pbf validate: %s already exists and is not overwritten; give --out DIR to "
+                "write (or update) DIR and DIR.md\n",
+                taken);
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
 int pbfapp_validate_command(int argc, char **argv) {
     validate_options o;
     int out_given;
     int rc = parse_options(&o, argc, argv, &out_given);
     if (rc >= 0) return rc;
     if (o.threads < 0) o.threads = o.jobs > 1 ? 1 : 0;
-    if (o.solver) {
-        if (!out_given) o.out = "docs/validation_solvers";
-        return validate_methods(&o, argc, argv);
+    char fresh[128];
+    if (!out_given) {
+        rc = default_out(fresh, sizeof fresh, o.solver ? "validation_solvers" : "validation");
+        if (rc >= 0) return rc;
+        o.out = fresh;
     }
+    if (o.solver) return validate_methods(&o, argc, argv);
     return validate_pbf(&o, argc, argv);
 }
