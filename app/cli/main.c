@@ -195,7 +195,8 @@ static void print_help(FILE *f) {
             "       pbf validate [--out DIR] [--fast]  fidelity report: physics and experiment\n"
             "                                      (`pbf validate --help`)\n"
             "       pbf validate --solver NAME|all     the same per pressure solver: pbf, wcsph,\n"
-            "                                      pcisph, iisph, dfsph (docs/validation_solvers.md)\n"
+            "                                      pcisph, iisph, dfsph, sesph, ...\n"
+            "                                      (docs/validation_solvers.md)\n"
             "       pbf --help | --version\n"
             "\n",
             PBF_VERSION_STRING, default_scene());

@@ -149,8 +149,21 @@ const int RES[3] = {N_COARSE, N_MEDIUM, N_FINE};
 const int ITERS[4] = {2, 4, 8, 16};
 const int SUBSTEPS[4] = {1, 2, 4, 8};
 const int STAB_ITERS[4] = {1, 2, 4, 8};
-const int METHOD_ORDER[METHOD_COUNT] = {PBF_SOLVER_PBF, PBF_SOLVER_WCSPH, PBF_SOLVER_PCISPH,
-                                        PBF_SOLVER_IISPH, PBF_SOLVER_DFSPH};
+int method_order(int *out) {
+    static const int first[] = {PBF_SOLVER_PBF, PBF_SOLVER_WCSPH, PBF_SOLVER_PCISPH,
+                                PBF_SOLVER_IISPH, PBF_SOLVER_DFSPH};
+    const int nfirst = (int)(sizeof first / sizeof first[0]);
+    int n = 0;
+    for (int k = 0; k < nfirst; ++k) out[n++] = first[k];
+    size_t ns = 0;
+    const pbf_solver_info *s = pbf_solvers(&ns);
+    for (size_t i = 0; i < ns && n < METHOD_MAX; ++i) {
+        int seen = 0;
+        for (int k = 0; k < nfirst; ++k) seen |= (int)s[i].kind == first[k];
+        if (!seen) out[n++] = (int)s[i].kind;
+    }
+    return n;
+}
 
 static double end_time(case_end e, int n, int fast) {
     switch (e) {
@@ -318,35 +331,52 @@ const char *method_title(int solver) {
     return "?";
 }
 
-/* The spec's solver into a world definition; CFL substeps off where the solver allows it. */
+/* A key of the solver's own table named "<solver>_<what>" (its tolerance, CFL number, state
+ * equation), NULL if it has none: the suite asks the methods by their keys. */
+static const pbf_param_info *method_key(int solver, const char *what) {
+    size_t n = 0;
+    const pbf_param_info *t = pbf_solver_params((pbf_solver_kind)solver, &n);
+    char key[64];
+    snprintf(key, sizeof key, "%s_%s", method_name(solver), what);
+    return t ? pbf_param_find(t, n, key) : NULL;
+}
+
+/* The spec's solver into a world definition; CFL substeps off where the solver allows it (its
+ * <solver>_cfl key takes 0). */
 static void apply_method(pbf_world_def *d, const spec *sp) {
     d->solver = (pbf_solver_kind)sp->solver;
     if (!sp->cfl_off) return;
-    if (sp->solver == PBF_SOLVER_DFSPH) d->dfsph.cfl = 0.0f;
-    if (sp->solver == PBF_SOLVER_PCISPH) d->pcisph.cfl = 0.0f;
-    if (sp->solver == PBF_SOLVER_IISPH) d->iisph.cfl = 0.0f;
+    const pbf_param_info *cfl = method_key(sp->solver, "cfl");
+    if (cfl && pbf_param_check_number(cfl, 0.0, NULL, NULL) == PBF_OK)
+        pbf_param_set_number(cfl, d, 0, 0.0, NULL, NULL);
 }
 
-/* The density tolerance of the solver's solve (%), NAN for PBF (fixed iterations) and WCSPH. */
+/* The density tolerance of the solver's solve (%, its <solver>_tolerance key's default), NAN for
+ * those without one (PBF's fixed iterations, the state-equation methods). */
 double method_tolerance(int solver) {
-    pbf_world_def d = pbf_default_world_def();
-    switch (solver) {
-    case PBF_SOLVER_DFSPH: return d.dfsph.tolerance;
-    case PBF_SOLVER_PCISPH: return d.pcisph.tolerance;
-    case PBF_SOLVER_IISPH: return d.iisph.tolerance;
-    default: return NAN;
-    }
+    if (solver == PBF_SOLVER_PBF) return NAN; /* (its tolerance is off by default) */
+    const pbf_param_info *p = method_key(solver, "tolerance");
+    return p ? p->def : NAN;
+}
+
+/* The compression a state-equation method (<solver>_stiffness B and <solver>_exponent gamma, 1
+ * when it has none: the linear equation) predicts for the column, twice its mean
+ * rho0 g H0 / (2 B gamma) (linearised, H0 = 2 L), percent; NAN for the others. */
+double method_state_bound(int solver) {
+    const pbf_param_info *b = method_key(solver, "stiffness"), *e = method_key(solver, "exponent");
+    if (!b || isfinite(method_tolerance(solver))) return NAN;
+    const pbf_world_def d = pbf_default_world_def();
+    return 2.0 * 100.0 * d.rest_density * GRAVITY * (2.0 * KO_L) /
+           (2.0 * b->def * (e ? e->def : 1.0));
 }
 
 /* The CI bound on the settled average density error of the column (%): METHOD_TOL_FACTOR x the
- * tolerance for a solve stopped at one; WCSPH: twice the mean compression the Tait equation
- * predicts for the column, rho0 g H0 / (2 B gamma) (linearised, H0 = 2 L); PBF: its suite's. */
+ * tolerance for a solve stopped at one; a state-equation method (WCSPH, SESPH): twice the mean
+ * compression its equation predicts (method_state_bound); PBF: its suite's. */
 double method_density_bound(int solver) {
-    pbf_world_def d = pbf_default_world_def();
-    if (solver == PBF_SOLVER_WCSPH)
-        return 2.0 * 100.0 * d.rest_density * GRAVITY * (2.0 * KO_L) /
-               (2.0 * d.wcsph.stiffness * d.wcsph.exponent);
     if (solver == PBF_SOLVER_PBF) return METHOD_PBF_BOUND;
+    const double state = method_state_bound(solver);
+    if (isfinite(state)) return state;
     return METHOD_TOL_FACTOR * method_tolerance(solver);
 }
 

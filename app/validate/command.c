@@ -84,8 +84,9 @@ void pbfapp_validate_print_help(FILE *f) {
            "                friction_dynamic=0.2; repeatable; the report's first line names\n"
            "                it; keys a case sets itself (particle_radius, solver_iterations,\n"
            "                domain_min/max, threads, solver) are refused\n"
-           "  --solver NAME the per-method suite instead, for one pressure solver (pbf, wcsph,\n"
-           "                pcisph, iisph, dfsph) or all: hydrostatic column, dam break,\n"
+           "  --solver NAME the per-method suite instead, for one pressure solver (a value of\n"
+           "                the `solver` key: pbf, wcsph, pcisph, iisph, dfsph, sesph, ...) or\n"
+           "                all: hydrostatic column, dam break,\n"
            "                energy, column release, wall time, stability envelope over time\n"
            "                steps; one table per method in DIR.md (`--out\n"
            "                docs/validation_solvers` regenerates docs/validation_solvers.md);\n"
@@ -283,18 +284,20 @@ static int validate_pbf(validate_options *o, int argc, char **argv) {
 
 /* The per-method suite (--solver NAME|all): docs/validation_solvers.md. */
 static int validate_methods(validate_options *o, int argc, char **argv) {
-    int solvers[METHOD_COUNT], ns = 0;
+    int order[METHOD_MAX], solvers[METHOD_MAX], ns = 0;
+    const int nm = method_order(order);
     if (strcmp(o->solver, "all") == 0) {
-        for (int k = 0; k < METHOD_COUNT; ++k) solvers[ns++] = METHOD_ORDER[k];
+        for (int k = 0; k < nm; ++k) solvers[ns++] = order[k];
     } else {
-        for (int k = 0; k < METHOD_COUNT; ++k)
-            if (strcmp(o->solver, method_name(METHOD_ORDER[k])) == 0)
-                solvers[ns++] = METHOD_ORDER[k];
+        for (int k = 0; k < nm; ++k)
+            if (strcmp(o->solver, method_name(order[k])) == 0) solvers[ns++] = order[k];
         if (ns == 0) {
-            fprintf(stderr,
-                    "pbf validate: --solver: \"%s\" is not a solver (pbf, wcsph, pcisph, iisph, "
-                    "dfsph or all)\n",
-                    o->solver);
+            char names[512] = "";
+            for (int k = 0; k < nm; ++k)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s, ",
+                         method_name(order[k]));
+            fprintf(stderr, "pbf validate: --solver: \"%s\" is not a solver (%sor all)\n",
+                    o->solver, names);
             return EXIT_USAGE;
         }
     }

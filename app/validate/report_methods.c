@@ -163,8 +163,8 @@ static void method_table(const mreport_ctx *x, int sv) {
     fprintf(f, "%s — |\n\n", nres > 1 ? " — |" : "");
     fprintf(f, "Dam break: %d particles at n = 18%s.", m[0].particles,
             nres > 1 ? "" : " (--fast: n = 18 only)");
-    if (sv == PBF_SOLVER_WCSPH)
-        fprintf(f, " Density bound: twice the mean compression the Tait equation predicts "
+    if (isfinite(method_state_bound(sv)))
+        fprintf(f, " Density bound: twice the mean compression the state equation predicts "
                    "for the column, ρ0 g H0 / (2 B γ) with H0 = 2 L.");
     else if (sv == PBF_SOLVER_PBF)
         fprintf(f, " Density bound: the PBF suite's CI bound (fixed iterations, no "

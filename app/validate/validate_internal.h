@@ -155,13 +155,16 @@ typedef struct run_set {
 } run_set;
 
 #define MAX_SPECS 64
-#define METHOD_COUNT 5
-#define METHOD_MAX_SPECS (METHOD_COUNT * 8)
+#define METHOD_MAX 16 /* methods of the per-method suite at most (the registry's) */
+#define METHOD_MAX_SPECS (METHOD_MAX * 8)
 extern const int RES[3];
 extern const int ITERS[4];
 extern const int SUBSTEPS[4];
 extern const int STAB_ITERS[4];
-extern const int METHOD_ORDER[METHOD_COUNT];
+/* The methods of the per-method suite, in the order of its report: the five of its first
+ * edition, then every other method the library lists (pbf_solvers), into out (room for
+ * METHOD_MAX); returns their count. */
+int method_order(int *out);
 
 int make_specs(spec *v, int fast, int only_n);
 int make_method_specs(spec *v, const int *solvers, int ns, int fast);
@@ -176,6 +179,7 @@ const char *method_name(int solver);
 const char *method_title(int solver);
 double method_tolerance(int solver);
 double method_density_bound(int solver);
+double method_state_bound(int solver);
 
 /* ---- running the cases (run.c, measure.c) --------------------------------------------------- */
 
