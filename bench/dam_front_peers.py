@@ -47,6 +47,7 @@ import math
 import os
 import shutil
 import subprocess
+import children_die  # noqa: F401,E402 (the processes it starts die with it)
 import sys
 
 from splash_common import machine_and_build, preload_gldispatch, write_result

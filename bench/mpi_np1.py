@@ -26,6 +26,7 @@ import re
 import socket
 import statistics
 import subprocess
+import children_die  # noqa: F401,E402 (the processes it starts die with it)
 import sys
 import tempfile
 

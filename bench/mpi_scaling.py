@@ -34,6 +34,7 @@ import re
 import resource
 import socket
 import subprocess
+import children_die  # noqa: F401,E402 (the processes it starts die with it)
 import sys
 import tempfile
 

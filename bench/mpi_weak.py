@@ -25,6 +25,7 @@ import os
 import platform
 import socket
 import subprocess
+import children_die  # noqa: F401,E402 (the processes it starts die with it)
 import sys
 import tempfile
 

@@ -3,6 +3,7 @@ import on Debian 12, the machine and build a result names, and the result's outp
 import json
 import os
 import subprocess
+import children_die  # noqa: F401,E402 (the processes it starts die with it)
 import sys
 
 

@@ -28,6 +28,7 @@ import os
 import platform
 import statistics
 import subprocess
+import children_die  # noqa: F401,E402 (the processes it starts die with it)
 import sys
 import time
 

@@ -3,6 +3,7 @@
 #   - `pbf bench` (a forked job per run, app/run/jobs.c) stopped by SIGTERM and by SIGKILL;
 #   - `pbf validate --jobs 2` (a coordinator and its workers) stopped by SIGKILL (run_jobs_die.sh
 #     stops it by SIGTERM);
+#   - the Python bench scripts (bench/*.py import bench/children_die.py) stopped by SIGKILL;
 #   - bench/side_by_side.sh stopped by SIGTERM while the peer's timing runs, and by SIGKILL while
 #     `pbf bench` runs (its peer is a stand-in Python given by PBF_SPLASH_PYTHON: the peer's
 #     timing is a `sleep`, everything else succeeds doing nothing).
@@ -67,7 +68,7 @@ stop() {
     check "${name}: stopped by SIG${sig} (exit ${rc}), none of its processes left" ${left}
 }
 
-echo "helpers_die: pbf bench, pbf validate, bench/side_by_side.sh"
+echo "helpers_die: pbf bench, pbf validate, bench/side_by_side.sh, the Python bench scripts"
 # ---- pbf bench: a forked job per run ----------------------------------------------------------
 for sig in TERM KILL; do
     d="${tmp}/bench_${sig}"
@@ -129,6 +130,24 @@ check "side_by_side.sh: pbf bench started" $?
 bench_pid=$(pgrep -P "${pid}" -f "pbf bench")
 wait_for 60 has_child_named "${bench_pid:-0}" pbf
 stop "side_by_side.sh while pbf bench runs" KILL "--steps 100000" "${pid}"
+
+# ---- the Python bench scripts (bench/children_die.py) -------------------------------------------
+# Every bench/*.py that starts processes imports children_die first ...
+for f in "${root}"/bench/*.py; do
+    [[ "$(basename "${f}")" == children_die.py ]] && continue
+    if grep -q "subprocess" "${f}"; then
+        grep -q "^import children_die" "${f}"
+        check "$(basename "${f}") imports children_die" $?
+    fi
+done
+# ... and a child it starts through subprocess ends when the script is killed (SIGKILL)
+nap="$((300 + $$ % 1000)).75"
+(cd "${root}/bench" && exec python3 -c \
+    "import subprocess, children_die; subprocess.run(['sleep', '${nap}'])") > "${tmp}/py.log" 2>&1 &
+pid=$!
+wait_for 60 has_child_named "${pid}" "sleep ${nap}"
+check "python: its child started" $?
+stop "a Python bench script" KILL "sleep ${nap}" "${pid}"
 
 echo "${passed} passed, ${failed} failed"
 [[ ${failed} -eq 0 ]]
