@@ -72,7 +72,10 @@ typedef enum pbf_constraint_mode {
 /* The pressure solver: the method that keeps the fluid incompressible. Every solver shares the
  * grid, the walls and their density contribution, collisions and friction, XSPH and vorticity
  * confinement; each has its own parameters (its own table in pbf/params.h, listed by
- * pbf_solvers()). The values are stable; only the solvers pbf_solvers() lists are built in. */
+ * pbf_solvers()). The values are stable; only the solvers pbf_solvers() lists are built in.
+ * Methods added after these five have no name here: their kind is their index in pbf_solvers()
+ * (e.g. "sesph", state-equation SPH, Müller et al. 2003), set by the `solver` key's name
+ * (pbf_param_set_choice) or from pbf_solvers(). */
 typedef enum pbf_solver_kind {
     PBF_SOLVER_PBF = 0,    /* Position Based Fluids (Macklin & Müller 2013) */
     PBF_SOLVER_WCSPH = 1,  /* weakly compressible SPH (Becker & Teschner 2007) */
