@@ -317,8 +317,9 @@ void pbfapp_render_print_help(FILE *f) {
                "nor when stderr is not a terminal).\n"
                "Images are deterministic: the same frame gives the same PNG bytes, from `pbf run\n"
                "--render` or from `pbf render`.\n"
-               "exit status: 0 success, 2 usage or scene error or an output directory it cannot\n"
-               "use, 1 runtime error (I/O, ffmpeg)\n");
+               "exit status: 0 success, 2 usage or scene error, a frame file it refuses\n"
+               "(truncated, malformed) or an output directory it cannot use, 1 runtime error\n"
+               "(I/O, ffmpeg)\n");
 }
 
 /* ---- the renderer ------------------------------------------------------------------------- */
