@@ -3,7 +3,8 @@
 # (app/io/frame_read.c), in every format `pbf run` writes: the message names the file, the count
 # its header (or, for .csv, which has none, its run's stats.jsonl) gives and the count it holds.
 # For .csv both cuts: inside a row, and at a row's end (31 complete rows of 2250). The intact
-# frames of the same runs still read.
+# frames of the same runs still read. Both commands exit 2 for a refused frame file (bad input,
+# docs/cli.md), never 1 (a failed write) or 0.
 #
 #   bash tests/run_truncated_frames.sh PATH/TO/pbf
 set -u
@@ -31,7 +32,7 @@ refused() {
         else
             "${pbf}" mesh "${dir}" -q > "${tmp}/out" 2> "${tmp}/err" || rc=$?
         fi
-        [[ ${rc} -ne 0 ]] || { echo "     exit 0"; bad=1; }
+        [[ ${rc} -eq 2 ]] || { echo "     exit ${rc}, not 2"; bad=1; }
         for w in "$@"; do
             grep -qF -- "${w}" "${tmp}/err" || { echo "     no \"${w}\""; bad=1; }
         done

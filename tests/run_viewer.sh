@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `pbf view` end to end: screenshots under Xvfb with Mesa's software rasteriser (llvmpipe), in
 # sphere and in screen-space fluid mode, checked by tests/viewer_png_check.py, the fluid one
-# against the sphere one by tests/viewer_fluid_check.py, their text overlay
+# against the sphere one by tests/viewer_fluid_check.py, a larger fluid one for vertical streaks
+# by tests/viewer_streak_check.py, their text overlay
 # read back by tests/viewer_overlay_check.py; and the error
 # paths (no display: exit 1 with a message; bad option: exit 2). Fails, never skips, when
 # xvfb-run or python3 is missing or pbf was built without the viewer.
@@ -83,6 +84,18 @@ done
 if [[ -s "${work}/shot_spheres.png" && -s "${work}/shot_fluid.png" ]]; then
     "${py}" "${here}/viewer_fluid_check.py" "${work}/shot_spheres.png" "${work}/shot_fluid.png" ||
         fail "fluid surface against the spheres"
+fi
+
+# Vertical streaks of the separable depth filter (below the splash, along the walls): after 30
+# frames the splash of the scene is at the right wall; measured by tests/viewer_streak_check.py.
+png="${work}/shot_fluid_streaks.png"
+xvfb-run -a -s "-screen 0 1280x720x24" "${pbf}" view "${scene}" --screenshot "${png}" --frames 30 \
+    --size 640x480 --fluid > "${work}/streaks.log" 2>&1
+rc=$?
+if [[ ${rc} -ne 0 || ! -s "${png}" ]]; then
+    fail "fluid at 640x480: exit status ${rc}: $(cat "${work}/streaks.log")"
+else
+    "${py}" "${here}/viewer_streak_check.py" "${png}" || fail "vertical streaks in ${png}"
 fi
 
 # --checkpoint: a file that is no checkpoint is refused by name (exit status 2), before any window.

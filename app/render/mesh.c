@@ -347,7 +347,8 @@ static void print_help(FILE *f) {
             "The same meshes during a run: `pbf run SCENE --mesh [--mesh-format obj|vdb]\n"
             "[--mesh-set KEY=VALUE]`. This build: vdb %s.\n"
             "exit status: 0 success; 1 runtime error (I/O: the message names the file); 2 usage\n"
-            "  error, bad parameter, unreadable scene or an output directory it cannot use\n",
+            "  error, bad parameter, unreadable scene, a frame file it refuses (truncated,\n"
+            "  malformed) or an output directory it cannot use\n",
             pbfapp_vdb_supported() ? "available (OpenVDB)" : "not available (no OpenVDB)");
 }
 

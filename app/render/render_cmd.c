@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,8 +24,6 @@
 #include "io/output.h"
 #include "run/jobs.h"
 #include "run/progress.h"
-
-extern char **environ;
 
 #define EXIT_RUNTIME 1
 #define EXIT_USAGE 2
@@ -320,8 +317,9 @@ void pbfapp_render_print_help(FILE *f) {
                "nor when stderr is not a terminal).\n"
                "Images are deterministic: the same frame gives the same PNG bytes, from `pbf run\n"
                "--render` or from `pbf render`.\n"
-               "exit status: 0 success, 2 usage or scene error or an output directory it cannot\n"
-               "use, 1 runtime error (I/O, ffmpeg)\n");
+               "exit status: 0 success, 2 usage or scene error, a frame file it refuses\n"
+               "(truncated, malformed) or an output directory it cannot use, 1 runtime error\n"
+               "(I/O, ffmpeg)\n");
 }
 
 /* ---- the renderer ------------------------------------------------------------------------- */
@@ -424,21 +422,12 @@ static pbf_status video_start(pbfapp_renderer *r, float fps, pbf_error *err) {
     if (pipe(fds) != 0)
         return pbfapp_fail(err, PBF_ERR_IO, "--video %s: cannot create a pipe: %s", path, strerror(errno));
     fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
-    posix_spawn_file_actions_addclose(&fa, fds[0]);
     /* Its own process group: Ctrl-C stops pbf (which finishes the frame and closes the video
-     * properly), not ffmpeg in the middle of it. */
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-    posix_spawnattr_setpgroup(&attr, 0);
-    int e = posix_spawn(&r->pid, ffmpeg, &fa, &attr, argv, environ);
-    posix_spawnattr_destroy(&attr);
-    posix_spawn_file_actions_destroy(&fa);
+     * properly), not ffmpeg in the middle of it; and it ends with pbf, even a killed one. */
+    int e = 0;
+    r->pid = pbfapp_job_exec(ffmpeg, argv, fds[0], &e);
     close(fds[0]);
-    if (e != 0) {
+    if (r->pid < 0) {
         close(fds[1]);
         r->pid = 0;
         return pbfapp_fail(err, PBF_ERR_IO, "--video %s: cannot start %s: %s", path, ffmpeg, strerror(e));
@@ -874,10 +863,10 @@ static int render_frames(pbfapp_renderer *r, const pbfapp_render_options *o,
     for (int k = 0; k < nframes && rc == 0; ++k) {
         snprintf(path, sizeof path, "%s/%s", dir, frames[k].name);
         st = pbfapp_read_frame(path, &data, &err);
-        if (st != PBF_OK) {
+        if (st != PBF_OK) { /* a refused frame file is bad input (2), as in `pbf mesh` */
             pbfapp_progress_clear(&bar);
             fprintf(stderr, "pbf: %s\n", err.message);
-            rc = EXIT_RUNTIME;
+            rc = st == PBF_ERR_INVALID_ARGUMENT ? EXIT_USAGE : EXIT_RUNTIME;
             break;
         }
         double time = data.has_time ? data.time : (double)frames[k].number / sc->run.fps;

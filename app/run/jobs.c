@@ -4,6 +4,7 @@
 #include "run/jobs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,49 @@ static pid_t job_fork(void) {
 pid_t pbfapp_job_start(int (*fn)(void *arg), void *arg) {
     const pid_t pid = job_fork();
     if (pid == 0) _exit(fn(arg));
+    return pid;
+}
+
+pid_t pbfapp_job_exec(const char *path, char *const argv[], int stdin_fd, int *error) {
+    extern char **environ;
+    int fd[2]; /* exec's errno comes back on it; closed by a successful exec */
+    if (pipe(fd) != 0) {
+        *error = errno;
+        return -1;
+    }
+    fcntl(fd[1], F_SETFD, FD_CLOEXEC);
+    const pid_t pid = job_fork();
+    if (pid < 0) {
+        *error = errno;
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) { /* only async-signal-safe calls from here: the parent may have threads */
+        close(fd[0]);
+        setpgid(0, 0);
+        if (stdin_fd != 0) {
+            dup2(stdin_fd, 0);
+            close(stdin_fd);
+        }
+        execve(path, argv, environ);
+        int e = errno;
+        (void)!write(fd[1], &e, sizeof e);
+        _exit(127);
+    }
+    close(fd[1]);
+    int e = 0;
+    ssize_t n;
+    do {
+        n = read(fd[0], &e, sizeof e);
+    } while (n < 0 && errno == EINTR);
+    close(fd[0]);
+    if (n == (ssize_t)sizeof e) { /* exec failed: the child has ended */
+        int status = 0;
+        pbfapp_job_wait(pid, &status);
+        *error = e;
+        return -1;
+    }
     return pid;
 }
 

@@ -33,6 +33,12 @@ int pbfapp_job_run(void (*fn)(void *arg, void *result), void *arg, void *result,
  * value; returns its pid, or -1 (errno set). Several may run at once (pbf validate --jobs N). */
 pid_t pbfapp_job_start(int (*fn)(void *arg), void *arg);
 
+/* Runs the program `path` (argv, the environment) in a child that dies with this process
+ * (SIGTERM when it ends, also by SIGKILL), in a process group of its own (Ctrl-C reaches this
+ * process only), its standard input `stdin_fd` (closed in the child after the copy). Returns
+ * its pid, or -1 with *error the errno of fork or exec. */
+pid_t pbfapp_job_exec(const char *path, char *const argv[], int stdin_fd, int *error);
+
 /* waitpid(pid, status, 0), retried when a signal interrupts it; its return value. pid -1: any
  * child. */
 pid_t pbfapp_job_wait(pid_t pid, int *status);

@@ -7,9 +7,9 @@
  *  - fluid (screen-space fluid rendering: S. Green, "Screen Space Fluid Rendering for Games",
  *    GDC 2010; van der Laan, Green and Sainz, I3D 2009): (0) background and lines into a
  *    colour + depth texture; (1) sprite eye depth into an R32F texture; (2) the narrow-range
- *    filter of that depth (Truong and Yuksel, I3D 2018): 1D along x, 1D along y, then a small
- *    2D pass that removes the streaks separable passes leave; its radius is fixed in metres
- *    (6 particle radii) at every window size, its taps spread out beyond 16 pixels;
+ *    filter of that depth (Truong and Yuksel, I3D 2018): 1D along x, 1D along y, 1D along x
+ *    again at half the radius, then a small 2D pass (see draw_fluid); its radius is fixed in
+ *    metres (6 particle radii) at every window size, its taps spread out beyond 16 pixels;
  *    (3) sprite thickness added up with additive blending, blurred over three particle radii
  *    (a lattice of particles otherwise shows lines of lesser thickness); (4) composite: normals
  *    from the smoothed depth, Schlick Fresnel between the background refracted by the
@@ -798,8 +798,14 @@ static void draw_fluid(pbfview_renderer *r, const pbfview_frame *f, const float 
     sprite_uniforms(r->prog_depth, f, sh);
     draw_points(r, f);
 
-    /* (2) narrow-range filter: x (a -> b), y (b -> a), then a small 2D pass (a -> b) that
-     * removes the streaks the two 1D passes leave along their directions */
+    /* (2) narrow-range filter, ping-pong between a and b: x, y, x at half the radius, then a
+     * small 2D pass. A 1D pass leaves streaks along its direction where the depth is rough (a
+     * splash, liquid climbing a wall, drops in front): each column keeps a different part of
+     * its neighbourhood (samples in front of the range are dropped with their mirror), and the
+     * normals of the shading turn the small differences between columns into bright lines.
+     * Ending on the y pass hung vertical curtains below every splash and along the walls,
+     * wider than the 2D pass can remove; the short x pass after it averages across those
+     * columns (tests/viewer_streak_check.py measures them). */
     glDisable(GL_DEPTH_TEST);
     glUseProgram(r->prog_blur);
     set_i(r->prog_blur, "u_depth", 0);
@@ -812,17 +818,27 @@ static void draw_fluid(pbfview_renderer *r, const pbfview_frame *f, const float 
     const GLint max_px = glGetUniformLocation(r->prog_blur, "u_max_px");
     glBindVertexArray(r->vao_empty);
     glActiveTexture(GL_TEXTURE0);
-    const GLuint pass_fbo[3] = {r->fbo_b, r->fbo_a, r->fbo_b};
-    const GLuint pass_src[3] = {r->tex_a, r->tex_b, r->tex_a};
-    for (int pass = 0; pass < 3; ++pass) {
-        glBindFramebuffer(GL_FRAMEBUFFER, pass_fbo[pass]);
-        glBindTexture(GL_TEXTURE_2D, pass_src[pass]);
-        glUniform2f(dir, pass == 0 ? 1.0f : 0.0f, pass == 1 ? 1.0f : 0.0f);
-        glUniform1i(max_taps, pass < 2 ? SSF_MAX_TAPS : (int)SSF_FINAL_PX);
-        glUniform1f(max_px, pass < 2 ? 1e9f : SSF_FINAL_PX);
+    static const struct {
+        float dir[2], radius;
+        int taps;
+    } passes[] = {{{1, 0}, 1, SSF_MAX_TAPS},
+                  {{0, 1}, 1, SSF_MAX_TAPS},
+                  {{1, 0}, 0.5f, SSF_MAX_TAPS},
+                  {{0, 0}, 1, (int)SSF_FINAL_PX}};
+    const int npass = (int)(sizeof passes / sizeof passes[0]);
+    for (int pass = 0; pass < npass; ++pass) {
+        glBindFramebuffer(GL_FRAMEBUFFER, pass % 2 ? r->fbo_a : r->fbo_b);
+        glBindTexture(GL_TEXTURE_2D, pass % 2 ? r->tex_b : r->tex_a);
+        glUniform2f(dir, passes[pass].dir[0], passes[pass].dir[1]);
+        glUniform1i(max_taps, passes[pass].taps);
+        glUniform1f(max_px, pass < npass - 1 ? 1e9f : SSF_FINAL_PX);
+        set_f(r->prog_blur, "u_filter_m", passes[pass].radius * SSF_FILTER_RADII * f->radius);
         glDrawArrays(GL_TRIANGLES, 0, 3);
     }
-    const GLuint depth = r->tex_b; /* the smoothed depth; tex_a is free again */
+    /* the smoothed depth, and the other texture, free again */
+    const GLuint depth = npass % 2 ? r->tex_b : r->tex_a;
+    const GLuint spare_fbo = npass % 2 ? r->fbo_a : r->fbo_b,
+                 spare = npass % 2 ? r->tex_a : r->tex_b;
 
     /* (3) thickness: additive blending of the spheres' chord lengths */
     glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_thick);
@@ -833,7 +849,7 @@ static void draw_fluid(pbfview_renderer *r, const pbfview_frame *f, const float 
     sprite_uniforms(r->prog_thick, f, sh);
     draw_points(r, f);
     glDisable(GL_BLEND);
-    /* (3b) thickness spread over a few particle radii: thick -> a (x), a -> thick (y) */
+    /* (3b) thickness spread over a few particle radii: thick -> spare (x), spare -> thick (y) */
     glUseProgram(r->prog_thick_blur);
     set_i(r->prog_thick_blur, "u_thick", 0);
     set_i(r->prog_thick_blur, "u_depth", 1);
@@ -845,12 +861,12 @@ static void draw_fluid(pbfview_renderer *r, const pbfview_frame *f, const float 
     glActiveTexture(GL_TEXTURE1);
     glBindTexture(GL_TEXTURE_2D, depth);
     glActiveTexture(GL_TEXTURE0);
-    glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_a);
+    glBindFramebuffer(GL_FRAMEBUFFER, spare_fbo);
     glBindTexture(GL_TEXTURE_2D, r->tex_thick);
     glUniform2f(tdir, 1, 0);
     glDrawArrays(GL_TRIANGLES, 0, 3);
     glBindFramebuffer(GL_FRAMEBUFFER, r->fbo_thick);
-    glBindTexture(GL_TEXTURE_2D, r->tex_a);
+    glBindTexture(GL_TEXTURE_2D, spare);
     glUniform2f(tdir, 0, 1);
     glDrawArrays(GL_TRIANGLES, 0, 3);
 
