@@ -195,7 +195,7 @@ done
 [[ ! -f "${tmp}/guard/frame_00001.vtp" ]]
 check "guard: the unstable frame is not written" $?
 
-fast="${res}/fast.json" # 1 substep: the impact compresses by ~34%; 2 substeps: ~8%
+fast="${res}/fast.json" # 1 substep: the impact compresses by ~34%; 2 substeps: ~8% (its steps as given)
 run "guard: impact over guard_density_error=20" 3 "${tmp}/g2.log" run "${fast}" --out "${tmp}/g2" --set guard_density_error=20 --checkpoint-every 1 "${T[@]}"
 contains "guard: names the last good checkpoint" "${tmp}/g2.log" "last good checkpoint: ${tmp}/g2/checkpoint_"
 run "guard: resume with --adaptive finishes" 0 "${tmp}/g2r.log" run --resume "${tmp}/g2" --adaptive --set guard_density_error=20 "${T[@]}"

@@ -398,6 +398,97 @@ static void test_dam_break_contained(void) {
     pbf_world_destroy(w);
 }
 
+/* The dam break of `pbf validate` refined to 36 particles across the column (L = 0.146 m, a slab
+ * 4 particles thick, r = 2.03 mm) at the shipped scenes' steps, 60 frames/s of 4 steps and 4
+ * iterations: taken as given (dt sqrt(|g| / h) = 0.145), the solve fed energy into the falling
+ * column from its first frames, +88 % of E(0) by 0.25 s, its fastest particles at the speed
+ * limit. PBF's force condition (pbf_gravity_cfl) splits those steps in two: every value stays
+ * finite, within `pbf run`'s density guard, and the energy (kinetic + potential) never rises
+ * above E(0) by more than 1 % of it, the stability envelope's test. */
+static void test_refined_dam_break_stable(void) {
+    pbf_world_def def = pbf_default_world_def();
+    const float L = 0.146f, s = L / 36.0f;
+    def.particle_radius = 0.5f * s;
+    def.domain_max = (pbf_vec3){5.0f * L, 3.0f * L, 4.0f * s};
+    ENSURE(def.pbf.solver_iterations == 4);
+    pbf_world *w = make(&def);
+    ENSURE(w);
+    ENSURE(
+        add_block(w, (pbf_vec3){0, 0, 0}, (pbf_vec3){L, 2.0f * L, 4.0f * s}, (pbf_vec3){0, 0, 0}));
+    const float dt = 1.0f / 240.0f;
+    const double g = -def.gravity.y;
+    double e0 = 0.0, gain = 0.0, worst_avg = 0.0, worst_max = 0.0;
+    int most_substeps = 0;
+    for (int step = 0; step <= 120; ++step) {
+        if (step % 4 == 0) { /* a frame: the energy per unit mass, summed */
+            pbf_particles p = pbf_world_particles(w);
+            double e = 0.0;
+            for (int i = 0; i < p.count; ++i)
+                e += 0.5 * ((double)p.vx[i] * p.vx[i] + (double)p.vy[i] * p.vy[i] +
+                            (double)p.vz[i] * p.vz[i]) +
+                     g * p.y[i];
+            if (step == 0) e0 = e;
+            if (100.0 * (e - e0) / e0 > gain) gain = 100.0 * (e - e0) / e0;
+        }
+        if (step == 120) break;
+        ENSURE(pbf_world_step(w, dt, NULL) == PBF_OK);
+        pbf_stats st = pbf_world_stats(w);
+        ENSURE_EQ_INT(st.nonfinite, 0);
+        ENSURE_EQ_INT(st.escaped, 0);
+        ENSURE(isfinite(st.max_speed));
+        if (st.density_error_avg > worst_avg) worst_avg = st.density_error_avg;
+        if (st.density_error_max > worst_max) worst_max = st.density_error_max;
+        if (st.substeps > most_substeps) most_substeps = st.substeps;
+    }
+    printf("  n = 36, 0.5 s at 1/240 s: energy gain %.2f %% of E(0), density error peaks %.2f / "
+           "%.1f %%, up to %d substeps\n",
+           gain, worst_avg, worst_max, most_substeps);
+    ENSURE(worst_avg < 10.0);   /* the stability envelope's bound on the average */
+    ENSURE(worst_max <= 100.0); /* pbf run's guard (guard_density_error) on the largest */
+    ENSURE(gain <= 1.0);
+    ENSURE(most_substeps > 1); /* the rule split the fast steps */
+    pbf_world_destroy(w);
+}
+
+/* PBF's substeps: the force condition (pbf_gravity_cfl) takes the shipped scenes' steps (r = 7.5
+ * and 10 mm, 1/240 s) as given and splits those of half their radius; the CFL condition (pbf_cfl,
+ * off by default) splits a step in which a block crosses more than pbf_cfl diameters; with both
+ * off every step is taken as given. */
+static int pbf_substeps_of(float radius, float speed, float cfl, float gravity_cfl) {
+    pbf_world_def def = pbf_default_world_def();
+    def.particle_radius = radius;
+    def.domain_max = (pbf_vec3){4.0f, 1.0f, 0.2f};
+    def.pbf.cfl = cfl;
+    def.pbf.gravity_cfl = gravity_cfl;
+    pbf_world *w = make(&def);
+    const float s = 2.0f * radius;
+    int most = -1;
+    if (w && add_block(w, (pbf_vec3){0.1f, 0, 0}, (pbf_vec3){0.1f + 3 * s, 3 * s, 3 * s},
+                       (pbf_vec3){speed, 0, 0})) {
+        most = 0;
+        for (int k = 0; k < 3; ++k) {
+            if (pbf_world_step(w, 1.0f / 240.0f, NULL) != PBF_OK) return -1;
+            const int n = pbf_world_stats(w).substeps;
+            if (n > most) most = n;
+        }
+    }
+    pbf_world_destroy(w);
+    return most;
+}
+
+static void test_pbf_substep_rule(void) {
+    const pbf_world_def d = pbf_default_world_def();
+    ENSURE_EQ_INT(pbf_substeps_of(0.0075f, 0.0f, d.pbf.cfl, d.pbf.gravity_cfl), 1);
+    ENSURE_EQ_INT(pbf_substeps_of(0.01f, 0.0f, d.pbf.cfl, d.pbf.gravity_cfl), 1);
+    ENSURE_EQ_INT(pbf_substeps_of(0.00375f, 0.0f, d.pbf.cfl, d.pbf.gravity_cfl), 2);
+    ENSURE_EQ_INT(pbf_substeps_of(0.005f, 0.0f, d.pbf.cfl, d.pbf.gravity_cfl), 2);
+    ENSURE_EQ_INT(pbf_substeps_of(0.00375f, 0.0f, 0.0f, 0.0f), 1);
+    ENSURE(d.pbf.cfl == 0.0f);
+    /* 1.5 diameters per step: pbf_cfl = 1 splits it in two */
+    ENSURE_EQ_INT(pbf_substeps_of(0.0075f, 1.5f * 0.015f * 240.0f, 1.0f, d.pbf.gravity_cfl), 2);
+    ENSURE_EQ_INT(pbf_substeps_of(0.0075f, 1.5f * 0.015f * 240.0f, 0.0f, 0.0f), 1);
+}
+
 /* A wall moving into the fluid pushes it: no particle is left inside the box. */
 static void test_moving_wall(void) {
     pbf_world_def def = pbf_default_world_def();
@@ -934,6 +1025,8 @@ int main(int argc, char **argv) {
     RUN_SUBTEST(test_warm_carry);
     RUN_SUBTEST(test_warm_needs_iterations);
     RUN_SUBTEST(test_dam_break_contained);
+    RUN_SUBTEST(test_refined_dam_break_stable);
+    RUN_SUBTEST(test_pbf_substep_rule);
     RUN_SUBTEST(test_moving_wall);
     RUN_SUBTEST(test_friction);
     RUN_SUBTEST(test_bed_friction_law);

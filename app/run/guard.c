@@ -130,15 +130,22 @@ int pbfapp_guard_speed_warning(pbfapp_guard *g, const pbf_world *world, int fram
     g->speed_warned = 1;
     pbf_derived dv = pbf_world_derived(world);
     const double cfl = dv.h > 0.0f ? (double)dv.max_speed / dv.h : 0.0;
+    /* the limit holds per substep: a step the method's CFL rule split has a higher one */
+    const int split = st.substeps > 1 ? st.substeps : 1;
+    char substeps[80] = "";
+    if (split > 1) {
+        dt /= split;
+        snprintf(substeps, sizeof substeps, " (the last step split into %d substeps)", split);
+    }
     snprintf(buf, size,
              "frame %d: the speed limit cut %lld particle velocities (%.2g %% of the particles; "
              "a particle counts once per velocity update that hit it): |v| <= cfl * h / dt = "
-             "%.3g m/s with cfl = %.3g, h = %.4g m, dt = %.4g s, so those particles moved slower "
+             "%.3g m/s with cfl = %.3g, h = %.4g m, dt = %.4g s%s, so those particles moved slower "
              "than the simulation made them. Raise the limit with --set cfl=%.3g (the scene key "
              "\"cfl\"), or take shorter steps with more substeps; stats.jsonl's speed_clamps "
              "counts the cuts of every frame (this warning is given once per run)",
              frame, (long long)r->speed_clamps, 100.0 * (double)r->speed_clamps / st.particles,
-             (double)dv.max_speed / dt, cfl, (double)dv.h, dt, 2.0 * cfl);
+             (double)dv.max_speed / dt, cfl, (double)dv.h, dt, substeps, 2.0 * cfl);
     return 1;
 }
 

@@ -201,6 +201,8 @@ static void add_spec(spec *v, int *count, const char *name, const case_row *w, i
         s->solver = solver;
         s->cfl_off = w->grid == 2;
     }
+    /* the envelope's steps as given, but in the shipped scenes' cell */
+    if (w->grid == 1 && !(substeps_stab == 4 && it == 4)) s->cfl_off = 1;
 }
 
 /* The cases of row w at resolution n (solver: the method of METHOD_CASES, else -1). */
@@ -285,6 +287,8 @@ int write_scenes(const char *dir, const spec *specs, int count) {
         if (sp->solver != PBF_SOLVER_PBF)
             snprintf(how, sizeof how, "solver %s%s", method_name(sp->solver),
                      sp->cfl_off ? " without CFL substeps" : "");
+        else if (sp->cfl_off)
+            snprintf(how, sizeof how, "%d iterations without CFL substeps", sp->iterations);
         snprintf(desc, sizeof desc,
                  "pbf validate case %s: %s, %d particles across L = 0.146 m, %s%s%s", sp->name,
                  sp->kind == CASE_HYDRO ? "hydrostatic column"
@@ -341,14 +345,17 @@ static const pbf_param_info *method_key(int solver, const char *what) {
     return t ? pbf_param_find(t, n, key) : NULL;
 }
 
-/* The spec's solver into a world definition; CFL substeps off where the solver allows it (its
- * <solver>_cfl key takes 0). */
+/* The spec's solver into a world definition; substeps off where the solver allows it (its
+ * <solver>_cfl and <solver>_gravity_cfl keys take 0). */
 static void apply_method(pbf_world_def *d, const spec *sp) {
     d->solver = (pbf_solver_kind)sp->solver;
     if (!sp->cfl_off) return;
-    const pbf_param_info *cfl = method_key(sp->solver, "cfl");
-    if (cfl && pbf_param_check_number(cfl, 0.0, NULL, NULL) == PBF_OK)
-        pbf_param_set_number(cfl, d, 0, 0.0, NULL, NULL);
+    static const char *const keys[] = {"cfl", "gravity_cfl"}; /* (PBF has both) */
+    for (int k = 0; k < 2; ++k) {
+        const pbf_param_info *cfl = method_key(sp->solver, keys[k]);
+        if (cfl && pbf_param_check_number(cfl, 0.0, NULL, NULL) == PBF_OK)
+            pbf_param_set_number(cfl, d, 0, 0.0, NULL, NULL);
+    }
 }
 
 /* The density tolerance of the solver's solve (%, its <solver>_tolerance key's default), NAN for

@@ -7,7 +7,7 @@
  * hydrostatic load against rho0 g d along the depth), the dam break with vorticity confinement
  * off (front against the experiment, energy, column release, wall time per simulated second)
  * and, without --fast, the stability envelope over time steps at n = 18 (frames of 1/60 s split
- * into 1, 2, 4, 8 steps, with the SPH solvers' CFL substeps off where they can be: the step as
+ * into 1, 2, 4, 8 steps, with the solvers' CFL substeps off where they can be: the step as
  * given). PBF's iteration sweep has no counterpart: the SPH solvers stop at their tolerance,
  * which keeps its default. The PBF suite (no --solver) is unchanged.
  */
@@ -241,7 +241,8 @@ static const mreport_row METHOD_REPORT[] = {
         "density error below {stab_density:%.0f} %, no particle's above {stab_guard:%.0f} % (where "
         "`pbf run`'s default `guard_density_error` stops a run) and no energy gain above "
         "{stab_energy:%.0f} % of E(0) at a frame (a run that blows up can keep its densities). The "
-        "SPH solvers' CFL substeps are off (`dfsph_cfl`, `pcisph_cfl`, `iisph_cfl` = 0: the step "
+        "solvers' CFL substeps are off (`pbf_cfl`, `pbf_gravity_cfl`, `dfsph_cfl`, `pcisph_cfl`, "
+        "`iisph_cfl` = 0: the step "
         "as "
         "given); WCSPH's cannot be (its substeps follow the sound speed), so its envelope shows "
         "the "

@@ -102,7 +102,7 @@ typedef struct spec {
     int frames;
     int fast; /* part of --fast */
     int solver;  /* pbf_solver_kind: PBF unless `pbf validate --solver` */
-    int cfl_off; /* 1: the SPH solver's CFL substeps off (its *_cfl = 0): the step as given */
+    int cfl_off; /* 1: the solver's CFL substeps off (its *_cfl = 0): the step as given */
     char set[256]; /* --set KEY=VALUE overrides, one per line, applied to every case's world */
     int deep;      /* dam break in a tank L deep (3D: two side walls and the edges) instead of the
                       DEPTH_LAYERS slab: the walls-and-edges case */

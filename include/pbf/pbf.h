@@ -134,6 +134,12 @@ typedef struct pbf_pbf_params {
     float tolerance;            /* average density error to stop at, percent; 0: always
                                    solver_iterations iterations */
     int min_iterations, max_iterations; /* bounds of the iterations when tolerance > 0 */
+    float cfl;                  /* substeps in which the fastest particle moves at most cfl
+                                   particle diameters (2r) (the CFL condition); 0: off (the
+                                   default) */
+    float gravity_cfl;          /* substeps of at most gravity_cfl * sqrt(h / |g|) (the force
+                                   condition, Monaghan 1992); 0: off. Both 0: the step as given
+                                   (Macklin & Mueller 2013's fixed steps) */
 } pbf_pbf_params;
 
 /* Weakly compressible SPH (Becker & Teschner 2007): Tait equation of state
@@ -343,7 +349,7 @@ typedef struct pbf_stats {
                                   ("predict", "lambda", "delta_p", "collide", "velocity",
                                   "vorticity_xsph", or a stage of another solver), or NULL */
     /* The pressure solve of the last step (all its substeps): */
-    int substeps;              /* substeps the step was split into (the SPH solvers: CFL), else 1 */
+    int substeps;              /* substeps the step was split into (its CFL rule), else 1 */
     int iterations;            /* iterations of the density solve, summed over the substeps */
     double solver_error;       /* average density error the density solve reached in its last
                                   substep (its own measure, percent; WCSPH: the density error

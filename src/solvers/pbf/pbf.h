@@ -12,6 +12,10 @@
 
 extern const pbf_solver pbf_solver_pbf;
 
+/* The CFL rule's defaults (pbf_cfl, pbf_gravity_cfl; see substep_dt in pbf.c). */
+#define PBF_CFL_DEFAULT 0.0
+#define PBF_GRAVITY_CFL_DEFAULT 0.09
+
 /* PBF's derived constants (the world's method_state; pbf_pbf_consts_of). */
 typedef struct pbf_pbf_consts {
     float eps_abs;       /* relaxation in 1/m^2 */
