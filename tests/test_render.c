@@ -991,7 +991,7 @@ static void test_solid_obstacles(void) {
     float d[3] = {-eye[0], -eye[1], -eye[2]}, len = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
     for (int k = 0; k < 3; ++k) d[k] /= len;
     /* a particle 0.8 m behind the box's centre, seen through it, and one 0.8 m in front */
-    float x[1], y[1], z[1];
+    float x[1] = {0.0f}, y[1] = {0.0f}, z[1] = {0.0f}; /* (set below, before each render) */
     pbfapp_render_input in = plain_input(1, x, y, z, 0.05f);
     in.flags = PBFAPP_RENDER_NO_FLOOR | PBFAPP_RENDER_NO_TEXT; /* outlines drawn as usual */
     in.camera = (pbf_camera){{eye[0], eye[1], eye[2]}, {0, 0, 0}, {0, 1, 0}, 40};
