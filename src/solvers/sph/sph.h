@@ -17,4 +17,11 @@ struct pbf_gpu_dev;
 void pbf_sph_pressure_accel_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c,
                                 int viscous, int predicted);
 
+/* stage "<method>_pressure" of a state-equation method (WCSPH, SESPH): launches its kernel
+ * (`kernel`, a PBF_GK_ id), whose arguments are those of pbf_gpu_state_sums' callers in sph.cl
+ * (x*, the neighbour sets, v; density, k_i into lambda, the viscous change into s), and measures
+ * the density error. */
+void pbf_sph_state_pressure_gpu(pbf_world *w, struct pbf_gpu_dev *g, const pbf_step_ctx *c,
+                                int kernel);
+
 #endif

@@ -33,3 +33,18 @@ void pbf_sph_pressure_accel_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx
         g->field[PBF_F_SX + a] = v;
     }
 }
+
+void pbf_sph_state_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c, int kernel) {
+    const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
+    const size_t n = (size_t)w->count, wg = g->wg;
+    const pbf_gpu_mem nb_cell = pbf_gpu_nb_cell(g), nb_start = pbf_gpu_nb_start(g);
+    const pbf_gpu_mem q0q[3] = {PBF_GPU_FB(QX), PBF_GPU_FB(QY), PBF_GPU_FB(QZ)};
+    const float inv_rho0 = P.inv_rho0, minus_one = -1.0f;
+    const int slot = pbf_gpu_next_slot(&g->step);
+    PBF_GPU_LAUNCH(g, kernel, n, wg, PBF_GPU_NB(q0q), PBF_GPU_A(PBF_GPU_FB(VX)),
+                   PBF_GPU_A(PBF_GPU_FB(VY)), PBF_GPU_A(PBF_GPU_FB(VZ)),
+                   PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
+                   PBF_GPU_A(PBF_GPU_FB(SX)), PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
+                   PBF_GPU_A(g->bad), PBF_GPU_A(slot));
+    pbf_gpu_measure(w, g, PBF_GPU_FB(DENSITY), inv_rho0, minus_one, c->need_error);
+}

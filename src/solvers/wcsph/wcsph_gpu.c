@@ -13,18 +13,7 @@
 #include "solvers/sph/sph.h"
 
 void pbf_wcsph_pressure_gpu(pbf_world *w, pbf_gpu_dev *g, const pbf_step_ctx *c) {
-    const pbf_gpu_params P = pbf_gpu_params_of(w, g, c);
-    const size_t n = (size_t)w->count, wg = g->wg;
-    const pbf_gpu_mem nb_cell = pbf_gpu_nb_cell(g), nb_start = pbf_gpu_nb_start(g);
-    const pbf_gpu_mem q0q[3] = {PBF_GPU_FB(QX), PBF_GPU_FB(QY), PBF_GPU_FB(QZ)};
-    const float inv_rho0 = P.inv_rho0, minus_one = -1.0f;
-    const int slot = pbf_gpu_next_slot(&g->step);
-    PBF_GPU_LAUNCH(g, PBF_GK_WCSPH_PRESSURE, n, wg, PBF_GPU_NB(q0q), PBF_GPU_A(PBF_GPU_FB(VX)),
-                   PBF_GPU_A(PBF_GPU_FB(VY)), PBF_GPU_A(PBF_GPU_FB(VZ)),
-                   PBF_GPU_A(PBF_GPU_FB(DENSITY)), PBF_GPU_A(PBF_GPU_FB(LAMBDA)),
-                   PBF_GPU_A(PBF_GPU_FB(SX)), PBF_GPU_A(PBF_GPU_FB(SY)), PBF_GPU_A(PBF_GPU_FB(SZ)),
-                   PBF_GPU_A(g->bad), PBF_GPU_A(slot));
-    pbf_gpu_measure(w, g, PBF_GPU_FB(DENSITY), inv_rho0, minus_one, c->need_error);
+    pbf_sph_state_pressure_gpu(w, g, c, PBF_GK_WCSPH_PRESSURE);
 }
 
 /* stage "pressure_accel": the shared pressure acceleration (sph_gpu.c), with the artificial viscosity */
